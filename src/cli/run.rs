@@ -1,0 +1,167 @@
+//! `contact-sandbox run --scene FILE [--steps N] [--json]`: steps every lane of a scene headless and reports.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+
+use crate::physics::world::LaneWorld;
+use crate::scene::Scene;
+
+/// Steps used when neither `--steps` nor the scene's `steps` says.
+pub const DEFAULT_STEPS: u64 = 600;
+
+/// A rod counts as at rest below these speeds (m/s, rad/s).
+pub const ROD_REST_SPEED: f64 = 1e-3;
+
+/// Arguments of `contact-sandbox run`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// The scene file (RON; see docs/scenes.md).
+    #[arg(long)]
+    pub scene: PathBuf,
+    /// Steps per lane (default: the scene's `steps`, else 600).
+    #[arg(long)]
+    pub steps: Option<u64>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Loads the scene and steps every lane `steps` times.
+pub fn run_scene(scene: &Scene, steps: u64) -> Vec<LaneWorld> {
+    let mut lanes = scene.build();
+    for lane in &mut lanes {
+        for _ in 0..steps {
+            if lane.step().is_none() {
+                break;
+            }
+        }
+    }
+    lanes
+}
+
+fn null_if_not_finite(x: Option<f64>) -> Value {
+    match x {
+        Some(v) if v.is_finite() => json!(v),
+        _ => Value::Null,
+    }
+}
+
+/// The per-lane report of `run --json`.
+pub fn lane_json(lane: &LaneWorld) -> Value {
+    let balls: Vec<Value> = lane
+        .balls
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            json!({"pos": [b.position.x, b.position.y], "vel": [b.velocity.x, b.velocity.y],
+                   "radius": b.radius, "mass": b.mass, "tunneled": lane.ball_tunneled(i)})
+        })
+        .collect();
+    let g = lane.settings.gravity;
+    let rods: Vec<Value> = lane
+        .rods
+        .iter()
+        .map(|r| {
+            let at_rest = r.velocity.length() < ROD_REST_SPEED && r.omega.abs() < ROD_REST_SPEED;
+            json!({"center": [r.center.x, r.center.y], "angle": r.angle, "vel": [r.velocity.x, r.velocity.y],
+                   "omega": r.omega, "energy_j": r.energy(g, lane.rod_floor_y),
+                   "lowest_end_height_m": r.lowest_end_height() - lane.rod_floor_y, "at_rest": at_rest})
+        })
+        .collect();
+    let s = &lane.stats;
+    let kappa = lane.last.as_ref().and_then(|d| d.kappa);
+    json!({
+        "name": lane.name,
+        "method": lane.settings.method.label(),
+        "steps": s.steps,
+        "time_s": lane.time,
+        "min_gap_m": null_if_not_finite(s.min_gap),
+        "max_penetration_m": s.max_penetration,
+        "max_newton": s.max_newton,
+        "mean_newton": s.mean_newton(),
+        "newton_cap_hits": s.iteration_caps,
+        "stalled_line_searches": s.stalled_line_searches,
+        "tunneled": s.tunneled > 0,
+        "tunneled_balls": s.tunneled,
+        "energy_j": lane.energy(),
+        "dhat_m": lane.dhat(),
+        "kappa": kappa,
+        "fault": lane.fault,
+        "balls": balls,
+        "rods": rods,
+        "rod_impacts": s.rod_impacts,
+        "rod_max_sink_m": s.rod_max_sink,
+    })
+}
+
+/// A readable per-lane summary.
+pub fn lane_table(lane: &LaneWorld) -> String {
+    let s = &lane.stats;
+    let gap = match s.min_gap {
+        Some(g) if g.is_finite() => format!("{:.4e} m", g),
+        _ => "n/a".into(),
+    };
+    let mut out = format!(
+        "lane \"{}\" ({}): {} steps, t = {:.4} s\n  min gap {gap}, max penetration {:.4e} m, Newton max {} mean {:.2}, tunneled {}, energy {:.6e} J\n",
+        lane.name,
+        lane.settings.method.label(),
+        s.steps,
+        lane.time,
+        s.max_penetration,
+        s.max_newton,
+        s.mean_newton(),
+        s.tunneled,
+        lane.energy()
+    );
+    if let Some(fault) = &lane.fault {
+        out.push_str(&format!("  FAULT: {fault}\n"));
+    }
+    for (i, b) in lane.balls.iter().enumerate().take(20) {
+        out.push_str(&format!(
+            "  ball {i}: pos ({:.6}, {:.6}) vel ({:.6}, {:.6}){}\n",
+            b.position.x,
+            b.position.y,
+            b.velocity.x,
+            b.velocity.y,
+            if lane.ball_tunneled(i) { " TUNNELED" } else { "" }
+        ));
+    }
+    if lane.balls.len() > 20 {
+        out.push_str(&format!("  ... {} more balls (use --json for all)\n", lane.balls.len() - 20));
+    }
+    for (i, r) in lane.rods.iter().enumerate() {
+        out.push_str(&format!(
+            "  rod {i}: centre ({:.6}, {:.6}) angle {:.6} vel ({:.3e}, {:.3e}) omega {:.3e}\n",
+            r.center.x, r.center.y, r.angle, r.velocity.x, r.velocity.y, r.omega
+        ));
+    }
+    if !lane.rods.is_empty() {
+        out.push_str(&format!(
+            "  rod impacts {}, max sink {:.3e} m\n",
+            s.rod_impacts, s.rod_max_sink
+        ));
+    }
+    out
+}
+
+/// Entry point of the subcommand.
+pub fn run_run(args: &RunArgs) -> Result<()> {
+    let scene = Scene::load(&args.scene)?;
+    let steps = args.steps.or(scene.steps).unwrap_or(DEFAULT_STEPS);
+    if steps > 100_000_000 {
+        bail!("invalid --steps: at most 100000000, got {steps}");
+    }
+    let lanes = run_scene(&scene, steps);
+    if args.json {
+        let lanes: Vec<Value> = lanes.iter().map(lane_json).collect();
+        println!("{}", json!({"scene": scene.name, "lanes": lanes}));
+    } else {
+        println!("scene \"{}\"", scene.name);
+        for lane in &lanes {
+            print!("{}", lane_table(lane));
+        }
+    }
+    Ok(())
+}

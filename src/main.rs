@@ -1,0 +1,52 @@
+//! `contact-sandbox`: with no subcommand, opens the sandbox; otherwise runs a headless experiment.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use contact_sandbox::cli::{rod, run, throw};
+
+#[derive(Parser, Debug)]
+#[command(name = "contact-sandbox", version, about = "A 2D contact-mechanics sandbox: penalty vs IPC, rods on a floor")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The seed's wall experiment (SPEC §2): penalty vs IPC at several speeds.
+    Throw(throw::ThrowArgs),
+    /// One rod–floor impact in exact rational arithmetic (SPEC §3).
+    Rod(rod::RodArgs),
+    /// Step every lane of a scene file headless and report.
+    Run(run::RunArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let rendered = e.to_string();
+            eprintln!("{}", rendered.lines().next().unwrap_or("error: invalid arguments"));
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Some(Command::Throw(args)) => throw::run_throw(&args),
+        Some(Command::Rod(args)) => rod::run_rod(&args),
+        Some(Command::Run(args)) => run::run_run(&args),
+        None => contact_sandbox::app::run_gui(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Exact continuous collision detection for straight-line motion (SPEC §1.3): the earliest
+//! `t ∈ [0, 1]` at which a moving circle touches a static box, or two moving circles touch.
+
+use glam::DVec2;
+
+use super::geometry::Wall;
+
+/// Earliest `t ∈ [0, 1]` at which a circle of radius `r` moving `p → p + Δ` touches `wall`, or `None`.
+///
+/// The set of centres within `r` of the box is the box grown by `r` with rounded corners. The segment is
+/// clipped against the grown box (slab test); if it enters through a corner square the exact time is the
+/// first intersection with that corner's circle. A segment that misses the corner circle misses the
+/// rounded box entirely (it could only reach a face strip through the circle).
+/// Returns `Some(0.0)` when the circle already touches or overlaps the box.
+pub fn time_of_impact_ball_wall(p: DVec2, delta: DVec2, radius: f64, wall: &Wall) -> Option<f64> {
+    if wall.signed_distance(p).value <= radius {
+        return Some(0.0);
+    }
+    let o = wall.to_local(p);
+    let rotation = wall.rotation();
+    let dir = if rotation.y == 0.0 && rotation.x == 1.0 {
+        delta
+    } else {
+        DVec2::new(
+            rotation.x * delta.x + rotation.y * delta.y,
+            -rotation.y * delta.x + rotation.x * delta.y,
+        )
+    };
+    let grown = wall.half_extents + DVec2::splat(radius);
+    let mut t_enter = 0.0f64;
+    let mut t_exit = 1.0f64;
+    for axis in 0..2 {
+        let (o_a, d_a, g_a) = (o[axis], dir[axis], grown[axis]);
+        if d_a == 0.0 {
+            if o_a < -g_a || o_a > g_a {
+                return None;
+            }
+            continue;
+        }
+        // Entering face: the one facing the start point.
+        let (t0, t1) = if d_a > 0.0 {
+            ((-g_a - o_a) / d_a, (g_a - o_a) / d_a)
+        } else {
+            ((g_a - o_a) / d_a, (-g_a - o_a) / d_a)
+        };
+        t_enter = t_enter.max(t0);
+        t_exit = t_exit.min(t1);
+        if t_enter > t_exit {
+            return None;
+        }
+    }
+    let hit = o + dir * t_enter;
+    let h = wall.half_extents;
+    if radius > 0.0 && hit.x.abs() > h.x && hit.y.abs() > h.y {
+        let corner = DVec2::new(h.x.copysign(hit.x), h.y.copysign(hit.y));
+        return circle_ray_first_hit(o - corner, dir, radius).filter(|t| *t <= 1.0);
+    }
+    Some(t_enter)
+}
+
+/// Earliest `t ∈ [0, 1]` at which circles `(pᵢ + t Δᵢ, rᵢ)` and `(pⱼ + t Δⱼ, rⱼ)` touch, or `None`.
+/// Returns `Some(0.0)` when they already touch or overlap.
+pub fn time_of_impact_ball_ball(
+    pi: DVec2,
+    delta_i: DVec2,
+    ri: f64,
+    pj: DVec2,
+    delta_j: DVec2,
+    rj: f64,
+) -> Option<f64> {
+    circle_ray_first_hit(pi - pj, delta_i - delta_j, ri + rj).filter(|t| *t <= 1.0)
+}
+
+/// Smallest `t ≥ 0` with `|p + t d| = R`, or `None` when the ray misses or moves away.
+/// Uses the cancellation-free root `t = c / (−b + √(b² − a c))`.
+fn circle_ray_first_hit(p: DVec2, d: DVec2, radius: f64) -> Option<f64> {
+    let c = p.length_squared() - radius * radius;
+    if c <= 0.0 {
+        return Some(0.0);
+    }
+    let b = p.dot(d);
+    if b >= 0.0 {
+        return None;
+    }
+    let a = d.length_squared();
+    let discriminant = b * b - a * c;
+    if discriminant < 0.0 {
+        return None;
+    }
+    Some(c / (-b + discriminant.sqrt()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit_box() -> Wall {
+        Wall {
+            center: DVec2::ZERO,
+            half_extents: DVec2::new(1.0, 1.0),
+            angle: 0.0,
+        }
+    }
+
+    #[test]
+    fn point_through_a_face_head_on_hits_at_one_half() {
+        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 0.0), DVec2::new(4.0, 0.0), 0.0, &unit_box());
+        assert_eq!(t, Some(0.5));
+    }
+
+    #[test]
+    fn circle_head_on_hits_when_its_surface_arrives() {
+        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 0.2), DVec2::new(4.0, 0.0), 0.5, &unit_box());
+        assert_eq!(t, Some(0.375));
+    }
+
+    #[test]
+    fn oblique_motion_into_a_rotated_box() {
+        let wall = Wall {
+            center: DVec2::new(1.0, 1.0),
+            half_extents: DVec2::new(1.0, 0.5),
+            angle: std::f64::consts::FRAC_PI_2,
+        };
+        // Rotated by 90°, the box spans x ∈ [0.5, 1.5], y ∈ [0, 2]. Move from (-0.5, 0) by (2, 2):
+        // x reaches 0.5 at t = 0.5, where y = 1 is inside the span.
+        let t = time_of_impact_ball_wall(DVec2::new(-0.5, 0.0), DVec2::new(2.0, 2.0), 0.0, &wall)
+            .expect("hits");
+        assert!((t - 0.5).abs() < 1e-12, "{t}");
+    }
+
+    #[test]
+    fn parallel_motion_beside_a_box_never_hits() {
+        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 1.5), DVec2::new(6.0, 0.0), 0.4, &unit_box());
+        assert_eq!(t, None);
+        let t = time_of_impact_ball_ball(
+            DVec2::new(0.0, 0.0),
+            DVec2::new(1.0, 0.0),
+            0.1,
+            DVec2::new(0.0, 1.0),
+            DVec2::new(1.0, 0.0),
+            0.1,
+        );
+        assert_eq!(t, None);
+    }
+
+    #[test]
+    fn grazing_a_rounded_corner_touches_exactly_once() {
+        // Radius 0.5 moving along y = 1.5 first touches the corner (−1, 1) when its centre is at x = −1,
+        // then slides along the top face at distance exactly 0.5.
+        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 1.5), DVec2::new(8.0, 0.0), 0.5, &unit_box());
+        assert_eq!(t, Some(0.25));
+        // A hair higher misses.
+        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 1.5001), DVec2::new(8.0, 0.0), 0.5, &unit_box());
+        assert_eq!(t, None);
+    }
+
+    #[test]
+    fn diagonal_approach_to_a_corner_hits_the_corner_circle() {
+        let r = 0.5;
+        let start = DVec2::new(3.0, 3.0);
+        let t = time_of_impact_ball_wall(start, DVec2::new(-4.0, -4.0), r, &unit_box()).expect("hits");
+        let centre = start + DVec2::new(-4.0, -4.0) * t;
+        assert!(((centre - DVec2::new(1.0, 1.0)).length() - r).abs() < 1e-12);
+    }
+
+    #[test]
+    fn circles_head_on_meet_at_the_predicted_time() {
+        let t = time_of_impact_ball_ball(
+            DVec2::new(-2.0, 0.0),
+            DVec2::new(2.0, 0.0),
+            0.5,
+            DVec2::new(2.0, 0.0),
+            DVec2::new(-2.0, 0.0),
+            0.5,
+        );
+        assert_eq!(t, Some(0.75));
+    }
+
+    #[test]
+    fn circles_grazing_touch_once() {
+        let t = time_of_impact_ball_ball(
+            DVec2::new(-2.0, 1.0),
+            DVec2::new(4.0, 0.0),
+            0.5,
+            DVec2::ZERO,
+            DVec2::ZERO,
+            0.5,
+        );
+        assert_eq!(t, Some(0.5));
+    }
+
+    #[test]
+    fn short_motion_that_stops_before_contact_reports_none() {
+        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 0.0), DVec2::new(1.0, 0.0), 0.0, &unit_box());
+        assert_eq!(t, None);
+    }
+}

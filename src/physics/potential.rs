@@ -1,0 +1,388 @@
+//! The incremental potential of one implicit-Euler step (SPEC §1):
+//!
+//! ```text
+//! E(x) = ½ (x − x̃)ᵀ M (x − x̃) + h² B(x),      x̃ = xᵗ + h vᵗ + h² g
+//! ```
+//!
+//! with `B` the contact energy: penalty `Σ ½ k p²` or the IPC barrier `κ Σ b(d, d̂)`. Every contact term is a
+//! scalar function `φ(d)` of one pair distance `d`, so its Hessian is `φ'' ∇d ∇dᵀ + φ' ∇²d`, projected to
+//! positive semi-definite per pair as IPC does. A ball–ball pair's 4×4 Hessian is `[[S, −S], [−S, S]]`, whose
+//! PSD projection is the same pattern with `S` projected, so projecting the 2×2 `S` is exact.
+
+use glam::DVec2;
+
+use super::barrier::{barrier, barrier_first_derivative, barrier_second_derivative};
+use super::broad_phase::BroadPhase;
+use super::geometry::{Sym2, Wall, ball_ball_distance, ball_wall_distance};
+use super::penalty::{penalty_energy, penalty_first_derivative, penalty_second_derivative};
+
+/// Which contact energy `B` the step uses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ContactModel {
+    /// `½ k p²` per overlapping pair.
+    Penalty { stiffness: f64 },
+    /// `κ b(d, d̂)` per pair within `d̂`; `+∞` for any `d ≤ 0`.
+    Barrier { dhat: f64, kappa: f64 },
+}
+
+impl ContactModel {
+    /// Pairs farther apart than this contribute nothing.
+    pub fn reach(&self) -> f64 {
+        match *self {
+            ContactModel::Penalty { .. } => 0.0,
+            ContactModel::Barrier { dhat, .. } => dhat,
+        }
+    }
+
+    /// `(φ, φ', φ'')` at distance `d`.
+    pub fn scalar(&self, d: f64) -> (f64, f64, f64) {
+        match *self {
+            ContactModel::Penalty { stiffness } => (
+                penalty_energy(d, stiffness),
+                penalty_first_derivative(d, stiffness),
+                penalty_second_derivative(d, stiffness),
+            ),
+            ContactModel::Barrier { dhat, kappa } => (
+                kappa * barrier(d, dhat),
+                kappa * barrier_first_derivative(d, dhat),
+                kappa * barrier_second_derivative(d, dhat),
+            ),
+        }
+    }
+
+    fn value(&self, d: f64) -> f64 {
+        match *self {
+            ContactModel::Penalty { stiffness } => penalty_energy(d, stiffness),
+            ContactModel::Barrier { dhat, kappa } => kappa * barrier(d, dhat),
+        }
+    }
+}
+
+/// A Hessian stored as 2×2 blocks: one per ball on the diagonal, one per coupled ball pair `(i < j)`.
+#[derive(Clone, Debug, Default)]
+pub struct BlockHessian {
+    pub diagonal: Vec<Sym2>,
+    pub off_diagonal: Vec<(u32, u32, Sym2)>,
+}
+
+/// The pairs currently within reach of each other.
+#[derive(Clone, Debug, Default)]
+pub struct ContactSet {
+    pub ball_wall: Vec<(u32, u32)>,
+    pub ball_ball: Vec<(u32, u32)>,
+}
+
+/// Wall bounds grown by nothing; kept beside the walls so every query skips far walls cheaply.
+#[derive(Clone, Debug, Default)]
+pub struct WallIndex {
+    bounds: Vec<(DVec2, DVec2)>,
+}
+
+impl WallIndex {
+    pub fn new(walls: &[Wall]) -> WallIndex {
+        WallIndex {
+            bounds: walls.iter().map(Wall::aabb).collect(),
+        }
+    }
+
+    /// Walls whose bounds come within `reach` of the circle `(c, r)`.
+    pub fn near<'a>(&'a self, c: DVec2, r: f64, reach: f64) -> impl Iterator<Item = usize> + 'a {
+        let grow = r + reach;
+        self.bounds.iter().enumerate().filter_map(move |(k, (lo, hi))| {
+            (c.x + grow >= lo.x && c.x - grow <= hi.x && c.y + grow >= lo.y && c.y - grow <= hi.y)
+                .then_some(k)
+        })
+    }
+}
+
+/// One step's incremental potential: the data that stays fixed while Newton iterates on `x`.
+pub struct IncrementalPotential<'a> {
+    pub x_tilde: &'a [DVec2],
+    pub mass: &'a [f64],
+    pub radius: &'a [f64],
+    pub walls: &'a [Wall],
+    pub wall_index: &'a WallIndex,
+    pub h: f64,
+    pub model: ContactModel,
+}
+
+/// Scratch buffers reused across evaluations.
+#[derive(Default, Debug, Clone)]
+pub struct Workspace {
+    pub broad_phase: BroadPhase,
+    pub pairs: Vec<(u32, u32)>,
+}
+
+impl IncrementalPotential<'_> {
+    /// The pairs within reach at `x`: ball–wall pairs with `d < reach` and ball–ball pairs with
+    /// `d < reach` (for penalty, `reach = 0`: overlaps only).
+    pub fn contacts(&self, x: &[DVec2], workspace: &mut Workspace, out: &mut ContactSet) {
+        out.ball_wall.clear();
+        out.ball_ball.clear();
+        let reach = self.model.reach();
+        for (i, &c) in x.iter().enumerate() {
+            for k in self.wall_index.near(c, self.radius[i], reach) {
+                let d = ball_wall_distance(c, self.radius[i], &self.walls[k]).value;
+                if d < reach {
+                    out.ball_wall.push((i as u32, k as u32));
+                }
+            }
+        }
+        workspace
+            .broad_phase
+            .near_pairs(x, self.radius, reach, &mut workspace.pairs);
+        for &(i, j) in &workspace.pairs {
+            let (i_, j_) = (i as usize, j as usize);
+            let d = (x[i_] - x[j_]).length() - self.radius[i_] - self.radius[j_];
+            if d < reach {
+                out.ball_ball.push((i, j));
+            }
+        }
+    }
+
+    /// `½ (x − x̃)ᵀ M (x − x̃)`.
+    pub fn inertia_energy(&self, x: &[DVec2]) -> f64 {
+        x.iter()
+            .zip(self.x_tilde)
+            .zip(self.mass)
+            .map(|((x, xt), m)| 0.5 * m * (*x - *xt).length_squared())
+            .sum()
+    }
+
+    /// `B(x)` over the given contacts (not scaled by `h²`); `+∞` if any barrier pair has `d ≤ 0`.
+    pub fn contact_energy(&self, x: &[DVec2], contacts: &ContactSet) -> f64 {
+        let mut total = 0.0;
+        for &(i, k) in &contacts.ball_wall {
+            let i = i as usize;
+            let d = ball_wall_distance(x[i], self.radius[i], &self.walls[k as usize]).value;
+            total += self.model.value(d);
+        }
+        for &(i, j) in &contacts.ball_ball {
+            let (i, j) = (i as usize, j as usize);
+            let d = (x[i] - x[j]).length() - self.radius[i] - self.radius[j];
+            total += self.model.value(d);
+        }
+        total
+    }
+
+    /// `E(x)`, finding its own contacts.
+    pub fn energy(&self, x: &[DVec2], workspace: &mut Workspace, contacts: &mut ContactSet) -> f64 {
+        self.contacts(x, workspace, contacts);
+        let inertia = self.inertia_energy(x);
+        let contact = self.contact_energy(x, contacts);
+        if contacts.ball_wall.is_empty() && contacts.ball_ball.is_empty() {
+            inertia
+        } else {
+            inertia + self.h * self.h * contact
+        }
+    }
+
+    /// `∇E(x)` and the PSD-projected Hessian over the given contacts.
+    pub fn gradient_and_hessian(
+        &self,
+        x: &[DVec2],
+        contacts: &ContactSet,
+        gradient: &mut Vec<DVec2>,
+        hessian: &mut BlockHessian,
+    ) {
+        self.gradient_and_hessian_projected(x, contacts, gradient, hessian, true);
+    }
+
+    /// As [`Self::gradient_and_hessian`]; `project = false` keeps the exact (possibly indefinite) Hessian,
+    /// which is what finite differences check.
+    pub fn gradient_and_hessian_projected(
+        &self,
+        x: &[DVec2],
+        contacts: &ContactSet,
+        gradient: &mut Vec<DVec2>,
+        hessian: &mut BlockHessian,
+        project: bool,
+    ) {
+        let psd = |b: Sym2| if project { b.project_psd() } else { b };
+        let h2 = self.h * self.h;
+        gradient.clear();
+        gradient.extend(
+            x.iter()
+                .zip(self.x_tilde)
+                .zip(self.mass)
+                .map(|((x, xt), m)| (*x - *xt) * *m),
+        );
+        hessian.diagonal.clear();
+        hessian
+            .diagonal
+            .extend(self.mass.iter().map(|m| Sym2::scaled_identity(*m)));
+        hessian.off_diagonal.clear();
+        for &(i, k) in &contacts.ball_wall {
+            let i = i as usize;
+            let dist = ball_wall_distance(x[i], self.radius[i], &self.walls[k as usize]);
+            let (_, d1, d2) = self.model.scalar(dist.value);
+            gradient[i] += (dist.gradient * d1) * h2;
+            let projected = psd(pair_block(d1, d2, dist.gradient, dist.hessian)).scale(h2);
+            add_block(&mut hessian.diagonal[i], projected);
+        }
+        for &(i, j) in &contacts.ball_ball {
+            let (i_, j_) = (i as usize, j as usize);
+            let dist = ball_ball_distance(x[i_], self.radius[i_], x[j_], self.radius[j_]);
+            let (_, d1, d2) = self.model.scalar(dist.value);
+            let force = dist.gradient * d1 * h2;
+            gradient[i_] += force;
+            gradient[j_] -= force;
+            let projected = psd(pair_block(d1, d2, dist.gradient, dist.hessian)).scale(h2);
+            hessian.diagonal[i_] = hessian.diagonal[i_].add(projected);
+            hessian.diagonal[j_] = hessian.diagonal[j_].add(projected);
+            hessian.off_diagonal.push((i, j, projected.scale(-1.0)));
+        }
+    }
+
+    /// `∇B(x)` over the given contacts without `κ` (for the adaptive-stiffness balance, SPEC §1.4).
+    pub fn unit_barrier_gradient(&self, x: &[DVec2], contacts: &ContactSet) -> Vec<DVec2> {
+        let dhat = match self.model {
+            ContactModel::Barrier { dhat, .. } => dhat,
+            ContactModel::Penalty { .. } => return vec![DVec2::ZERO; x.len()],
+        };
+        let mut g = vec![DVec2::ZERO; x.len()];
+        for &(i, k) in &contacts.ball_wall {
+            let i = i as usize;
+            let dist = ball_wall_distance(x[i], self.radius[i], &self.walls[k as usize]);
+            g[i] += dist.gradient * barrier_first_derivative(dist.value, dhat);
+        }
+        for &(i, j) in &contacts.ball_ball {
+            let (i, j) = (i as usize, j as usize);
+            let dist = ball_ball_distance(x[i], self.radius[i], x[j], self.radius[j]);
+            let f = dist.gradient * barrier_first_derivative(dist.value, dhat);
+            g[i] += f;
+            g[j] -= f;
+        }
+        g
+    }
+}
+
+/// `φ'' ∇d ∇dᵀ + φ' ∇²d`, written so that an axis-aligned contact adds exactly `φ''` (no stray roundoff).
+fn pair_block(d1: f64, d2: f64, gradient: DVec2, hessian: Sym2) -> Sym2 {
+    let curvature = Sym2::outer(gradient).scale(d2);
+    if hessian == Sym2::ZERO {
+        curvature
+    } else {
+        curvature.add(hessian.scale(d1))
+    }
+}
+
+fn add_block(target: &mut Sym2, block: Sym2) {
+    *target = target.add(block);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scene() -> (Vec<DVec2>, Vec<f64>, Vec<f64>, Vec<Wall>) {
+        let x_tilde = vec![DVec2::new(0.1, 0.02), DVec2::new(0.13, 0.035), DVec2::new(-0.2, 0.3)];
+        let mass = vec![1.0, 2.0, 0.5];
+        let radius = vec![0.01, 0.015, 0.0];
+        let walls = vec![
+            Wall {
+                center: DVec2::new(0.0, -0.5),
+                half_extents: DVec2::new(2.0, 0.5),
+                angle: 0.0,
+            },
+            Wall {
+                center: DVec2::new(-0.25, 0.3),
+                half_extents: DVec2::new(0.04, 0.2),
+                angle: 0.3,
+            },
+        ];
+        (x_tilde, mass, radius, walls)
+    }
+
+    fn check_whole_energy(model: ContactModel, x: Vec<DVec2>) {
+        let (x_tilde, mass, radius, walls) = scene();
+        let index = WallIndex::new(&walls);
+        let p = IncrementalPotential {
+            x_tilde: &x_tilde,
+            mass: &mass,
+            radius: &radius,
+            walls: &walls,
+            wall_index: &index,
+            h: 0.01,
+            model,
+        };
+        let mut ws = Workspace::default();
+        let mut contacts = ContactSet::default();
+        let e0 = p.energy(&x, &mut ws, &mut contacts);
+        assert!(e0.is_finite());
+        assert!(
+            !contacts.ball_wall.is_empty() && !contacts.ball_ball.is_empty(),
+            "test must exercise both pair kinds: {contacts:?}"
+        );
+        let mut g = Vec::new();
+        let mut projected = BlockHessian::default();
+        p.gradient_and_hessian(&x, &contacts, &mut g, &mut projected);
+        for block in &projected.diagonal {
+            assert!(block.eigen().0 >= 0.0, "projected diagonal block is not PSD: {block:?}");
+        }
+        let mut hess = BlockHessian::default();
+        p.gradient_and_hessian_projected(&x, &contacts, &mut g, &mut hess, false);
+        let eps = 1e-9;
+        for i in 0..x.len() {
+            for axis in 0..2 {
+                let mut xp = x.clone();
+                let mut xm = x.clone();
+                xp[i][axis] += eps;
+                xm[i][axis] -= eps;
+                let mut c = ContactSet::default();
+                let fd = (p.energy(&xp, &mut ws, &mut c) - p.energy(&xm, &mut ws, &mut c)) / (2.0 * eps);
+                let scale = g[i][axis].abs().max(1e-6);
+                assert!((fd - g[i][axis]).abs() < 1e-5 * scale, "dE/dx[{i}][{axis}]: fd {fd} vs {}", g[i][axis]);
+            }
+        }
+        // Hessian: compare the exact (unprojected) H·v with the finite difference of the gradient along v.
+        let v: Vec<DVec2> = (0..x.len()).map(|i| DVec2::new(0.3 + i as f64, -0.7 + 0.5 * i as f64)).collect();
+        let mut hv: Vec<DVec2> = hess.diagonal.iter().zip(&v).map(|(b, v)| b.mul_vec(*v)).collect();
+        for &(i, j, b) in &hess.off_diagonal {
+            let (i, j) = (i as usize, j as usize);
+            hv[i] += b.mul_vec(v[j]);
+            hv[j] += b.mul_vec(v[i]);
+        }
+        let t = 1e-8;
+        let xp: Vec<DVec2> = x.iter().zip(&v).map(|(x, v)| *x + *v * t).collect();
+        let xm: Vec<DVec2> = x.iter().zip(&v).map(|(x, v)| *x - *v * t).collect();
+        let (mut gp, mut gm) = (Vec::new(), Vec::new());
+        let mut cp = ContactSet::default();
+        let mut cm = ContactSet::default();
+        p.contacts(&xp, &mut ws, &mut cp);
+        p.contacts(&xm, &mut ws, &mut cm);
+        p.gradient_and_hessian(&xp, &cp, &mut gp, &mut hess.clone());
+        p.gradient_and_hessian(&xm, &cm, &mut gm, &mut hess.clone());
+        for i in 0..x.len() {
+            let fd = (gp[i] - gm[i]) / (2.0 * t);
+            assert!(
+                (fd - hv[i]).length() < 1e-4 * hv[i].length().max(1.0),
+                "H v at ball {i}: fd {fd} vs {}",
+                hv[i]
+            );
+        }
+    }
+
+    #[test]
+    fn barrier_potential_derivatives_match_finite_differences() {
+        let dhat = 1e-2;
+        // Ball 0 sits 4 mm above the floor, ball 1 is 5 mm from ball 0, ball 2 is 6 mm from the tilted wall.
+        let x0 = DVec2::new(0.1, 0.014);
+        let x1 = x0 + DVec2::new(0.024, 0.018).normalize() * (0.01 + 0.015 + 0.005);
+        let wall = scene().3[1];
+        let corner_free = wall.center + wall.to_world_direction(DVec2::new(0.04 + 0.006, 0.0));
+        check_whole_energy(
+            ContactModel::Barrier { dhat, kappa: 1e3 },
+            vec![x0, x1, corner_free],
+        );
+    }
+
+    #[test]
+    fn penalty_potential_derivatives_match_finite_differences() {
+        let x0 = DVec2::new(0.1, 0.004);
+        let x1 = x0 + DVec2::new(0.02, 0.005);
+        let wall = scene().3[1];
+        let inside = wall.center + wall.to_world_direction(DVec2::new(0.03, 0.05));
+        check_whole_energy(ContactModel::Penalty { stiffness: 1e4 }, vec![x0, x1, inside]);
+    }
+}

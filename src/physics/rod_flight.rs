@@ -1,0 +1,828 @@
+//! Rods flying under gravity and hitting the floor y = `floor_y` inside a step (SPEC §3, f64).
+//!
+//! **Flight.** Between events a rod is ballistic: centre C(t) = C + V t + ½ g t², angle θ(t) = θ + ω t.
+//! The end heights y_±(t) = C_y(t) ± (L/2) sin(θ + ω t) − floor_y are searched for their first downward
+//! crossing *inside* the step: the interval is bisected left-first and a sub-interval is discarded only when
+//! min(y(a), y(b)) > M (b − a)²/8 with M = |g_y| + (L/2) ω² ≥ |y''|, a bound under which no dip below the
+//! floor can hide between two samples however fast the rod spins. The root is then bisected to 1e−15 s, the
+//! rod is moved to the last time still above the floor, the impact law of [`crate::physics::rod`] is applied
+//! there (r = end − centre, n = (0, 1)) and the rest of the step continues. At most
+//! [`RodFlightSettings::max_events`] crossings are handled per step; the remainder is then advanced in one
+//! drift–kick sub-step with e = 0, which always terminates.
+//!
+//! **Resting-contact rule** (the seed leaves persistent contact open; this is our choice):
+//! 1. *Contact set.* An end is touching when its gap is ≤ `contact_slop` (1e−8 m).
+//! 2. *Impact or rest.* A touching end approaching at ≥ `resting_speed` (5 cm/s) that was not already held gets the
+//!    seed's restitution e; slower approaches, and ends that were already held, get e = 0 and Coulomb friction
+//!    (μ = `friction_coefficient`, 0.5, capped by that end's normal impulse). Impacts stay frictionless.
+//! 3. *Two ends at once* (a flat landing): if both touching ends approach, the two normal impulses are solved
+//!    simultaneously so that c_k⁺ = −e_k c_k⁻; if that gives a negative impulse, the single-contact law is
+//!    applied at each end in turn until both normal velocities are ≥ 0 (after 32 passes with e = 0 only).
+//! 4. *Supported sub-steps.* While some end is touching with normal velocity below 1e−6 m/s (a held end), the
+//!    rod is advanced in kick–hold–drift sub-steps: V += g Δs, the touching ends are resolved with e = 0 (plus
+//!    friction), then the rod drifts rigidly with constant V and ω for Δs. A rod lying still is kicked and exactly
+//!    cancelled, so it does not move; a rod pivoting on one end loses a little energy (the scheme is dissipative
+//!    to first order) instead of gaining it. Δs is short enough that a held end, whose normal velocity is now
+//!    ≥ 0, cannot dip more than `drift_sink_budget` through rotation ((L/2)|ω|³Δs³/6 ≤ 1e−9 m). Other ends are
+//!    root-found during the drift; if one crosses at s₁ < Δs the sub-step is redone with Δs = s₁. A touching end
+//!    leaving faster than 1e−6 m/s flies exactly; if it comes back slower than `resting_speed`, e = 0 holds it.
+//! 5. *Guards.* An end that ends a phase below the floor is recorded in the report's sink (before any fix) and
+//!    the rod is lifted by that depth (position only). If a phase would raise the total energy, the velocities
+//!    are scaled down until it does not; drift–kick integration is first order and the guard makes it
+//!    dissipative. Every single impulse is dissipative by the law itself: K⁺ − K⁻ = −(1 − e²)(c⁻)²/(2W) ≤ 0.
+//! 6. *Sleep.* When both ends touch and |V| and (L/2)|ω| are both below `sleep_speed`, V and ω are set to 0.
+
+use crate::physics::DVec2;
+use crate::physics::rod::{PlanarBody, contact_impulse};
+
+/// A uniform thin rod in the plane.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rod {
+    /// Centre of mass C, m.
+    pub center: DVec2,
+    /// θ, rad: the direction from the centre to the `Plus` end is (cos θ, sin θ).
+    pub angle: f64,
+    /// L > 0, m.
+    pub length: f64,
+    /// m > 0, kg.
+    pub mass: f64,
+    /// e ∈ [0, 1] for impacts with the floor.
+    pub restitution: f64,
+    /// V, m/s.
+    pub velocity: DVec2,
+    /// ω, rad/s, counter-clockwise positive.
+    pub omega: f64,
+}
+
+/// One end of a rod: `Plus` at C + (L/2)(cos θ, sin θ), `Minus` at C − (L/2)(cos θ, sin θ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RodEnd {
+    /// C + (L/2)(cos θ, sin θ).
+    Plus,
+    /// C − (L/2)(cos θ, sin θ).
+    Minus,
+}
+
+impl RodEnd {
+    /// Both ends, `Plus` first (the index order of per-end arrays in reports).
+    pub const BOTH: [RodEnd; 2] = [RodEnd::Plus, RodEnd::Minus];
+
+    /// σ = +1 for `Plus`, −1 for `Minus`.
+    pub fn sign(self) -> f64 {
+        match self {
+            RodEnd::Plus => 1.0,
+            RodEnd::Minus => -1.0,
+        }
+    }
+
+    /// 0 for `Plus`, 1 for `Minus`.
+    pub fn index(self) -> usize {
+        match self {
+            RodEnd::Plus => 0,
+            RodEnd::Minus => 1,
+        }
+    }
+}
+
+/// A rod field that is out of its domain.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid rod: `{field}` = {value}: {reason}")]
+pub struct RodError {
+    /// The field's name in [`Rod`].
+    pub field: &'static str,
+    /// Its value.
+    pub value: f64,
+    /// What is wrong.
+    pub reason: &'static str,
+}
+
+impl Rod {
+    /// I = m L²/12 about the centre.
+    pub fn inertia(&self) -> f64 {
+        self.mass * self.length * self.length / 12.0
+    }
+
+    /// d = (cos θ, sin θ).
+    pub fn direction(&self) -> DVec2 {
+        DVec2::new(self.angle.cos(), self.angle.sin())
+    }
+
+    /// r = σ (L/2) d, the offset of `end` from the centre.
+    pub fn end_offset(&self, end: RodEnd) -> DVec2 {
+        end.sign() * 0.5 * self.length * self.direction()
+    }
+
+    /// C + r for `end`.
+    pub fn end_position(&self, end: RodEnd) -> DVec2 {
+        self.center + self.end_offset(end)
+    }
+
+    /// [C + (L/2) d, C − (L/2) d].
+    pub fn endpoints(&self) -> [DVec2; 2] {
+        RodEnd::BOTH.map(|end| self.end_position(end))
+    }
+
+    /// The velocity of `end`: V + ω × r.
+    pub fn end_velocity(&self, end: RodEnd) -> DVec2 {
+        self.body().point_velocity(self.end_offset(end))
+    }
+
+    /// min over the two ends of y.
+    pub fn lowest_end_height(&self) -> f64 {
+        let [plus, minus] = self.endpoints();
+        plus.y.min(minus.y)
+    }
+
+    /// K = ½ m |V|² + ½ I ω².
+    pub fn kinetic_energy(&self) -> f64 {
+        self.body().kinetic_energy()
+    }
+
+    /// U = −m g · (C − (0, floor_y)); for g = (0, −g) this is m g (C_y − floor_y).
+    pub fn potential_energy(&self, gravity: DVec2, floor_y: f64) -> f64 {
+        -self.mass * gravity.dot(self.center - DVec2::new(0.0, floor_y))
+    }
+
+    /// E = K + U.
+    pub fn energy(&self, gravity: DVec2, floor_y: f64) -> f64 {
+        self.kinetic_energy() + self.potential_energy(gravity, floor_y)
+    }
+
+    /// Checks m > 0, L > 0, e ∈ [0, 1] and that every field is finite.
+    pub fn validate(&self) -> Result<(), RodError> {
+        let fields = [
+            ("center.x", self.center.x),
+            ("center.y", self.center.y),
+            ("angle", self.angle),
+            ("length", self.length),
+            ("mass", self.mass),
+            ("restitution", self.restitution),
+            ("velocity.x", self.velocity.x),
+            ("velocity.y", self.velocity.y),
+            ("omega", self.omega),
+        ];
+        for (field, value) in fields {
+            if !value.is_finite() {
+                return Err(RodError {
+                    field,
+                    value,
+                    reason: "must be finite",
+                });
+            }
+        }
+        if self.mass <= 0.0 {
+            return Err(RodError {
+                field: "mass",
+                value: self.mass,
+                reason: "must be > 0",
+            });
+        }
+        if self.length <= 0.0 {
+            return Err(RodError {
+                field: "length",
+                value: self.length,
+                reason: "must be > 0",
+            });
+        }
+        if !(0.0..=1.0).contains(&self.restitution) {
+            return Err(RodError {
+                field: "restitution",
+                value: self.restitution,
+                reason: "must be in [0, 1]",
+            });
+        }
+        Ok(())
+    }
+
+    /// The rod's velocity state for the impact law.
+    pub fn body(&self) -> PlanarBody {
+        PlanarBody {
+            velocity: self.velocity,
+            omega: self.omega,
+            mass: self.mass,
+            inertia: self.inertia(),
+        }
+    }
+
+    fn set_body(&mut self, body: &PlanarBody) {
+        self.velocity = body.velocity;
+        self.omega = body.omega;
+    }
+
+    /// Height of `end` above the floor after moving for time s with centre acceleration `acceleration`:
+    /// C_y + V_y s + ½ a_y s² + σ (L/2) sin(θ + ω s) − floor_y.
+    fn end_gap_after(&self, end: RodEnd, floor_y: f64, acceleration: DVec2, s: f64) -> f64 {
+        self.center.y
+            + self.velocity.y * s
+            + 0.5 * acceleration.y * s * s
+            + end.sign() * 0.5 * self.length * (self.angle + self.omega * s).sin()
+            - floor_y
+    }
+
+    /// Moves the rod rigidly for time s: C += V s + ½ a s², V += a s, θ += ω s.
+    fn advance(&mut self, s: f64, acceleration: DVec2) {
+        self.center += self.velocity * s + 0.5 * acceleration * s * s;
+        self.velocity += acceleration * s;
+        self.angle += self.omega * s;
+    }
+}
+
+/// Tuning of the flight and resting-contact rule (module docs). The defaults are what the tests measure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RodFlightSettings {
+    /// Approach speeds below this use e = 0 and count as resting contact, m/s.
+    pub resting_speed: f64,
+    /// An end within this gap of the floor is touching, m.
+    pub contact_slop: f64,
+    /// Crossings handled per step before the remainder is advanced in one safe sub-step.
+    pub max_events: usize,
+    /// Coulomb μ for resting contacts (impacts are frictionless, as in the seed).
+    pub friction_coefficient: f64,
+    /// Both ends touching with |V| and (L/2)|ω| below this: the rod sleeps (V = 0, ω = 0), m/s.
+    pub sleep_speed: f64,
+    /// How far a held end may dip through rotation during one drift sub-step, m.
+    pub drift_sink_budget: f64,
+    /// Largest rotation ω Δs of one drift sub-step, rad (accuracy of the drift–kick integration).
+    pub max_drift_rotation: f64,
+}
+
+impl Default for RodFlightSettings {
+    fn default() -> Self {
+        Self {
+            resting_speed: 0.05,
+            contact_slop: 1e-8,
+            max_events: 64,
+            friction_coefficient: 0.5,
+            sleep_speed: 1e-4,
+            drift_sink_budget: 1e-9,
+            max_drift_rotation: 0.02,
+        }
+    }
+}
+
+/// One impact (an approach at ≥ `resting_speed` at an end that was not already held) within a step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RodImpact {
+    /// Time since the start of the step, s.
+    pub time: f64,
+    /// Which end hit.
+    pub end: RodEnd,
+    /// Where, m.
+    pub contact_point: DVec2,
+    /// Total impulse at that end in this resolution (normal j_n n, plus friction if any), N s.
+    pub impulse: DVec2,
+    /// c⁻ = n · v_end before, m/s (negative: approaching).
+    pub normal_velocity_before: f64,
+    /// c⁺ after, m/s (≥ 0 up to 1e−12).
+    pub normal_velocity_after: f64,
+    /// The e used for this end's first impulse.
+    pub restitution_used: f64,
+    /// K⁺ − K⁻ of the whole resolution this impact belongs to, J (≤ 0).
+    pub kinetic_energy_change: f64,
+}
+
+/// What happened in one [`step_rod`] call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RodStepReport {
+    /// The impacts, in time order.
+    pub impacts: Vec<RodImpact>,
+    /// Resting-contact (support and friction) impulse summed over the step at [`RodEnd::Plus`, `Minus`], N s.
+    pub support_impulse: [DVec2; 2],
+    /// max(0, floor_y − lowest end) after the step.
+    pub sink_depth: f64,
+    /// The deepest penetration seen at any phase end in the step, before the position fix, m.
+    pub max_sink_depth: f64,
+    /// Total upward position fix applied, m.
+    pub position_fix: f64,
+    /// E = K + U at the start and end of the step, J.
+    pub energy_before: f64,
+    /// E after the step, J.
+    pub energy_after: f64,
+    /// Energy removed by the no-gain guard (module docs, rule 5), J.
+    pub energy_trimmed: f64,
+    /// Floor crossings found inside the step.
+    pub crossings: usize,
+    /// Drift–kick sub-steps taken in resting contact.
+    pub supported_substeps: usize,
+    /// The crossing cap was hit and the remainder was advanced in one safe sub-step.
+    pub event_cap_reached: bool,
+    /// The rod was put to sleep (or stayed asleep) this step.
+    pub asleep: bool,
+    /// Set when the step was not taken (bad rod or bad step); the rod is unchanged then.
+    pub skipped: Option<String>,
+}
+
+/// One step of length h with the default [`RodFlightSettings`]; see [`step_rod_with`].
+pub fn step_rod(rod: &mut Rod, floor_y: f64, gravity: DVec2, h: f64) -> RodStepReport {
+    step_rod_with(rod, floor_y, gravity, h, &RodFlightSettings::default())
+}
+
+const FLOOR_NORMAL: DVec2 = DVec2::Y;
+/// Roots are bisected until the bracket is this short, s.
+const TIME_TOLERANCE: f64 = 1e-15;
+/// Normal velocities above −this count as non-approaching after a resolution, m/s.
+const NORMAL_VELOCITY_TOLERANCE: f64 = 1e-13;
+/// A touching end whose normal velocity is below this is held (resting contact) rather than flying off, m/s.
+/// A faster one leaves in exact flight; if it comes back slower than `resting_speed`, e = 0 catches it.
+const HOLD_SPEED: f64 = 1e-6;
+/// Safety cap on the phases of one step (each phase advances time or handles a crossing).
+const MAX_PHASES: usize = 100_000;
+/// Safety cap on height evaluations of one root search.
+const MAX_ROOT_EVALUATIONS: usize = 20_000;
+
+/// Advances `rod` by h under `gravity` above the floor y = `floor_y`: ballistic flight, impacts found inside the
+/// step by root-finding and resolved with the seed's law at the contact time, and the resting-contact rule of the
+/// module docs. Invalid input (a rod failing [`Rod::validate`], h ≤ 0, non-finite h, floor or gravity) leaves the
+/// rod unchanged and says why in [`RodStepReport::skipped`].
+pub fn step_rod_with(
+    rod: &mut Rod,
+    floor_y: f64,
+    gravity: DVec2,
+    h: f64,
+    settings: &RodFlightSettings,
+) -> RodStepReport {
+    let mut report = RodStepReport::default();
+    if let Err(error) = rod.validate() {
+        report.skipped = Some(error.to_string());
+        return report;
+    }
+    if !(h.is_finite() && h > 0.0 && floor_y.is_finite() && gravity.is_finite()) {
+        report.skipped = Some(format!(
+            "invalid step: h = {h}, floor_y = {floor_y}, gravity = {gravity}"
+        ));
+        return report;
+    }
+    report.energy_before = rod.energy(gravity, floor_y);
+
+    let mut time = 0.0;
+    let start_energy = report.energy_before;
+    project_onto_floor(rod, floor_y, &mut report);
+    resolve_contacts(rod, floor_y, settings, time, [false; 2], &mut report);
+    guard_energy(rod, gravity, floor_y, start_energy, &mut report);
+
+    let mut phases = 0;
+    while h - time > TIME_TOLERANCE && phases < MAX_PHASES {
+        phases += 1;
+        let remaining = h - time;
+        let phase_energy = rod.energy(gravity, floor_y);
+        let touching = touching_ends(rod, floor_y, settings);
+        let normal_velocity = RodEnd::BOTH.map(|end| rod.end_velocity(end).y);
+        let supported = RodEnd::BOTH
+            .iter()
+            .any(|end| touching[end.index()] && normal_velocity[end.index()] < HOLD_SPEED);
+
+        let held = if report.crossings >= settings.max_events {
+            // Crossing cap: advance what is left in one kick–drift sub-step; the guards keep it safe.
+            report.event_cap_reached = true;
+            kick_and_hold(
+                rod,
+                floor_y,
+                settings,
+                time,
+                gravity,
+                remaining,
+                &mut report,
+            );
+            rod.advance(remaining, DVec2::ZERO);
+            time = h;
+            [true; 2]
+        } else if supported {
+            // Kick, hold the touching ends (e = 0), drift. If another end crosses at s₁ inside the sub-step,
+            // redo the kick for s₁ only, so gravity is applied for the time actually advanced.
+            let substep = supported_substep(rod, remaining, settings);
+            let before = *rod;
+            let mut trial_report = RodStepReport::default();
+            kick_and_hold(
+                rod,
+                floor_y,
+                settings,
+                time,
+                gravity,
+                substep,
+                &mut trial_report,
+            );
+            let (mut duration, mut crossed) =
+                first_crossing(rod, floor_y, DVec2::ZERO, substep, &touching, None);
+            if crossed {
+                *rod = before;
+                kick_and_hold(rod, floor_y, settings, time, gravity, duration, &mut report);
+                let (again, crossed_again) =
+                    first_crossing(rod, floor_y, DVec2::ZERO, duration, &touching, None);
+                (duration, crossed) = (again, crossed_again);
+            } else {
+                merge_support(&mut report, &trial_report);
+            }
+            rod.advance(duration, DVec2::ZERO);
+            time += duration;
+            report.supported_substeps += 1;
+            report.crossings += usize::from(crossed);
+            touching
+        } else {
+            let (duration, crossed) = first_crossing(
+                rod,
+                floor_y,
+                gravity,
+                remaining,
+                &touching,
+                Some(&normal_velocity),
+            );
+            rod.advance(duration, gravity);
+            time += duration;
+            report.crossings += usize::from(crossed);
+            [false; 2]
+        };
+        project_onto_floor(rod, floor_y, &mut report);
+        resolve_contacts(rod, floor_y, settings, time, held, &mut report);
+        guard_energy(rod, gravity, floor_y, phase_energy, &mut report);
+        put_to_sleep_if_still(rod, floor_y, settings, &mut report);
+    }
+
+    report.sink_depth = (floor_y - rod.lowest_end_height()).max(0.0);
+    report.energy_after = rod.energy(gravity, floor_y);
+    report
+}
+
+fn touching_ends(rod: &Rod, floor_y: f64, settings: &RodFlightSettings) -> [bool; 2] {
+    RodEnd::BOTH.map(|end| rod.end_position(end).y - floor_y <= settings.contact_slop)
+}
+
+/// Δs for a drift sub-step: ≤ remaining, ω Δs ≤ `max_drift_rotation`, and (L/2)|ω|³Δs³/6 ≤ `drift_sink_budget`
+/// (the third-order dip of a held end whose normal velocity is ≥ 0).
+fn supported_substep(rod: &Rod, remaining: f64, settings: &RodFlightSettings) -> f64 {
+    let spin = rod.omega.abs();
+    if spin == 0.0 {
+        return remaining;
+    }
+    let by_rotation = settings.max_drift_rotation / spin;
+    let by_sink = (6.0 * settings.drift_sink_budget / (0.5 * rod.length * spin.powi(3))).cbrt();
+    remaining.min(by_rotation).min(by_sink)
+}
+
+/// The earliest downward floor crossing of an end within [0, duration] under centre acceleration `acceleration`.
+/// Returns (time to advance, whether a crossing ended the phase). Touching ends are skipped, except in flight
+/// (`separating` given) where a touching end leaving at c ≥ `resting_speed` is searched from τ₀ = c/M on, since
+/// y(τ) ≥ y(0) + cτ − ½Mτ² keeps it above the floor before that.
+fn first_crossing(
+    rod: &Rod,
+    floor_y: f64,
+    acceleration: DVec2,
+    duration: f64,
+    touching: &[bool; 2],
+    separating: Option<&[f64; 2]>,
+) -> (f64, bool) {
+    let curvature_bound = acceleration.y.abs() + 0.5 * rod.length * rod.omega * rod.omega;
+    let mut earliest: Option<f64> = None;
+    for end in RodEnd::BOTH {
+        let height = |s: f64| rod.end_gap_after(end, floor_y, acceleration, s);
+        let start = if touching[end.index()] {
+            match separating {
+                Some(normal_velocity) if curvature_bound > 0.0 => {
+                    normal_velocity[end.index()] / curvature_bound
+                }
+                _ => continue,
+            }
+        } else {
+            0.0
+        };
+        let limit = earliest.unwrap_or(duration);
+        if start >= limit {
+            continue;
+        }
+        if let Some(time) = earliest_downward_crossing(&height, curvature_bound, start, limit) {
+            earliest = Some(earliest.map_or(time, |best: f64| best.min(time)));
+        }
+    }
+    match earliest {
+        Some(time) => (time, true),
+        None => (duration, false),
+    }
+}
+
+/// The first time in (start, end] where `height` (with |height''| ≤ M) goes from > 0 to ≤ 0, returned as the last
+/// bisection point still above the floor. A sub-interval [a, b] is discarded when min(y(a), y(b)) > M (b − a)²/8,
+/// which bounds y from below on [a, b]; everything else is split, earlier half first, so no dip is missed.
+fn earliest_downward_crossing(
+    height: &dyn Fn(f64) -> f64,
+    curvature_bound: f64,
+    start: f64,
+    end: f64,
+) -> Option<f64> {
+    let start_height = height(start);
+    if start_height <= 0.0 {
+        return Some(start);
+    }
+    let mut stack = vec![(start, start_height, end, height(end))];
+    let mut evaluations = 2;
+    while let Some((a, height_a, b, height_b)) = stack.pop() {
+        if height_a <= 0.0 {
+            return Some(a);
+        }
+        let width = b - a;
+        if height_b > 0.0 && height_a.min(height_b) > curvature_bound * width * width / 8.0 {
+            continue;
+        }
+        if width <= TIME_TOLERANCE {
+            if height_b <= 0.0 {
+                return Some(a);
+            }
+            continue;
+        }
+        if evaluations >= MAX_ROOT_EVALUATIONS {
+            // Out of budget: stop at the start of the interval we could not clear; the loop goes on from there.
+            return Some(a);
+        }
+        let mid = 0.5 * (a + b);
+        let height_mid = height(mid);
+        evaluations += 1;
+        stack.push((mid, height_mid, b, height_b));
+        stack.push((a, height_a, mid, height_mid));
+    }
+    None
+}
+
+/// The velocity half of a resting sub-step: V += g Δs, then the touching ends are resolved as held (e = 0).
+fn kick_and_hold(
+    rod: &mut Rod,
+    floor_y: f64,
+    settings: &RodFlightSettings,
+    time: f64,
+    gravity: DVec2,
+    substep: f64,
+    report: &mut RodStepReport,
+) {
+    rod.velocity += gravity * substep;
+    resolve_contacts(rod, floor_y, settings, time, [true; 2], report);
+}
+
+fn merge_support(report: &mut RodStepReport, trial: &RodStepReport) {
+    for index in 0..2 {
+        report.support_impulse[index] += trial.support_impulse[index];
+    }
+}
+
+/// Position-only guard: records the deepest end below the floor and lifts the rod by that depth.
+fn project_onto_floor(rod: &mut Rod, floor_y: f64, report: &mut RodStepReport) {
+    let depth = floor_y - rod.lowest_end_height();
+    if depth > 0.0 {
+        report.max_sink_depth = report.max_sink_depth.max(depth);
+        report.position_fix += depth;
+        rod.center.y += depth;
+    }
+}
+
+/// If the phase raised E above `energy_limit`, scale (V, ω) so K drops by the excess (to 0 at most).
+fn guard_energy(
+    rod: &mut Rod,
+    gravity: DVec2,
+    floor_y: f64,
+    energy_limit: f64,
+    report: &mut RodStepReport,
+) {
+    let excess = rod.energy(gravity, floor_y) - energy_limit;
+    if excess <= 0.0 {
+        return;
+    }
+    let kinetic = rod.kinetic_energy();
+    let scale = if kinetic > excess {
+        ((kinetic - excess) / kinetic).sqrt()
+    } else {
+        0.0
+    };
+    rod.velocity *= scale;
+    rod.omega *= scale;
+    report.energy_trimmed += kinetic * (1.0 - scale * scale);
+}
+
+fn put_to_sleep_if_still(
+    rod: &mut Rod,
+    floor_y: f64,
+    settings: &RodFlightSettings,
+    report: &mut RodStepReport,
+) {
+    let touching = touching_ends(rod, floor_y, settings);
+    let still = rod.velocity.length() < settings.sleep_speed
+        && 0.5 * rod.length * rod.omega.abs() < settings.sleep_speed;
+    if touching == [true; 2] && still {
+        rod.velocity = DVec2::ZERO;
+        rod.omega = 0.0;
+        report.asleep = true;
+    }
+}
+
+/// Resolves the touching ends (module docs, rules 2–3). `held` ends were already in resting contact: e = 0 and
+/// friction. Other ends approaching at ≥ `resting_speed` are impacts with the rod's e; slower ones rest.
+fn resolve_contacts(
+    rod: &mut Rod,
+    floor_y: f64,
+    settings: &RodFlightSettings,
+    time: f64,
+    held: [bool; 2],
+    report: &mut RodStepReport,
+) {
+    let touching = touching_ends(rod, floor_y, settings);
+    if touching == [false; 2] {
+        return;
+    }
+    let mut body = rod.body();
+    let kinetic_before = body.kinetic_energy();
+    let offsets = RodEnd::BOTH.map(|end| rod.end_offset(end));
+    let normal_velocity =
+        |body: &PlanarBody, index: usize| FLOOR_NORMAL.dot(body.point_velocity(offsets[index]));
+    let initial_velocity = [normal_velocity(&body, 0), normal_velocity(&body, 1)];
+    let approaching =
+        [0, 1].map(|index| touching[index] && initial_velocity[index] < -NORMAL_VELOCITY_TOLERANCE);
+    if approaching == [false; 2] {
+        return;
+    }
+    let is_impact = [0, 1].map(|index| {
+        approaching[index] && !held[index] && -initial_velocity[index] >= settings.resting_speed
+    });
+    let restitution = [0, 1].map(|index| {
+        if is_impact[index] {
+            rod.restitution
+        } else {
+            0.0
+        }
+    });
+    let mut normal_total = [0.0_f64; 2];
+    let mut friction_total = [0.0_f64; 2];
+
+    let simultaneous = approaching == [true; 2] && {
+        match simultaneous_impulses(&body, &offsets, &initial_velocity, &restitution) {
+            Some(impulses) => {
+                for index in 0..2 {
+                    body.apply_impulse(offsets[index], FLOOR_NORMAL * impulses[index]);
+                    normal_total[index] += impulses[index];
+                }
+                true
+            }
+            None => false,
+        }
+    };
+    if !simultaneous {
+        sequential_normal_passes(
+            &mut body,
+            &offsets,
+            &touching,
+            &restitution,
+            &mut normal_total,
+        );
+    }
+
+    // Coulomb friction at resting ends, each impulse driving the tangential slip toward 0 without overshoot.
+    if settings.friction_coefficient > 0.0 {
+        for index in 0..2 {
+            if touching[index] && !is_impact[index] && normal_total[index] > 0.0 {
+                let slip = body.point_velocity(offsets[index]).x;
+                let inverse_mass = body.inverse_effective_mass(offsets[index], DVec2::X);
+                let limit = settings.friction_coefficient * normal_total[index];
+                let friction = (-slip / inverse_mass).clamp(-limit, limit);
+                body.apply_impulse(offsets[index], DVec2::X * friction);
+                friction_total[index] += friction;
+            }
+        }
+        sequential_normal_passes(&mut body, &offsets, &touching, &[0.0; 2], &mut normal_total);
+    }
+
+    let kinetic_change = body.kinetic_energy() - kinetic_before;
+    rod.set_body(&body);
+    for end in RodEnd::BOTH {
+        let index = end.index();
+        let impulse = DVec2::new(friction_total[index], normal_total[index]);
+        if impulse == DVec2::ZERO {
+            continue;
+        }
+        if is_impact[index] {
+            report.impacts.push(RodImpact {
+                time,
+                end,
+                contact_point: rod.end_position(end),
+                impulse,
+                normal_velocity_before: initial_velocity[index],
+                normal_velocity_after: normal_velocity(&body, index),
+                restitution_used: restitution[index],
+                kinetic_energy_change: kinetic_change,
+            });
+        } else {
+            report.support_impulse[index] += impulse;
+        }
+    }
+}
+
+/// Both ends approach: solve A j = −(1 + e_k) c_k⁻ with A_kl = J_k M⁻¹ J_lᵀ. Accepted only if both j_k ≥ 0, so
+/// K⁺ − K⁻ = Σ j_k (1 − e_k) c_k⁻ / 2 ≤ 0.
+fn simultaneous_impulses(
+    body: &PlanarBody,
+    offsets: &[DVec2; 2],
+    initial_velocity: &[f64; 2],
+    restitution: &[f64; 2],
+) -> Option<[f64; 2]> {
+    let lever = offsets.map(|offset| offset.perp_dot(FLOOR_NORMAL));
+    let coupling = |k: usize, l: usize| 1.0 / body.mass + lever[k] * lever[l] / body.inertia;
+    let (a00, a01, a11) = (coupling(0, 0), coupling(0, 1), coupling(1, 1));
+    let determinant = a00 * a11 - a01 * a01;
+    if determinant <= 1e-12 * a00 * a11 {
+        return None;
+    }
+    let target = [0, 1].map(|k| -(1.0 + restitution[k]) * initial_velocity[k]);
+    let impulses = [
+        (a11 * target[0] - a01 * target[1]) / determinant,
+        (a00 * target[1] - a01 * target[0]) / determinant,
+    ];
+    (impulses[0] >= 0.0 && impulses[1] >= 0.0).then_some(impulses)
+}
+
+/// The single-contact law applied at each approaching touching end in turn until none approaches; after 32
+/// passes only with e = 0, which converges (Gauss–Seidel on a positive definite 2 × 2 system).
+fn sequential_normal_passes(
+    body: &mut PlanarBody,
+    offsets: &[DVec2; 2],
+    touching: &[bool; 2],
+    restitution: &[f64; 2],
+    normal_total: &mut [f64; 2],
+) {
+    for pass in 0..96 {
+        let mut applied = false;
+        for index in 0..2 {
+            if !touching[index] {
+                continue;
+            }
+            let law_restitution = if pass < 32 { restitution[index] } else { 0.0 };
+            let outcome = contact_impulse(body, offsets[index], FLOOR_NORMAL, law_restitution);
+            if outcome.c_minus < -NORMAL_VELOCITY_TOLERANCE {
+                body.velocity = outcome.velocity_plus;
+                body.omega = outcome.omega_plus;
+                normal_total[index] += outcome.normal_impulse;
+                applied = true;
+            }
+        }
+        if !applied {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GRAVITY: DVec2 = DVec2::new(0.0, -9.81);
+
+    fn flat_rod_at_rest() -> Rod {
+        Rod {
+            center: DVec2::new(0.3, 0.0),
+            angle: 0.0,
+            length: 1.0,
+            mass: 2.0,
+            restitution: 0.5,
+            velocity: DVec2::ZERO,
+            omega: 0.0,
+        }
+    }
+
+    #[test]
+    fn resting_flat_rod_does_not_move_at_all() {
+        let mut rod = flat_rod_at_rest();
+        let start = rod;
+        for _ in 0..600 {
+            let report = step_rod(&mut rod, 0.0, GRAVITY, 1.0 / 60.0);
+            assert!(report.impacts.is_empty());
+            assert_eq!(report.max_sink_depth, 0.0);
+        }
+        assert_eq!(rod, start);
+    }
+
+    #[test]
+    fn free_fall_impact_time_matches_the_parabola() {
+        // Flat rod 0.1 m up at rest: it lands at t = √(2 · 0.1 / 9.81) = 0.142784 s, inside step 9 (h = 1/60).
+        let mut rod = Rod {
+            center: DVec2::new(0.0, 0.1),
+            ..flat_rod_at_rest()
+        };
+        let landing = (2.0 * 0.1 / 9.81_f64).sqrt();
+        let step = 1.0 / 60.0;
+        for index in 0..9 {
+            let report = step_rod(&mut rod, 0.0, GRAVITY, step);
+            if let Some(impact) = report.impacts.first() {
+                assert_eq!(index, 8);
+                assert!(
+                    (index as f64 * step + impact.time - landing).abs() < 1e-12,
+                    "{impact:?}"
+                );
+                return;
+            }
+        }
+        panic!("no impact");
+    }
+
+    #[test]
+    fn root_search_finds_the_first_of_two_crossings() {
+        // y(t) = (t − 0.3)(t − 0.6) − tiny shift: below zero on (0.3, 0.6); M = 2.
+        let height = |t: f64| (t - 0.3) * (t - 0.6);
+        let root = earliest_downward_crossing(&height, 2.0, 0.0, 1.0);
+        assert!(root.is_some_and(|time| (time - 0.3).abs() < 1e-14 && height(time) > 0.0));
+        // A dip of 1e-10 between samples is still found.
+        let shallow = |t: f64| (t - 0.5) * (t - 0.5) - 1e-10;
+        assert!(earliest_downward_crossing(&shallow, 2.0, 0.0, 1.0).is_some());
+    }
+}

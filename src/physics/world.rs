@@ -1,0 +1,523 @@
+//! A lane: one independent physics world with its own contact settings, stepped by the incremental-potential
+//! Newton solver. The CLI, the GUI and the tests all step lanes through [`LaneWorld::step`].
+
+use glam::DVec2;
+use serde::{Deserialize, Serialize};
+
+use super::broad_phase::BroadPhase;
+use super::geometry::{Ball, Wall, ball_wall_gap};
+use super::newton::{NewtonSettings, NewtonWorkspace, StopReason, minimize};
+use super::potential::{ContactModel, ContactSet, IncrementalPotential, WallIndex};
+use super::rod_flight::{Rod, RodStepReport, step_rod};
+use super::stiffness::{AdaptiveKappa, default_dhat};
+
+/// Hard cap on balls per lane, so a hostile scene or a runaway spawner gets a clear error, not an OOM.
+pub const MAX_BALLS_PER_LANE: usize = 200_000;
+
+/// The contact model of a lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ContactMethod {
+    /// `½ k p²` per overlap (SPEC §1.1).
+    Penalty,
+    /// The IPC log barrier with CCD-clamped line search (SPEC §1.2–1.3).
+    Ipc,
+}
+
+impl ContactMethod {
+    pub fn label(self) -> &'static str {
+        match self {
+            ContactMethod::Penalty => "penalty",
+            ContactMethod::Ipc => "ipc",
+        }
+    }
+}
+
+/// Everything that configures how a lane steps. Every field has a default, so a scene writes only what it
+/// changes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContactSettings {
+    pub method: ContactMethod,
+    /// Penalty stiffness `k` [N/m].
+    pub stiffness: f64,
+    /// Barrier activation distance `d̂` [m]; `None` = 10⁻³ × the lane's bounding-box diagonal.
+    pub dhat: Option<f64>,
+    /// Barrier stiffness `κ` (the initial value when `adaptive_kappa` is on).
+    pub kappa: f64,
+    /// Adaptive `κ` (SPEC §1.4) instead of the fixed value.
+    pub adaptive_kappa: bool,
+    /// CCD safety factor `s ∈ (0, 1)`.
+    pub ccd_factor: f64,
+    /// Time step `h` [s].
+    pub h: f64,
+    /// Gravity [m/s²].
+    pub gravity: DVec2,
+    /// Newton stops when `‖Δx‖∞` falls below this [m].
+    pub newton_tolerance: f64,
+    /// Newton stops after this many directions.
+    pub newton_max_iterations: u32,
+}
+
+impl Default for ContactSettings {
+    fn default() -> Self {
+        ContactSettings {
+            method: ContactMethod::Ipc,
+            stiffness: 1e4,
+            dhat: None,
+            kappa: 1e4,
+            adaptive_kappa: false,
+            ccd_factor: 0.9,
+            h: 0.01,
+            gravity: DVec2::new(0.0, -9.81),
+            newton_tolerance: 1e-10,
+            newton_max_iterations: 59,
+        }
+    }
+}
+
+/// What one step did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepDiagnostics {
+    pub step: u64,
+    pub newton_iterations: u32,
+    pub stop: StopReason,
+    pub alphas: Vec<f64>,
+    pub kappa: Option<f64>,
+    /// Smallest signed surface distance over all pairs at the end of the step (negative = overlap).
+    pub min_gap: Option<f64>,
+    pub max_penetration: f64,
+    pub energy: f64,
+    /// Balls that ended this step on the far side of a wall they were in front of.
+    pub tunneled: u32,
+    /// What each rod did this step (impacts with their impulses, sink depth).
+    pub rods: Vec<RodStepReport>,
+}
+
+/// Totals over every step since the lane was built.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LaneStats {
+    pub steps: u64,
+    pub min_gap: Option<f64>,
+    pub max_penetration: f64,
+    pub max_newton: u32,
+    pub total_newton: u64,
+    pub tunneled: u32,
+    pub first_tunnel_step: Option<u64>,
+    pub iteration_caps: u32,
+    pub stalled_line_searches: u32,
+    /// Rod–floor impacts (impulses at approaching contacts) so far.
+    pub rod_impacts: u64,
+    /// Deepest any rod end went below its floor at any step, before any position fix [m].
+    pub rod_max_sink: f64,
+}
+
+impl LaneStats {
+    pub fn mean_newton(&self) -> f64 {
+        if self.steps == 0 {
+            0.0
+        } else {
+            self.total_newton as f64 / self.steps as f64
+        }
+    }
+}
+
+/// Why a ball cannot be added to a lane.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpawnError {
+    #[error("{field} must be {requirement}, got {value}")]
+    Invalid {
+        field: &'static str,
+        requirement: &'static str,
+        value: f64,
+    },
+    #[error("the ball overlaps wall {wall} (surface distance {distance:.3e} m); IPC lanes need a positive gap")]
+    OverlapsWall { wall: usize, distance: f64 },
+    #[error("the ball overlaps ball {other} (surface distance {distance:.3e} m); IPC lanes need a positive gap")]
+    OverlapsBall { other: usize, distance: f64 },
+    #[error("the lane already holds {MAX_BALLS_PER_LANE} balls, the most it can")]
+    TooMany,
+}
+
+/// One independent physics world.
+#[derive(Clone, Debug)]
+pub struct LaneWorld {
+    pub name: String,
+    pub settings: ContactSettings,
+    pub walls: Vec<Wall>,
+    pub balls: Vec<Ball>,
+    /// Rigid rods; they fly under gravity and land on the horizontal floor `y = rod_floor_y`.
+    pub rods: Vec<Rod>,
+    pub rod_floor_y: f64,
+    pub time: f64,
+    pub stats: LaneStats,
+    pub last: Option<StepDiagnostics>,
+    /// Set when a step produced a non-finite state; the lane stops stepping until restarted.
+    pub fault: Option<String>,
+    bbox_diagonal: f64,
+    wall_index: WallIndex,
+    /// `sides[i * walls + k]`: which side of wall `k` ball `i` was last seen on (−1, +1, or 0 unknown).
+    sides: Vec<i8>,
+    tunneled: Vec<bool>,
+    workspace: NewtonWorkspace,
+    report_broad_phase: BroadPhase,
+}
+
+impl LaneWorld {
+    pub fn new(name: impl Into<String>, settings: ContactSettings, walls: Vec<Wall>, balls: Vec<Ball>) -> LaneWorld {
+        let bbox_diagonal = bounding_box_diagonal(&walls, &balls);
+        let wall_index = WallIndex::new(&walls);
+        let mut lane = LaneWorld {
+            name: name.into(),
+            settings,
+            walls,
+            balls: Vec::new(),
+            rods: Vec::new(),
+            rod_floor_y: 0.0,
+            time: 0.0,
+            stats: LaneStats::default(),
+            last: None,
+            fault: None,
+            bbox_diagonal,
+            wall_index,
+            sides: Vec::new(),
+            tunneled: Vec::new(),
+            workspace: NewtonWorkspace::default(),
+            report_broad_phase: BroadPhase::default(),
+        };
+        for ball in balls {
+            lane.push_ball_unchecked(ball);
+        }
+        lane
+    }
+
+    /// The scene's bounding-box diagonal, fixed when the lane was built (sets the default `d̂`).
+    pub fn bbox_diagonal(&self) -> f64 {
+        self.bbox_diagonal
+    }
+
+    /// `d̂` in use: the lane's setting or 10⁻³ × bounding-box diagonal.
+    pub fn dhat(&self) -> f64 {
+        self.settings.dhat.unwrap_or_else(|| default_dhat(self.bbox_diagonal))
+    }
+
+    /// The contact model this lane's next step uses.
+    pub fn contact_model(&self) -> ContactModel {
+        match self.settings.method {
+            ContactMethod::Penalty => ContactModel::Penalty {
+                stiffness: self.settings.stiffness,
+            },
+            ContactMethod::Ipc => ContactModel::Barrier {
+                dhat: self.dhat(),
+                kappa: self.settings.kappa,
+            },
+        }
+    }
+
+    /// Adds a ball after checking it: finite values, mass > 0, radius ≥ 0, and for IPC a strictly positive gap
+    /// to every wall and ball (SPEC §1.6: spawning into overlap is refused).
+    pub fn add_ball(&mut self, ball: Ball) -> Result<usize, SpawnError> {
+        check_ball(&ball)?;
+        if self.balls.len() >= MAX_BALLS_PER_LANE {
+            return Err(SpawnError::TooMany);
+        }
+        if self.settings.method == ContactMethod::Ipc {
+            if let Some((wall, distance)) = self.closest_wall_overlap(&ball) {
+                return Err(SpawnError::OverlapsWall { wall, distance });
+            }
+            for (other, b) in self.balls.iter().enumerate() {
+                let distance = (b.position - ball.position).length() - b.radius - ball.radius;
+                if distance <= 0.0 {
+                    return Err(SpawnError::OverlapsBall { other, distance });
+                }
+            }
+        }
+        Ok(self.push_ball_unchecked(ball))
+    }
+
+    fn closest_wall_overlap(&self, ball: &Ball) -> Option<(usize, f64)> {
+        self.walls
+            .iter()
+            .enumerate()
+            .map(|(k, w)| (k, ball_wall_gap(ball.position, ball.radius, w)))
+            .find(|(_, d)| *d <= 0.0)
+    }
+
+    fn push_ball_unchecked(&mut self, ball: Ball) -> usize {
+        let index = self.balls.len();
+        self.balls.push(ball);
+        for wall in &self.walls {
+            self.sides.push(side_of(wall, ball.position));
+        }
+        self.tunneled.push(false);
+        index
+    }
+
+    /// Has ball `i` ever gone through a wall?
+    pub fn ball_tunneled(&self, i: usize) -> bool {
+        self.tunneled.get(i).copied().unwrap_or(false)
+    }
+
+    /// Advances the lane by one step `h`: builds `x̃`, minimises the incremental potential, sets
+    /// `v = (x − xᵗ)/h`, then updates diagnostics. Does nothing while the lane holds a fault.
+    pub fn step(&mut self) -> Option<&StepDiagnostics> {
+        if self.fault.is_some() {
+            return None;
+        }
+        let h = self.settings.h;
+        let g = self.settings.gravity;
+        let x_start: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
+        let x_tilde: Vec<DVec2> = self
+            .balls
+            .iter()
+            .map(|b| b.position + b.velocity * h + g * (h * h))
+            .collect();
+        let mass: Vec<f64> = self.balls.iter().map(|b| b.mass).collect();
+        let radius: Vec<f64> = self.balls.iter().map(|b| b.radius).collect();
+        let mut model = self.contact_model();
+        let mut adaptive = None;
+        if let (true, ContactModel::Barrier { dhat, .. }) = (self.settings.adaptive_kappa, model) {
+            let mean_mass = if mass.is_empty() { 1.0 } else { mass.iter().sum::<f64>() / mass.len() as f64 };
+            let a = AdaptiveKappa::new(self.bbox_diagonal, dhat, mean_mass);
+            let probe = IncrementalPotential {
+                x_tilde: &x_tilde,
+                mass: &mass,
+                radius: &radius,
+                walls: &self.walls,
+                wall_index: &self.wall_index,
+                h,
+                model,
+            };
+            let mut contacts = ContactSet::default();
+            probe.contacts(&x_start, &mut self.workspace.potential, &mut contacts);
+            let barrier_gradient: Vec<DVec2> = probe
+                .unit_barrier_gradient(&x_start, &contacts)
+                .into_iter()
+                .map(|g| g * (h * h))
+                .collect();
+            let inertia_gradient: Vec<DVec2> = x_start
+                .iter()
+                .zip(&x_tilde)
+                .zip(&mass)
+                .map(|((x, xt), m)| (*x - *xt) * *m)
+                .collect();
+            model = ContactModel::Barrier {
+                dhat,
+                kappa: a.initial(&barrier_gradient, &inertia_gradient),
+            };
+            adaptive = Some(a);
+        }
+        let mut potential = IncrementalPotential {
+            x_tilde: &x_tilde,
+            mass: &mass,
+            radius: &radius,
+            walls: &self.walls,
+            wall_index: &self.wall_index,
+            h,
+            model,
+        };
+        let newton = NewtonSettings {
+            tolerance: self.settings.newton_tolerance,
+            max_iterations: self.settings.newton_max_iterations,
+            ccd_factor: self.settings.ccd_factor,
+        };
+        let mut x = x_start.clone();
+        let report = minimize(&mut potential, &mut x, &newton, adaptive.as_mut(), &mut self.workspace);
+        if let Some(i) = x.iter().position(|p| !p.is_finite()) {
+            self.fault = Some(format!(
+                "step {}: ball {i} reached a non-finite position; the lane is paused (restart to continue)",
+                self.stats.steps + 1
+            ));
+            return None;
+        }
+        for ((ball, x_new), x_old) in self.balls.iter_mut().zip(&x).zip(&x_start) {
+            ball.velocity = (*x_new - *x_old) / h;
+            ball.position = *x_new;
+        }
+        let rod_reports: Vec<RodStepReport> = self
+            .rods
+            .iter_mut()
+            .map(|rod| step_rod(rod, self.rod_floor_y, g, h))
+            .collect();
+        self.time += h;
+        let tunneled = self.update_tunnelling();
+        let (min_gap, max_penetration) = self.gap_and_penetration();
+        let energy = self.energy();
+        let stats = &mut self.stats;
+        stats.steps += 1;
+        stats.max_newton = stats.max_newton.max(report.iterations);
+        stats.total_newton += u64::from(report.iterations);
+        if let Some(gap) = min_gap {
+            stats.min_gap = Some(stats.min_gap.map_or(gap, |m| m.min(gap)));
+        }
+        stats.max_penetration = stats.max_penetration.max(max_penetration);
+        stats.tunneled += tunneled;
+        if tunneled > 0 && stats.first_tunnel_step.is_none() {
+            stats.first_tunnel_step = Some(stats.steps);
+        }
+        if report.stop == StopReason::IterationCap {
+            stats.iteration_caps += 1;
+        }
+        stats.stalled_line_searches += report.stalled_line_searches;
+        for r in &rod_reports {
+            stats.rod_impacts += r.impacts.len() as u64;
+            stats.rod_max_sink = stats.rod_max_sink.max(r.max_sink_depth);
+        }
+        self.last = Some(StepDiagnostics {
+            step: stats.steps,
+            newton_iterations: report.iterations,
+            stop: report.stop,
+            alphas: report.alphas,
+            kappa: report.kappa,
+            min_gap,
+            max_penetration,
+            energy,
+            tunneled,
+            rods: rod_reports,
+        });
+        self.last.as_ref()
+    }
+
+    /// Kinetic + gravitational potential + contact energy `B` of the balls, plus the rods' kinetic and
+    /// potential energy, in the current state [J].
+    pub fn energy(&self) -> f64 {
+        let g = self.settings.gravity;
+        let mut total: f64 = self.rods.iter().map(|r| r.energy(g, self.rod_floor_y)).sum();
+        for b in &self.balls {
+            total += 0.5 * b.mass * b.velocity.length_squared() - b.mass * g.dot(b.position);
+        }
+        let x: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
+        let mass: Vec<f64> = self.balls.iter().map(|b| b.mass).collect();
+        let radius: Vec<f64> = self.balls.iter().map(|b| b.radius).collect();
+        let potential = IncrementalPotential {
+            x_tilde: &x,
+            mass: &mass,
+            radius: &radius,
+            walls: &self.walls,
+            wall_index: &self.wall_index,
+            h: self.settings.h,
+            model: self.contact_model(),
+        };
+        let mut ws = super::potential::Workspace::default();
+        let mut contacts = ContactSet::default();
+        potential.contacts(&x, &mut ws, &mut contacts);
+        total + potential.contact_energy(&x, &contacts)
+    }
+
+    /// Smallest signed surface distance over all pairs within reach (every ball–wall pair; ball–ball pairs
+    /// within `max(10 d̂, 1 cm)`) and the deepest overlap.
+    pub fn gap_and_penetration(&mut self) -> (Option<f64>, f64) {
+        let mut min_gap: Option<f64> = None;
+        let mut keep = |d: f64| min_gap = Some(min_gap.map_or(d, |m: f64| m.min(d)));
+        for b in &self.balls {
+            for w in &self.walls {
+                keep(ball_wall_gap(b.position, b.radius, w));
+            }
+        }
+        let x: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
+        let radius: Vec<f64> = self.balls.iter().map(|b| b.radius).collect();
+        let mut pairs = Vec::new();
+        let reach = (10.0 * self.dhat()).max(0.01);
+        self.report_broad_phase.near_pairs(&x, &radius, reach, &mut pairs);
+        for (i, j) in pairs {
+            let (i, j) = (i as usize, j as usize);
+            keep((x[i] - x[j]).length() - radius[i] - radius[j]);
+        }
+        let penetration = min_gap.map_or(0.0, |d| (-d).max(0.0));
+        (min_gap, penetration)
+    }
+
+    /// Marks balls that crossed a wall since the last step: they were outside the wall's slab on one side of
+    /// its thickness axis and are now outside it on the other side, within the wall's lateral extent.
+    fn update_tunnelling(&mut self) -> u32 {
+        let n_walls = self.walls.len();
+        let mut count = 0;
+        for (i, ball) in self.balls.iter().enumerate() {
+            for (k, wall) in self.walls.iter().enumerate() {
+                let now = side_of(wall, ball.position);
+                let before = &mut self.sides[i * n_walls + k];
+                if now == 0 {
+                    continue;
+                }
+                if *before != 0 && now != *before && within_lateral_extent(wall, ball.position, ball.radius) {
+                    if !self.tunneled[i] {
+                        count += 1;
+                    }
+                    self.tunneled[i] = true;
+                }
+                *before = now;
+            }
+        }
+        count
+    }
+}
+
+fn check_ball(ball: &Ball) -> Result<(), SpawnError> {
+    let fields: [(&'static str, f64); 6] = [
+        ("position.x", ball.position.x),
+        ("position.y", ball.position.y),
+        ("velocity.x", ball.velocity.x),
+        ("velocity.y", ball.velocity.y),
+        ("radius", ball.radius),
+        ("mass", ball.mass),
+    ];
+    for (field, value) in fields {
+        if !value.is_finite() {
+            return Err(SpawnError::Invalid {
+                field,
+                requirement: "finite",
+                value,
+            });
+        }
+    }
+    if ball.mass <= 0.0 {
+        return Err(SpawnError::Invalid {
+            field: "mass",
+            requirement: "> 0",
+            value: ball.mass,
+        });
+    }
+    if ball.radius < 0.0 {
+        return Err(SpawnError::Invalid {
+            field: "radius",
+            requirement: ">= 0",
+            value: ball.radius,
+        });
+    }
+    Ok(())
+}
+
+/// −1 / +1 when `p` is outside the wall's slab on the negative / positive side of its thickness axis, else 0.
+fn side_of(wall: &Wall, p: DVec2) -> i8 {
+    let axis = wall.thickness_axis();
+    let local = wall.to_local(p)[axis];
+    let half = wall.half_extents[axis];
+    if local > half {
+        1
+    } else if local < -half {
+        -1
+    } else {
+        0
+    }
+}
+
+fn within_lateral_extent(wall: &Wall, p: DVec2, radius: f64) -> bool {
+    let lateral = 1 - wall.thickness_axis();
+    wall.to_local(p)[lateral].abs() <= wall.half_extents[lateral] + radius
+}
+
+/// Diagonal of the box around every wall and ball (1 m when the lane is empty).
+pub fn bounding_box_diagonal(walls: &[Wall], balls: &[Ball]) -> f64 {
+    let mut lo = DVec2::splat(f64::INFINITY);
+    let mut hi = DVec2::splat(f64::NEG_INFINITY);
+    for w in walls {
+        let (a, b) = w.aabb();
+        lo = lo.min(a);
+        hi = hi.max(b);
+    }
+    for b in balls {
+        lo = lo.min(b.position - DVec2::splat(b.radius));
+        hi = hi.max(b.position + DVec2::splat(b.radius));
+    }
+    let diagonal = (hi - lo).length();
+    if diagonal.is_finite() && diagonal > 0.0 { diagonal } else { 1.0 }
+}

@@ -1,0 +1,368 @@
+//! Scene files: RON documents holding one or more lanes (see `docs/scenes.md`).
+//!
+//! Loading is two passes: RON syntax and types (errors carry the line and column), then validation of every
+//! value (errors carry the field path, e.g. `lanes[1].balls[0].mass`). Either way the message names the file.
+
+use std::fmt;
+use std::path::Path;
+
+use glam::DVec2;
+use serde::{Deserialize, Serialize};
+
+use crate::physics::broad_phase::BroadPhase;
+use crate::physics::geometry::{Ball, Wall, ball_wall_gap};
+use crate::physics::rod_flight::Rod;
+use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, MAX_BALLS_PER_LANE};
+
+/// Most lanes a scene may hold.
+pub const MAX_LANES: usize = 64;
+/// Most walls per lane.
+pub const MAX_WALLS_PER_LANE: usize = 10_000;
+/// Most rods per lane.
+pub const MAX_RODS_PER_LANE: usize = 10_000;
+/// Largest scene file read, in bytes.
+pub const MAX_SCENE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A scene: what a user loads, what the CLI runs, what a demo stores.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scene {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// How many steps `contact-sandbox run` takes when `--steps` is not given.
+    #[serde(default)]
+    pub steps: Option<u64>,
+    pub lanes: Vec<LaneSpec>,
+}
+
+/// One lane: its contact settings and bodies.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaneSpec {
+    pub name: String,
+    #[serde(default)]
+    pub contact: ContactSettings,
+    #[serde(default)]
+    pub walls: Vec<WallSpec>,
+    #[serde(default)]
+    pub balls: Vec<BallSpec>,
+    #[serde(default)]
+    pub rods: Vec<RodSpec>,
+    /// Height of the floor the rods land on [m].
+    #[serde(default)]
+    pub rod_floor_y: f64,
+}
+
+/// A static oriented box.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WallSpec {
+    pub center: DVec2,
+    pub half_extents: DVec2,
+    /// Radians, counter-clockwise.
+    #[serde(default)]
+    pub angle: f64,
+}
+
+/// A ball; velocity defaults to rest, radius to 0 (a point), mass to 1 kg.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BallSpec {
+    pub position: DVec2,
+    #[serde(default)]
+    pub velocity: DVec2,
+    #[serde(default)]
+    pub radius: f64,
+    #[serde(default = "one")]
+    pub mass: f64,
+}
+
+/// A thin rigid rod.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RodSpec {
+    pub center: DVec2,
+    /// Radians, counter-clockwise from +x.
+    #[serde(default)]
+    pub angle: f64,
+    pub length: f64,
+    #[serde(default = "one")]
+    pub mass: f64,
+    /// Coefficient of restitution `e ∈ [0, 1]` at the contact point.
+    #[serde(default)]
+    pub restitution: f64,
+    #[serde(default)]
+    pub velocity: DVec2,
+    /// Angular velocity [rad/s], counter-clockwise positive.
+    #[serde(default)]
+    pub omega: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A scene that could not be loaded: the file, the place in it, and the problem.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub struct SceneError {
+    pub file: String,
+    pub place: String,
+    pub problem: String,
+}
+
+impl fmt::Display for SceneError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.place.is_empty() {
+            write!(f, "{}: {}", self.file, self.problem)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.place, self.problem)
+        }
+    }
+}
+
+impl Scene {
+    /// Reads, parses and validates a scene file.
+    pub fn load(path: &Path) -> Result<Scene, SceneError> {
+        let file = path.display().to_string();
+        let error = |problem: String| SceneError {
+            file: file.clone(),
+            place: String::new(),
+            problem,
+        };
+        let size = std::fs::metadata(path)
+            .map_err(|e| error(format!("cannot read the file: {e}")))?
+            .len();
+        if size > MAX_SCENE_BYTES {
+            return Err(error(format!(
+                "the file is {size} bytes; scenes are limited to {MAX_SCENE_BYTES} bytes"
+            )));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read the file: {e}")))?;
+        Scene::parse(&text, &file)
+    }
+
+    /// Parses and validates scene text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Scene, SceneError> {
+        let scene: Scene = ron::Options::default()
+            .with_recursion_limit(64)
+            .from_str(text)
+            .map_err(|e| SceneError {
+                file: file.to_string(),
+                place: format!("line {}, column {}", e.span.start.line, e.span.start.col),
+                problem: e.code.to_string(),
+            })?;
+        scene.validate(file)?;
+        Ok(scene)
+    }
+
+    /// Checks every value; the error names the field path.
+    pub fn validate(&self, file: &str) -> Result<(), SceneError> {
+        let fail = |place: String, problem: String| SceneError {
+            file: file.to_string(),
+            place,
+            problem,
+        };
+        if self.lanes.is_empty() {
+            return Err(fail("lanes".into(), "a scene needs at least one lane".into()));
+        }
+        if self.lanes.len() > MAX_LANES {
+            return Err(fail(
+                "lanes".into(),
+                format!("{} lanes; at most {MAX_LANES} are allowed", self.lanes.len()),
+            ));
+        }
+        for (l, lane) in self.lanes.iter().enumerate() {
+            lane.validate().map_err(|(place, problem)| fail(format!("lanes[{l}].{place}"), problem))?;
+        }
+        Ok(())
+    }
+
+    /// Builds one physics world per lane.
+    pub fn build(&self) -> Vec<LaneWorld> {
+        self.lanes.iter().map(LaneSpec::build).collect()
+    }
+
+    /// Serialises the scene as pretty RON (what demos embed and `--help` examples show).
+    pub fn to_ron(&self) -> String {
+        ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().struct_names(true))
+            .unwrap_or_else(|e| format!("// scene could not be serialised: {e}"))
+    }
+}
+
+type FieldError = (String, String);
+
+fn positive(place: &str, value: f64) -> Result<(), FieldError> {
+    finite(place, value)?;
+    if value <= 0.0 {
+        return Err((place.to_string(), format!("must be > 0, got {value}")));
+    }
+    Ok(())
+}
+
+fn finite(place: &str, value: f64) -> Result<(), FieldError> {
+    if !value.is_finite() {
+        return Err((place.to_string(), format!("must be a finite number, got {value}")));
+    }
+    Ok(())
+}
+
+fn finite_vec(place: &str, value: DVec2) -> Result<(), FieldError> {
+    finite(&format!("{place}.x"), value.x)?;
+    finite(&format!("{place}.y"), value.y)
+}
+
+/// Checks contact settings; the error is `(field, problem)` with the field relative to `contact`.
+pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
+    positive("contact.h", c.h)?;
+    positive("contact.stiffness", c.stiffness)?;
+    positive("contact.kappa", c.kappa)?;
+    if let Some(dhat) = c.dhat {
+        positive("contact.dhat", dhat)?;
+    }
+    finite("contact.ccd_factor", c.ccd_factor)?;
+    if !(c.ccd_factor > 0.0 && c.ccd_factor < 1.0) {
+        return Err((
+            "contact.ccd_factor".into(),
+            format!("must be in (0, 1), got {}", c.ccd_factor),
+        ));
+    }
+    finite_vec("contact.gravity", c.gravity)?;
+    positive("contact.newton_tolerance", c.newton_tolerance)?;
+    if c.newton_max_iterations == 0 || c.newton_max_iterations > 10_000 {
+        return Err((
+            "contact.newton_max_iterations".into(),
+            format!("must be between 1 and 10000, got {}", c.newton_max_iterations),
+        ));
+    }
+    Ok(())
+}
+
+impl LaneSpec {
+    fn validate(&self) -> Result<(), FieldError> {
+        check_contact(&self.contact)?;
+        finite("rod_floor_y", self.rod_floor_y)?;
+        if self.walls.len() > MAX_WALLS_PER_LANE {
+            return Err((
+                "walls".into(),
+                format!("{} walls; at most {MAX_WALLS_PER_LANE} are allowed", self.walls.len()),
+            ));
+        }
+        if self.balls.len() > MAX_BALLS_PER_LANE {
+            return Err((
+                "balls".into(),
+                format!("{} balls; at most {MAX_BALLS_PER_LANE} are allowed", self.balls.len()),
+            ));
+        }
+        if self.rods.len() > MAX_RODS_PER_LANE {
+            return Err((
+                "rods".into(),
+                format!("{} rods; at most {MAX_RODS_PER_LANE} are allowed", self.rods.len()),
+            ));
+        }
+        for (k, w) in self.walls.iter().enumerate() {
+            finite_vec(&format!("walls[{k}].center"), w.center)?;
+            positive(&format!("walls[{k}].half_extents.x"), w.half_extents.x)?;
+            positive(&format!("walls[{k}].half_extents.y"), w.half_extents.y)?;
+            finite(&format!("walls[{k}].angle"), w.angle)?;
+        }
+        let walls: Vec<Wall> = self.walls.iter().map(WallSpec::to_wall).collect();
+        for (i, b) in self.balls.iter().enumerate() {
+            finite_vec(&format!("balls[{i}].position"), b.position)?;
+            finite_vec(&format!("balls[{i}].velocity"), b.velocity)?;
+            positive(&format!("balls[{i}].mass"), b.mass)?;
+            finite(&format!("balls[{i}].radius"), b.radius)?;
+            if b.radius < 0.0 {
+                return Err((format!("balls[{i}].radius"), format!("must be >= 0, got {}", b.radius)));
+            }
+        }
+        for (r, rod) in self.rods.iter().enumerate() {
+            rod.to_rod()
+                .validate()
+                .map_err(|e| (format!("rods[{r}].{}", e.field), format!("{} (got {})", e.reason, e.value)))?;
+        }
+        if self.contact.method == ContactMethod::Ipc {
+            self.check_ipc_feasible(&walls)?;
+        }
+        Ok(())
+    }
+
+    /// IPC needs every pair strictly apart at the start (SPEC §1.6).
+    fn check_ipc_feasible(&self, walls: &[Wall]) -> Result<(), FieldError> {
+        for (i, b) in self.balls.iter().enumerate() {
+            for (k, w) in walls.iter().enumerate() {
+                let d = ball_wall_gap(b.position, b.radius, w);
+                if d <= 0.0 {
+                    return Err((
+                        format!("balls[{i}]"),
+                        format!(
+                            "starts inside or touching wall {k} (surface distance {d:.3e} m); an IPC lane needs a positive gap"
+                        ),
+                    ));
+                }
+            }
+        }
+        let centre: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
+        let radius: Vec<f64> = self.balls.iter().map(|b| b.radius).collect();
+        let mut pairs = Vec::new();
+        BroadPhase::default().near_pairs(&centre, &radius, 0.0, &mut pairs);
+        if let Some(&(i, j)) = pairs.first() {
+            let d = (centre[i as usize] - centre[j as usize]).length() - radius[i as usize] - radius[j as usize];
+            return Err((
+                format!("balls[{j}]"),
+                format!(
+                    "overlaps or touches balls[{i}] (surface distance {d:.3e} m); an IPC lane needs a positive gap"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The physics world of this lane.
+    pub fn build(&self) -> LaneWorld {
+        let mut lane = LaneWorld::new(
+            self.name.clone(),
+            self.contact.clone(),
+            self.walls.iter().map(WallSpec::to_wall).collect(),
+            self.balls.iter().map(BallSpec::to_ball).collect(),
+        );
+        lane.rod_floor_y = self.rod_floor_y;
+        lane.rods = self.rods.iter().map(RodSpec::to_rod).collect();
+        lane
+    }
+}
+
+impl WallSpec {
+    pub fn to_wall(&self) -> Wall {
+        Wall {
+            center: self.center,
+            half_extents: self.half_extents,
+            angle: self.angle,
+        }
+    }
+}
+
+impl BallSpec {
+    pub fn to_ball(&self) -> Ball {
+        Ball {
+            position: self.position,
+            velocity: self.velocity,
+            radius: self.radius,
+            mass: self.mass,
+        }
+    }
+}
+
+impl RodSpec {
+    pub fn to_rod(&self) -> Rod {
+        Rod {
+            center: self.center,
+            angle: self.angle,
+            length: self.length,
+            mass: self.mass,
+            restitution: self.restitution,
+            velocity: self.velocity,
+            omega: self.omega,
+        }
+    }
+}

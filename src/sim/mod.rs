@@ -1,0 +1,1 @@
+//! The Bevy ECS layer (built by the sandbox issue).

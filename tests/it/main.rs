@@ -1,0 +1,3 @@
+//! All integration tests live in this one crate, so Bevy is linked once.
+
+mod rod;
