@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use contact_sandbox::cli::{rod, run, throw};
 
 #[derive(Parser, Debug)]
-#[command(name = "contact-sandbox", version, about = "A 2D contact-mechanics sandbox: penalty vs IPC, rods on a floor")]
+#[command(
+    name = "contact-sandbox",
+    version,
+    about = "A 2D contact-mechanics sandbox: penalty vs IPC, rods on a floor"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -32,7 +36,13 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let rendered = e.to_string();
-            eprintln!("{}", rendered.lines().next().unwrap_or("error: invalid arguments"));
+            eprintln!(
+                "{}",
+                rendered
+                    .lines()
+                    .next()
+                    .unwrap_or("error: invalid arguments")
+            );
             return ExitCode::from(2);
         }
     };

@@ -138,7 +138,8 @@ impl Scene {
                 "the file is {size} bytes; scenes are limited to {MAX_SCENE_BYTES} bytes"
             )));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read the file: {e}")))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| error(format!("cannot read the file: {e}")))?;
         Scene::parse(&text, &file)
     }
 
@@ -164,16 +165,23 @@ impl Scene {
             problem,
         };
         if self.lanes.is_empty() {
-            return Err(fail("lanes".into(), "a scene needs at least one lane".into()));
+            return Err(fail(
+                "lanes".into(),
+                "a scene needs at least one lane".into(),
+            ));
         }
         if self.lanes.len() > MAX_LANES {
             return Err(fail(
                 "lanes".into(),
-                format!("{} lanes; at most {MAX_LANES} are allowed", self.lanes.len()),
+                format!(
+                    "{} lanes; at most {MAX_LANES} are allowed",
+                    self.lanes.len()
+                ),
             ));
         }
         for (l, lane) in self.lanes.iter().enumerate() {
-            lane.validate().map_err(|(place, problem)| fail(format!("lanes[{l}].{place}"), problem))?;
+            lane.validate()
+                .map_err(|(place, problem)| fail(format!("lanes[{l}].{place}"), problem))?;
         }
         Ok(())
     }
@@ -202,7 +210,10 @@ fn positive(place: &str, value: f64) -> Result<(), FieldError> {
 
 fn finite(place: &str, value: f64) -> Result<(), FieldError> {
     if !value.is_finite() {
-        return Err((place.to_string(), format!("must be a finite number, got {value}")));
+        return Err((
+            place.to_string(),
+            format!("must be a finite number, got {value}"),
+        ));
     }
     Ok(())
 }
@@ -232,7 +243,10 @@ pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
     if c.newton_max_iterations == 0 || c.newton_max_iterations > 10_000 {
         return Err((
             "contact.newton_max_iterations".into(),
-            format!("must be between 1 and 10000, got {}", c.newton_max_iterations),
+            format!(
+                "must be between 1 and 10000, got {}",
+                c.newton_max_iterations
+            ),
         ));
     }
     Ok(())
@@ -245,19 +259,28 @@ impl LaneSpec {
         if self.walls.len() > MAX_WALLS_PER_LANE {
             return Err((
                 "walls".into(),
-                format!("{} walls; at most {MAX_WALLS_PER_LANE} are allowed", self.walls.len()),
+                format!(
+                    "{} walls; at most {MAX_WALLS_PER_LANE} are allowed",
+                    self.walls.len()
+                ),
             ));
         }
         if self.balls.len() > MAX_BALLS_PER_LANE {
             return Err((
                 "balls".into(),
-                format!("{} balls; at most {MAX_BALLS_PER_LANE} are allowed", self.balls.len()),
+                format!(
+                    "{} balls; at most {MAX_BALLS_PER_LANE} are allowed",
+                    self.balls.len()
+                ),
             ));
         }
         if self.rods.len() > MAX_RODS_PER_LANE {
             return Err((
                 "rods".into(),
-                format!("{} rods; at most {MAX_RODS_PER_LANE} are allowed", self.rods.len()),
+                format!(
+                    "{} rods; at most {MAX_RODS_PER_LANE} are allowed",
+                    self.rods.len()
+                ),
             ));
         }
         for (k, w) in self.walls.iter().enumerate() {
@@ -273,13 +296,19 @@ impl LaneSpec {
             positive(&format!("balls[{i}].mass"), b.mass)?;
             finite(&format!("balls[{i}].radius"), b.radius)?;
             if b.radius < 0.0 {
-                return Err((format!("balls[{i}].radius"), format!("must be >= 0, got {}", b.radius)));
+                return Err((
+                    format!("balls[{i}].radius"),
+                    format!("must be >= 0, got {}", b.radius),
+                ));
             }
         }
         for (r, rod) in self.rods.iter().enumerate() {
-            rod.to_rod()
-                .validate()
-                .map_err(|e| (format!("rods[{r}].{}", e.field), format!("{} (got {})", e.reason, e.value)))?;
+            rod.to_rod().validate().map_err(|e| {
+                (
+                    format!("rods[{r}].{}", e.field),
+                    format!("{} (got {})", e.reason, e.value),
+                )
+            })?;
         }
         if self.contact.method == ContactMethod::Ipc {
             self.check_ipc_feasible(&walls)?;
@@ -307,7 +336,9 @@ impl LaneSpec {
         let mut pairs = Vec::new();
         BroadPhase::default().near_pairs(&centre, &radius, 0.0, &mut pairs);
         if let Some(&(i, j)) = pairs.first() {
-            let d = (centre[i as usize] - centre[j as usize]).length() - radius[i as usize] - radius[j as usize];
+            let d = (centre[i as usize] - centre[j as usize]).length()
+                - radius[i as usize]
+                - radius[j as usize];
             return Err((
                 format!("balls[{j}]"),
                 format!(

@@ -125,11 +125,18 @@ pub fn lane_table(lane: &LaneWorld) -> String {
             b.position.y,
             b.velocity.x,
             b.velocity.y,
-            if lane.ball_tunneled(i) { " TUNNELED" } else { "" }
+            if lane.ball_tunneled(i) {
+                " TUNNELED"
+            } else {
+                ""
+            }
         ));
     }
     if lane.balls.len() > 20 {
-        out.push_str(&format!("  ... {} more balls (use --json for all)\n", lane.balls.len() - 20));
+        out.push_str(&format!(
+            "  ... {} more balls (use --json for all)\n",
+            lane.balls.len() - 20
+        ));
     }
     for (i, r) in lane.rods.iter().enumerate() {
         out.push_str(&format!(

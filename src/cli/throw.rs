@@ -16,10 +16,20 @@ use super::compact_number;
 #[derive(clap::Args, Debug, Clone)]
 pub struct ThrowArgs {
     /// Throw speeds [m/s], comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,5,10,20,50", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,5,10,20,50",
+        allow_hyphen_values = true
+    )]
     pub v0: Vec<f64>,
     /// Penalty stiffnesses k [N/m], comma separated; one penalty lane each.
-    #[arg(long, value_delimiter = ',', default_value = "1e4,1e6", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1e4,1e6",
+        allow_hyphen_values = true
+    )]
     pub k: Vec<f64>,
     /// Time step h [s].
     #[arg(long, default_value_t = 0.01, allow_hyphen_values = true)]
@@ -54,7 +64,12 @@ pub struct ThrowArgs {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     /// Never went through; `depth` is the deepest penetration, `gap` the smallest gap [m].
-    Stopped { depth: f64, gap: f64, max_newton: u32, mean_newton: f64 },
+    Stopped {
+        depth: f64,
+        gap: f64,
+        max_newton: u32,
+        mean_newton: f64,
+    },
     /// Ended a step beyond the back face.
     Through { step: u64 },
     /// The lane faulted (non-finite state).
@@ -88,7 +103,10 @@ impl ThrowArgs {
             bail!("invalid --wall: must be a finite number, got {}", self.wall);
         }
         if !(self.ccd_factor > 0.0 && self.ccd_factor < 1.0) {
-            bail!("invalid --ccd-factor: must be in (0, 1), got {}", self.ccd_factor);
+            bail!(
+                "invalid --ccd-factor: must be in (0, 1), got {}",
+                self.ccd_factor
+            );
         }
         for &k in &self.k {
             if !k.is_finite() || k <= 0.0 {
@@ -104,7 +122,10 @@ impl ThrowArgs {
             bail!("invalid --v0: give at least one speed");
         }
         if self.steps == 0 || self.steps > 10_000_000 {
-            bail!("invalid --steps: must be between 1 and 10000000, got {}", self.steps);
+            bail!(
+                "invalid --steps: must be between 1 and 10000000, got {}",
+                self.steps
+            );
         }
         Ok(())
     }
@@ -176,7 +197,10 @@ pub fn run_lane(lane: &mut LaneWorld, steps: u64) -> Outcome {
     for _ in 0..steps {
         if lane.step().is_none() {
             return Outcome::Failed {
-                reason: lane.fault.clone().unwrap_or_else(|| "the lane stopped".into()),
+                reason: lane
+                    .fault
+                    .clone()
+                    .unwrap_or_else(|| "the lane stopped".into()),
             };
         }
         if let Some(step) = lane.stats.first_tunnel_step {
@@ -199,7 +223,10 @@ pub fn run_throws(args: &ThrowArgs) -> Result<Vec<ThrowRow>> {
         let scene = args.scene(v0);
         scene.validate("throw").map_err(anyhow::Error::msg)?;
         let mut lanes = scene.build();
-        let mut outcomes: Vec<Outcome> = lanes.iter_mut().map(|lane| run_lane(lane, args.steps)).collect();
+        let mut outcomes: Vec<Outcome> = lanes
+            .iter_mut()
+            .map(|lane| run_lane(lane, args.steps))
+            .collect();
         let ipc = outcomes.pop().unwrap_or(Outcome::Failed {
             reason: "no IPC lane".into(),
         });
@@ -240,7 +267,9 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
             })
             .collect();
         cells.push(match &row.ipc {
-            Outcome::Stopped { gap, max_newton, .. } => {
+            Outcome::Stopped {
+                gap, max_newton, ..
+            } => {
                 format!("gap {:6.1} um, newton {:2}", gap * 1e6, max_newton)
             }
             Outcome::Through { .. } => "through".into(),
@@ -274,7 +303,9 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
                 json!({"outcome": "through", "gap_m": null, "max_newton": null, "through_step": step})
             }
         }
-        Outcome::Failed { reason } => json!({"outcome": "failed", "depth_m": null, "gap_m": null, "error": reason}),
+        Outcome::Failed { reason } => {
+            json!({"outcome": "failed", "depth_m": null, "gap_m": null, "error": reason})
+        }
     }
 }
 

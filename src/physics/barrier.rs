@@ -81,12 +81,18 @@ mod tests {
                 let eps = d * 1e-6;
                 let fd1 = (barrier(d + eps, dhat) - barrier(d - eps, dhat)) / (2.0 * eps);
                 let b1 = barrier_first_derivative(d, dhat);
-                assert!((fd1 - b1).abs() <= 1e-6 * b1.abs().max(1e-12), "b' at {d}: {fd1} vs {b1}");
+                assert!(
+                    (fd1 - b1).abs() <= 1e-6 * b1.abs().max(1e-12),
+                    "b' at {d}: {fd1} vs {b1}"
+                );
                 let fd2 = (barrier_first_derivative(d + eps, dhat)
                     - barrier_first_derivative(d - eps, dhat))
                     / (2.0 * eps);
                 let b2 = barrier_second_derivative(d, dhat);
-                assert!((fd2 - b2).abs() <= 1e-6 * b2.abs().max(1e-12), "b'' at {d}: {fd2} vs {b2}");
+                assert!(
+                    (fd2 - b2).abs() <= 1e-6 * b2.abs().max(1e-12),
+                    "b'' at {d}: {fd2} vs {b2}"
+                );
             }
         }
     }

@@ -14,7 +14,13 @@ pub struct BroadPhase {
 impl BroadPhase {
     /// All pairs `(i, j)`, `i < j`, whose bounding circles `(centre[i], bound[i])` come within `reach`:
     /// `|cᵢ − cⱼ| ≤ boundᵢ + boundⱼ + reach`. `out` is cleared and filled sorted.
-    pub fn near_pairs(&mut self, centre: &[DVec2], bound: &[f64], reach: f64, out: &mut Vec<(u32, u32)>) {
+    pub fn near_pairs(
+        &mut self,
+        centre: &[DVec2],
+        bound: &[f64],
+        reach: f64,
+        out: &mut Vec<(u32, u32)>,
+    ) {
         out.clear();
         let n = centre.len();
         if n < 2 {
@@ -34,15 +40,25 @@ impl BroadPhase {
         let cell = (2.0 * max_bound + reach).max(1e-9);
         self.keyed.clear();
         self.keyed.extend(centre.iter().enumerate().map(|(i, c)| {
-            ((c.y / cell).floor() as i64, (c.x / cell).floor() as i64, i as u32)
+            (
+                (c.y / cell).floor() as i64,
+                (c.x / cell).floor() as i64,
+                i as u32,
+            )
         }));
         self.keyed.sort_unstable();
         let keyed = &self.keyed;
-        let find = |row: i64, col: i64| -> usize { keyed.partition_point(|&(r, c, _)| (r, c) < (row, col)) };
+        let find = |row: i64, col: i64| -> usize {
+            keyed.partition_point(|&(r, c, _)| (r, c) < (row, col))
+        };
         for (a, &(row, col, i)) in keyed.iter().enumerate() {
             // Same cell: only later entries. Neighbours: the half-stencil (right, and the row above).
             for &(dr, dc) in &[(0i64, 0i64), (0, 1), (1, -1), (1, 0), (1, 1)] {
-                let start = if (dr, dc) == (0, 0) { a + 1 } else { find(row + dr, col + dc) };
+                let start = if (dr, dc) == (0, 0) {
+                    a + 1
+                } else {
+                    find(row + dr, col + dc)
+                };
                 for &(r, c, j) in &keyed[start..] {
                     if (r, c) != (row + dr, col + dc) {
                         break;
@@ -70,11 +86,15 @@ mod tests {
     fn grid_finds_exactly_the_pairs_brute_force_finds() {
         let mut seed = 12345u64;
         let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((seed >> 11) as f64) / ((1u64 << 53) as f64)
         };
         let n = 400;
-        let centre: Vec<DVec2> = (0..n).map(|_| DVec2::new(next() * 5.0 - 2.5, next() * 3.0)).collect();
+        let centre: Vec<DVec2> = (0..n)
+            .map(|_| DVec2::new(next() * 5.0 - 2.5, next() * 3.0))
+            .collect();
         let bound: Vec<f64> = (0..n).map(|_| 0.02 + 0.06 * next()).collect();
         let mut out = Vec::new();
         BroadPhase::default().near_pairs(&centre, &bound, 0.01, &mut out);

@@ -104,13 +104,23 @@ mod tests {
 
     #[test]
     fn point_through_a_face_head_on_hits_at_one_half() {
-        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 0.0), DVec2::new(4.0, 0.0), 0.0, &unit_box());
+        let t = time_of_impact_ball_wall(
+            DVec2::new(-3.0, 0.0),
+            DVec2::new(4.0, 0.0),
+            0.0,
+            &unit_box(),
+        );
         assert_eq!(t, Some(0.5));
     }
 
     #[test]
     fn circle_head_on_hits_when_its_surface_arrives() {
-        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 0.2), DVec2::new(4.0, 0.0), 0.5, &unit_box());
+        let t = time_of_impact_ball_wall(
+            DVec2::new(-3.0, 0.2),
+            DVec2::new(4.0, 0.0),
+            0.5,
+            &unit_box(),
+        );
         assert_eq!(t, Some(0.375));
     }
 
@@ -130,7 +140,12 @@ mod tests {
 
     #[test]
     fn parallel_motion_beside_a_box_never_hits() {
-        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 1.5), DVec2::new(6.0, 0.0), 0.4, &unit_box());
+        let t = time_of_impact_ball_wall(
+            DVec2::new(-3.0, 1.5),
+            DVec2::new(6.0, 0.0),
+            0.4,
+            &unit_box(),
+        );
         assert_eq!(t, None);
         let t = time_of_impact_ball_ball(
             DVec2::new(0.0, 0.0),
@@ -147,10 +162,20 @@ mod tests {
     fn grazing_a_rounded_corner_touches_exactly_once() {
         // Radius 0.5 moving along y = 1.5 first touches the corner (−1, 1) when its centre is at x = −1,
         // then slides along the top face at distance exactly 0.5.
-        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 1.5), DVec2::new(8.0, 0.0), 0.5, &unit_box());
+        let t = time_of_impact_ball_wall(
+            DVec2::new(-3.0, 1.5),
+            DVec2::new(8.0, 0.0),
+            0.5,
+            &unit_box(),
+        );
         assert_eq!(t, Some(0.25));
         // A hair higher misses.
-        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 1.5001), DVec2::new(8.0, 0.0), 0.5, &unit_box());
+        let t = time_of_impact_ball_wall(
+            DVec2::new(-3.0, 1.5001),
+            DVec2::new(8.0, 0.0),
+            0.5,
+            &unit_box(),
+        );
         assert_eq!(t, None);
     }
 
@@ -158,7 +183,8 @@ mod tests {
     fn diagonal_approach_to_a_corner_hits_the_corner_circle() {
         let r = 0.5;
         let start = DVec2::new(3.0, 3.0);
-        let t = time_of_impact_ball_wall(start, DVec2::new(-4.0, -4.0), r, &unit_box()).expect("hits");
+        let t =
+            time_of_impact_ball_wall(start, DVec2::new(-4.0, -4.0), r, &unit_box()).expect("hits");
         let centre = start + DVec2::new(-4.0, -4.0) * t;
         assert!(((centre - DVec2::new(1.0, 1.0)).length() - r).abs() < 1e-12);
     }
@@ -191,7 +217,12 @@ mod tests {
 
     #[test]
     fn short_motion_that_stops_before_contact_reports_none() {
-        let t = time_of_impact_ball_wall(DVec2::new(-3.0, 0.0), DVec2::new(1.0, 0.0), 0.0, &unit_box());
+        let t = time_of_impact_ball_wall(
+            DVec2::new(-3.0, 0.0),
+            DVec2::new(1.0, 0.0),
+            0.0,
+            &unit_box(),
+        );
         assert_eq!(t, None);
     }
 }

@@ -291,8 +291,15 @@ mod tests {
             let plus = f(p + e * eps);
             let minus = f(p - e * eps);
             let fd_grad = (plus.value - minus.value) / (2.0 * eps);
-            let g = if axis == 0 { d.gradient.x } else { d.gradient.y };
-            assert!((fd_grad - g).abs() < 1e-6, "gradient {axis}: {fd_grad} vs {g} at {p}");
+            let g = if axis == 0 {
+                d.gradient.x
+            } else {
+                d.gradient.y
+            };
+            assert!(
+                (fd_grad - g).abs() < 1e-6,
+                "gradient {axis}: {fd_grad} vs {g} at {p}"
+            );
             let fd_hess = (plus.gradient - minus.gradient) / (2.0 * eps);
             let h = d.hessian.mul_vec(e);
             assert!(
@@ -324,7 +331,11 @@ mod tests {
     #[test]
     fn ball_ball_distance_derivatives_match_finite_differences() {
         let cj = DVec2::new(0.2, 0.7);
-        for ci in [DVec2::new(1.0, 0.0), DVec2::new(-0.3, 0.9), DVec2::new(0.21, 0.6)] {
+        for ci in [
+            DVec2::new(1.0, 0.0),
+            DVec2::new(-0.3, 0.9),
+            DVec2::new(0.21, 0.6),
+        ] {
             fd_check(|q| ball_ball_distance(q, 0.1, cj, 0.2), ci);
         }
     }
@@ -378,7 +389,10 @@ mod tests {
         let v = DVec2::new(0.3, -1.1);
         let rt_v = DVec2::new(r.x * v.x + r.y * v.y, -r.y * v.x + r.x * v.y);
         let a_rt_v = a.mul_vec(rt_v);
-        let expected = DVec2::new(r.x * a_rt_v.x - r.y * a_rt_v.y, r.y * a_rt_v.x + r.x * a_rt_v.y);
+        let expected = DVec2::new(
+            r.x * a_rt_v.x - r.y * a_rt_v.y,
+            r.y * a_rt_v.x + r.x * a_rt_v.y,
+        );
         assert!((rotated.mul_vec(v) - expected).length() < 1e-14);
     }
 }

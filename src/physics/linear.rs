@@ -59,7 +59,8 @@ pub fn solve_newton_direction(
     }
     for i in 0..n {
         if workspace.compact[i] == UNCOUPLED {
-            out[i] = solve_block(hessian.diagonal[i], gradient[i]).ok_or(LinearSolveError::SingularBlock { ball: i })?;
+            out[i] = solve_block(hessian.diagonal[i], gradient[i])
+                .ok_or(LinearSolveError::SingularBlock { ball: i })?;
         }
     }
     if workspace.coupled.is_empty() {
@@ -78,7 +79,11 @@ pub fn solve_newton_direction(
     for &(i, j, block) in &hessian.off_diagonal {
         let ci = workspace.compact[i as usize] as usize;
         let cj = workspace.compact[j as usize] as usize;
-        let (row, col) = if ci > cj { (2 * ci, 2 * cj) } else { (2 * cj, 2 * ci) };
+        let (row, col) = if ci > cj {
+            (2 * ci, 2 * cj)
+        } else {
+            (2 * cj, 2 * ci)
+        };
         triplets.push(Triplet::new(row, col, block.xx));
         triplets.push(Triplet::new(row, col + 1, block.xy));
         triplets.push(Triplet::new(row + 1, col, block.xy));
@@ -143,11 +148,21 @@ mod tests {
             ],
             off_diagonal: vec![(0, 2, s.scale(-1.0))],
         };
-        let g = vec![DVec2::new(1.0, -2.0), DVec2::new(0.5, 0.25), DVec2::new(-1.0, 3.0)];
+        let g = vec![
+            DVec2::new(1.0, -2.0),
+            DVec2::new(0.5, 0.25),
+            DVec2::new(-1.0, 3.0),
+        ];
         let mut out = Vec::new();
-        solve_newton_direction(&hessian, &g, &mut LinearWorkspace::default(), &mut out).expect("solves");
+        solve_newton_direction(&hessian, &g, &mut LinearWorkspace::default(), &mut out)
+            .expect("solves");
         // Residual H Δx + g = 0.
-        let mut r: Vec<DVec2> = hessian.diagonal.iter().zip(&out).map(|(b, x)| b.mul_vec(*x)).collect();
+        let mut r: Vec<DVec2> = hessian
+            .diagonal
+            .iter()
+            .zip(&out)
+            .map(|(b, x)| b.mul_vec(*x))
+            .collect();
         r[0] += s.scale(-1.0).mul_vec(out[2]);
         r[2] += s.scale(-1.0).mul_vec(out[0]);
         for (ri, gi) in r.iter().zip(&g) {

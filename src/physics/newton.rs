@@ -92,11 +92,16 @@ pub fn minimize(
         potential.contacts(x, &mut ws.potential, &mut ws.contacts);
         potential.gradient_and_hessian(x, &ws.contacts, &mut ws.gradient, &mut ws.hessian);
         report.iterations = iteration;
-        if let Err(e) = solve_newton_direction(&ws.hessian, &ws.gradient, &mut ws.linear, &mut ws.direction) {
+        if let Err(e) =
+            solve_newton_direction(&ws.hessian, &ws.gradient, &mut ws.linear, &mut ws.direction)
+        {
             report.stop = StopReason::LinearSolveFailed(e.to_string());
             return report;
         }
-        let step_size = ws.direction.iter().fold(0.0f64, |m, d| m.max(d.x.abs()).max(d.y.abs()));
+        let step_size = ws
+            .direction
+            .iter()
+            .fold(0.0f64, |m, d| m.max(d.x.abs()).max(d.y.abs()));
         if step_size < settings.tolerance {
             report.stop = StopReason::Converged;
             return report;
@@ -125,10 +130,15 @@ pub fn minimize(
         }
         std::mem::swap(x, &mut ws.trial);
         report.alphas.push(alpha);
-        if let (Some(adaptive), ContactModel::Barrier { kappa, dhat }) = (adaptive.as_deref_mut(), potential.model) {
+        if let (Some(adaptive), ContactModel::Barrier { kappa, dhat }) =
+            (adaptive.as_deref_mut(), potential.model)
+        {
             let min_distance = min_contact_distance(potential, x, ws);
             let updated = adaptive.update(previous_min_distance, min_distance, kappa);
-            potential.model = ContactModel::Barrier { dhat, kappa: updated };
+            potential.model = ContactModel::Barrier {
+                dhat,
+                kappa: updated,
+            };
             report.kappa = Some(updated);
             previous_min_distance = min_distance;
         }
@@ -136,7 +146,12 @@ pub fn minimize(
     report
 }
 
-fn trial_energy(potential: &IncrementalPotential<'_>, x: &[DVec2], alpha: f64, ws: &mut NewtonWorkspace) -> f64 {
+fn trial_energy(
+    potential: &IncrementalPotential<'_>,
+    x: &[DVec2],
+    alpha: f64,
+    ws: &mut NewtonWorkspace,
+) -> f64 {
     ws.trial.clear();
     ws.trial
         .extend(x.iter().zip(&ws.direction).map(|(x, d)| *x + *d * alpha));
@@ -188,12 +203,20 @@ fn earliest_time_of_impact(
     earliest
 }
 
-fn min_contact_distance(potential: &IncrementalPotential<'_>, x: &[DVec2], ws: &mut NewtonWorkspace) -> f64 {
+fn min_contact_distance(
+    potential: &IncrementalPotential<'_>,
+    x: &[DVec2],
+    ws: &mut NewtonWorkspace,
+) -> f64 {
     potential.contacts(x, &mut ws.potential, &mut ws.trial_contacts);
     let mut min = f64::INFINITY;
     for &(i, k) in &ws.trial_contacts.ball_wall {
         let i = i as usize;
-        min = min.min(super::geometry::ball_wall_gap(x[i], potential.radius[i], &potential.walls[k as usize]));
+        min = min.min(super::geometry::ball_wall_gap(
+            x[i],
+            potential.radius[i],
+            &potential.walls[k as usize],
+        ));
     }
     for &(i, j) in &ws.trial_contacts.ball_ball {
         let (i, j) = (i as usize, j as usize);

@@ -88,10 +88,16 @@ impl WallIndex {
     /// Walls whose bounds come within `reach` of the circle `(c, r)`.
     pub fn near<'a>(&'a self, c: DVec2, r: f64, reach: f64) -> impl Iterator<Item = usize> + 'a {
         let grow = r + reach;
-        self.bounds.iter().enumerate().filter_map(move |(k, (lo, hi))| {
-            (c.x + grow >= lo.x && c.x - grow <= hi.x && c.y + grow >= lo.y && c.y - grow <= hi.y)
-                .then_some(k)
-        })
+        self.bounds
+            .iter()
+            .enumerate()
+            .filter_map(move |(k, (lo, hi))| {
+                (c.x + grow >= lo.x
+                    && c.x - grow <= hi.x
+                    && c.y + grow >= lo.y
+                    && c.y - grow <= hi.y)
+                    .then_some(k)
+            })
     }
 }
 
@@ -276,7 +282,11 @@ mod tests {
     use super::*;
 
     fn scene() -> (Vec<DVec2>, Vec<f64>, Vec<f64>, Vec<Wall>) {
-        let x_tilde = vec![DVec2::new(0.1, 0.02), DVec2::new(0.13, 0.035), DVec2::new(-0.2, 0.3)];
+        let x_tilde = vec![
+            DVec2::new(0.1, 0.02),
+            DVec2::new(0.13, 0.035),
+            DVec2::new(-0.2, 0.3),
+        ];
         let mass = vec![1.0, 2.0, 0.5];
         let radius = vec![0.01, 0.015, 0.0];
         let walls = vec![
@@ -318,7 +328,10 @@ mod tests {
         let mut projected = BlockHessian::default();
         p.gradient_and_hessian(&x, &contacts, &mut g, &mut projected);
         for block in &projected.diagonal {
-            assert!(block.eigen().0 >= 0.0, "projected diagonal block is not PSD: {block:?}");
+            assert!(
+                block.eigen().0 >= 0.0,
+                "projected diagonal block is not PSD: {block:?}"
+            );
         }
         let mut hess = BlockHessian::default();
         p.gradient_and_hessian_projected(&x, &contacts, &mut g, &mut hess, false);
@@ -330,14 +343,26 @@ mod tests {
                 xp[i][axis] += eps;
                 xm[i][axis] -= eps;
                 let mut c = ContactSet::default();
-                let fd = (p.energy(&xp, &mut ws, &mut c) - p.energy(&xm, &mut ws, &mut c)) / (2.0 * eps);
+                let fd =
+                    (p.energy(&xp, &mut ws, &mut c) - p.energy(&xm, &mut ws, &mut c)) / (2.0 * eps);
                 let scale = g[i][axis].abs().max(1e-6);
-                assert!((fd - g[i][axis]).abs() < 1e-5 * scale, "dE/dx[{i}][{axis}]: fd {fd} vs {}", g[i][axis]);
+                assert!(
+                    (fd - g[i][axis]).abs() < 1e-5 * scale,
+                    "dE/dx[{i}][{axis}]: fd {fd} vs {}",
+                    g[i][axis]
+                );
             }
         }
         // Hessian: compare the exact (unprojected) H·v with the finite difference of the gradient along v.
-        let v: Vec<DVec2> = (0..x.len()).map(|i| DVec2::new(0.3 + i as f64, -0.7 + 0.5 * i as f64)).collect();
-        let mut hv: Vec<DVec2> = hess.diagonal.iter().zip(&v).map(|(b, v)| b.mul_vec(*v)).collect();
+        let v: Vec<DVec2> = (0..x.len())
+            .map(|i| DVec2::new(0.3 + i as f64, -0.7 + 0.5 * i as f64))
+            .collect();
+        let mut hv: Vec<DVec2> = hess
+            .diagonal
+            .iter()
+            .zip(&v)
+            .map(|(b, v)| b.mul_vec(*v))
+            .collect();
         for &(i, j, b) in &hess.off_diagonal {
             let (i, j) = (i as usize, j as usize);
             hv[i] += b.mul_vec(v[j]);
@@ -383,6 +408,9 @@ mod tests {
         let x1 = x0 + DVec2::new(0.02, 0.005);
         let wall = scene().3[1];
         let inside = wall.center + wall.to_world_direction(DVec2::new(0.03, 0.05));
-        check_whole_energy(ContactModel::Penalty { stiffness: 1e4 }, vec![x0, x1, inside]);
+        check_whole_energy(
+            ContactModel::Penalty { stiffness: 1e4 },
+            vec![x0, x1, inside],
+        );
     }
 }

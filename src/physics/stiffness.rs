@@ -92,9 +92,15 @@ mod tests {
         let a = AdaptiveKappa::new(1.0, 1e-3, 1.0);
         assert_eq!(a.initial(&[DVec2::ZERO], &[DVec2::X]), a.kappa_min);
         // Barrier pushes −x, inertia pulls +x: κ balances them, then clamps.
-        let k = a.initial(&[DVec2::new(-1.0, 0.0)], &[DVec2::new(a.kappa_min * 3.0, 0.0)]);
+        let k = a.initial(
+            &[DVec2::new(-1.0, 0.0)],
+            &[DVec2::new(a.kappa_min * 3.0, 0.0)],
+        );
         assert!((k - 3.0 * a.kappa_min).abs() <= 1e-9 * k);
-        let k = a.initial(&[DVec2::new(-1.0, 0.0)], &[DVec2::new(a.kappa_min * 1e6, 0.0)]);
+        let k = a.initial(
+            &[DVec2::new(-1.0, 0.0)],
+            &[DVec2::new(a.kappa_min * 1e6, 0.0)],
+        );
         assert_eq!(k, a.kappa_max);
     }
 

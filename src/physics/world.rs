@@ -130,9 +130,13 @@ pub enum SpawnError {
         requirement: &'static str,
         value: f64,
     },
-    #[error("the ball overlaps wall {wall} (surface distance {distance:.3e} m); IPC lanes need a positive gap")]
+    #[error(
+        "the ball overlaps wall {wall} (surface distance {distance:.3e} m); IPC lanes need a positive gap"
+    )]
     OverlapsWall { wall: usize, distance: f64 },
-    #[error("the ball overlaps ball {other} (surface distance {distance:.3e} m); IPC lanes need a positive gap")]
+    #[error(
+        "the ball overlaps ball {other} (surface distance {distance:.3e} m); IPC lanes need a positive gap"
+    )]
     OverlapsBall { other: usize, distance: f64 },
     #[error("the lane already holds {MAX_BALLS_PER_LANE} balls, the most it can")]
     TooMany,
@@ -163,7 +167,12 @@ pub struct LaneWorld {
 }
 
 impl LaneWorld {
-    pub fn new(name: impl Into<String>, settings: ContactSettings, walls: Vec<Wall>, balls: Vec<Ball>) -> LaneWorld {
+    pub fn new(
+        name: impl Into<String>,
+        settings: ContactSettings,
+        walls: Vec<Wall>,
+        balls: Vec<Ball>,
+    ) -> LaneWorld {
         let bbox_diagonal = bounding_box_diagonal(&walls, &balls);
         let wall_index = WallIndex::new(&walls);
         let mut lane = LaneWorld {
@@ -197,7 +206,9 @@ impl LaneWorld {
 
     /// `d̂` in use: the lane's setting or 10⁻³ × bounding-box diagonal.
     pub fn dhat(&self) -> f64 {
-        self.settings.dhat.unwrap_or_else(|| default_dhat(self.bbox_diagonal))
+        self.settings
+            .dhat
+            .unwrap_or_else(|| default_dhat(self.bbox_diagonal))
     }
 
     /// The contact model this lane's next step uses.
@@ -276,7 +287,11 @@ impl LaneWorld {
         let mut model = self.contact_model();
         let mut adaptive = None;
         if let (true, ContactModel::Barrier { dhat, .. }) = (self.settings.adaptive_kappa, model) {
-            let mean_mass = if mass.is_empty() { 1.0 } else { mass.iter().sum::<f64>() / mass.len() as f64 };
+            let mean_mass = if mass.is_empty() {
+                1.0
+            } else {
+                mass.iter().sum::<f64>() / mass.len() as f64
+            };
             let a = AdaptiveKappa::new(self.bbox_diagonal, dhat, mean_mass);
             let probe = IncrementalPotential {
                 x_tilde: &x_tilde,
@@ -321,7 +336,13 @@ impl LaneWorld {
             ccd_factor: self.settings.ccd_factor,
         };
         let mut x = x_start.clone();
-        let report = minimize(&mut potential, &mut x, &newton, adaptive.as_mut(), &mut self.workspace);
+        let report = minimize(
+            &mut potential,
+            &mut x,
+            &newton,
+            adaptive.as_mut(),
+            &mut self.workspace,
+        );
         if let Some(i) = x.iter().position(|p| !p.is_finite()) {
             self.fault = Some(format!(
                 "step {}: ball {i} reached a non-finite position; the lane is paused (restart to continue)",
@@ -381,7 +402,11 @@ impl LaneWorld {
     /// potential energy, in the current state [J].
     pub fn energy(&self) -> f64 {
         let g = self.settings.gravity;
-        let mut total: f64 = self.rods.iter().map(|r| r.energy(g, self.rod_floor_y)).sum();
+        let mut total: f64 = self
+            .rods
+            .iter()
+            .map(|r| r.energy(g, self.rod_floor_y))
+            .sum();
         for b in &self.balls {
             total += 0.5 * b.mass * b.velocity.length_squared() - b.mass * g.dot(b.position);
         }
@@ -417,7 +442,8 @@ impl LaneWorld {
         let radius: Vec<f64> = self.balls.iter().map(|b| b.radius).collect();
         let mut pairs = Vec::new();
         let reach = (10.0 * self.dhat()).max(0.01);
-        self.report_broad_phase.near_pairs(&x, &radius, reach, &mut pairs);
+        self.report_broad_phase
+            .near_pairs(&x, &radius, reach, &mut pairs);
         for (i, j) in pairs {
             let (i, j) = (i as usize, j as usize);
             keep((x[i] - x[j]).length() - radius[i] - radius[j]);
@@ -438,7 +464,10 @@ impl LaneWorld {
                 if now == 0 {
                     continue;
                 }
-                if *before != 0 && now != *before && within_lateral_extent(wall, ball.position, ball.radius) {
+                if *before != 0
+                    && now != *before
+                    && within_lateral_extent(wall, ball.position, ball.radius)
+                {
                     if !self.tunneled[i] {
                         count += 1;
                     }
@@ -519,5 +548,9 @@ pub fn bounding_box_diagonal(walls: &[Wall], balls: &[Ball]) -> f64 {
         hi = hi.max(b.position + DVec2::splat(b.radius));
     }
     let diagonal = (hi - lo).length();
-    if diagonal.is_finite() && diagonal > 0.0 { diagonal } else { 1.0 }
+    if diagonal.is_finite() && diagonal > 0.0 {
+        diagonal
+    } else {
+        1.0
+    }
 }

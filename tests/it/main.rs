@@ -1,3 +1,5 @@
 //! All integration tests live in this one crate, so Bevy is linked once.
 
 mod rod;
+mod scene;
+mod throw;

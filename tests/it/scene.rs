@@ -1,0 +1,170 @@
+//! Scene files: the shipped scenes load, the documented example parses, and malformed scenes give one clear
+//! line naming the file, the place and the problem.
+
+use std::path::{Path, PathBuf};
+
+use contact_sandbox::cli::run::run_scene;
+use contact_sandbox::scene::Scene;
+
+fn scenes_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenes")
+}
+
+#[test]
+fn every_shipped_scene_loads_and_steps() {
+    let mut count = 0;
+    for entry in std::fs::read_dir(scenes_dir()).expect("assets/scenes") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("ron") {
+            continue;
+        }
+        let scene = Scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let lanes = run_scene(&scene, 3);
+        for lane in &lanes {
+            assert!(lane.fault.is_none(), "{}: {:?}", path.display(), lane.fault);
+        }
+        count += 1;
+    }
+    assert!(count >= 1);
+}
+
+#[test]
+fn wall_throw_scene_gives_the_seed_numbers_at_5_m_s() {
+    let scene = Scene::load(&scenes_dir().join("wall_throw.ron")).expect("loads");
+    let lanes = run_scene(&scene, 80);
+    let penalty = &lanes[0];
+    let ipc = &lanes[1];
+    assert!(
+        penalty.stats.tunneled > 0,
+        "penalty must go through at 5 m/s"
+    );
+    assert_eq!(ipc.stats.tunneled, 0);
+    let gap_um = ipc.stats.min_gap.expect("gap") * 1e6;
+    assert!((gap_um - 24.0).abs() <= 0.05, "{gap_um}");
+    assert_eq!(ipc.stats.max_newton, 9);
+}
+
+#[test]
+fn the_documented_example_scene_parses() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scenes.md"))
+        .expect("docs/scenes.md");
+    let start = doc.find("```ron").expect("a ```ron block") + "```ron".len();
+    let end = start + doc[start..].find("```").expect("closing fence");
+    let scene = Scene::parse(&doc[start..end], "docs/scenes.md").unwrap_or_else(|e| panic!("{e}"));
+    assert!(scene.lanes.len() >= 2);
+    let lanes = run_scene(&scene, 10);
+    assert!(lanes.iter().all(|l| l.fault.is_none()));
+}
+
+const GOOD_LANE: &str = r#"LaneSpec(name: "a", contact: (method: Ipc, h: 0.01),
+    walls: [WallSpec(center: (0.0, -0.5), half_extents: (2.0, 0.5))],
+    balls: [BallSpec(position: (0.0, 0.2), radius: 0.1, mass: 1.0)])"#;
+
+fn scene_with(lane: &str) -> String {
+    format!("Scene(name: \"t\", lanes: [{lane}])")
+}
+
+fn error_of(text: &str) -> String {
+    Scene::parse(text, "bad.ron")
+        .expect_err("must be rejected")
+        .to_string()
+}
+
+#[test]
+fn a_good_scene_parses() {
+    Scene::parse(&scene_with(GOOD_LANE), "good.ron").unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn malformed_scenes_name_the_file_the_place_and_the_problem() {
+    let cases: Vec<(String, &str)> = vec![
+        (scene_with(&GOOD_LANE.replace("balls: [", "balls: [[")), "line"),
+        (scene_with(&GOOD_LANE.replace("method: Ipc", "method: Magic")), "Magic"),
+        (scene_with(&GOOD_LANE.replace("mass: 1.0", "mass: -1.0")), "lanes[0].balls[0].mass"),
+        (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.0")), "lanes[0].contact.h"),
+        (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, dhat: Some(-1e-3)")), "lanes[0].contact.dhat"),
+        (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, kappa: 0.0")), "lanes[0].contact.kappa"),
+        (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, stiffness: -5.0")), "lanes[0].contact.stiffness"),
+        (scene_with(&GOOD_LANE.replace("radius: 0.1", "radius: NaN")), "lanes[0].balls[0].radius"),
+        (scene_with(&GOOD_LANE.replace("(0.0, 0.2)", "(inf, 0.2)")), "lanes[0].balls[0].position.x"),
+        (scene_with(&GOOD_LANE.replace("(0.0, 0.2)", "(0.0, 0.05)")), "wall 0"),
+        (
+            scene_with(&GOOD_LANE.replace(
+                "BallSpec(position: (0.0, 0.2), radius: 0.1, mass: 1.0)",
+                "BallSpec(position: (0.0, 0.2), radius: 0.1), BallSpec(position: (0.15, 0.2), radius: 0.1)",
+            )),
+            "lanes[0].balls[1]",
+        ),
+        (scene_with(&GOOD_LANE.replace("half_extents: (2.0, 0.5)", "half_extents: (0.0, 0.5)")), "half_extents.x"),
+        (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, ccd_factor: 1.0")), "ccd_factor"),
+        (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, colour: 3")), "colour"),
+        (format!("Scene(name: \"t\", lanes: [{}])", vec![GOOD_LANE; 65].join(",")), "at most 64"),
+        ("Scene(name: \"t\", lanes: [])".to_string(), "at least one lane"),
+        (String::new(), "line"),
+    ];
+    for (text, needle) in cases {
+        let message = error_of(&text);
+        assert!(message.starts_with("bad.ron: "), "{message}");
+        assert!(
+            message.contains(needle),
+            "expected {needle:?} in {message:?}"
+        );
+        assert_eq!(message.lines().count(), 1, "{message}");
+    }
+}
+
+#[test]
+fn penalty_lanes_accept_overlapping_starts_that_ipc_refuses() {
+    let text = scene_with(
+        &GOOD_LANE
+            .replace("method: Ipc", "method: Penalty")
+            .replace("(0.0, 0.2)", "(0.0, 0.05)"),
+    );
+    Scene::parse(&text, "pen.ron").unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn the_binary_rejects_five_malformed_scene_files_with_one_line_each() {
+    let dir =
+        std::env::temp_dir().join(format!("contact-sandbox-bad-scenes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let bad = [
+        ("syntax.ron", "Scene(name: \"t\", lanes: [".to_string()),
+        (
+            "method.ron",
+            scene_with(&GOOD_LANE.replace("method: Ipc", "method: Springs")),
+        ),
+        (
+            "mass.ron",
+            scene_with(&GOOD_LANE.replace("mass: 1.0", "mass: 0.0")),
+        ),
+        (
+            "nan.ron",
+            scene_with(&GOOD_LANE.replace("h: 0.01", "h: NaN")),
+        ),
+        (
+            "inside.ron",
+            scene_with(&GOOD_LANE.replace("(0.0, 0.2)", "(0.5, -0.3)")),
+        ),
+    ];
+    let exe = env!("CARGO_BIN_EXE_contact-sandbox");
+    for (name, text) in bad {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        let out = std::process::Command::new(exe)
+            .args(["run", "--scene"])
+            .arg(&path)
+            .output()
+            .expect("runs");
+        assert!(!out.status.success(), "{name} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{name}: {stderr}");
+        assert!(stderr.contains(name), "{name}: {stderr}");
+    }
+    let out = std::process::Command::new(exe)
+        .args(["run", "--scene", "/definitely/not/here.ron"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,359 @@
+//! The seed's wall experiment (SPEC §2) through the general solver, checked against the seed's printed table
+//! and against an independent 1D transcription of the seed's listing on parameters it never printed.
+
+use clap::Parser;
+use contact_sandbox::cli::throw::{Outcome, ThrowArgs, format_json, format_table, run_throws};
+
+#[derive(Parser)]
+struct Wrapper {
+    #[command(flatten)]
+    args: ThrowArgs,
+}
+
+fn args(extra: &[&str]) -> ThrowArgs {
+    let mut argv = vec!["throw"];
+    argv.extend_from_slice(extra);
+    Wrapper::parse_from(argv).args
+}
+
+/// The seed's output, verbatim.
+const SEED_TABLE: &str = "wall at 0.503 m, thickness 20 mm, h = 10 ms
+ v0[m/s] | pen k=1e4     | pen k=1e6     | IPC d^=1mm
+       1 | stop  5.00 mm | stop  0.07 mm | gap  166.4 um, newton  8
+       2 | through       | stop  0.17 mm | gap   71.0 um, newton  8
+       5 | through       | through       | gap   24.0 um, newton  9
+      10 | through       | through       | gap   11.1 um, newton 10
+      20 | through       | through       | gap   10.4 um, newton 11
+      50 | through       | through       | gap    2.1 um, newton 12
+";
+
+#[test]
+fn seed_table_is_reproduced_line_for_line() {
+    let a = args(&[]);
+    let rows = run_throws(&a).expect("runs");
+    assert_eq!(format_table(&a, &rows), SEED_TABLE);
+}
+
+#[test]
+fn seed_table_json_matches_to_the_printed_digit() {
+    let a = args(&["--json"]);
+    let rows = run_throws(&a).expect("runs");
+    let json = format_json(&a, &rows);
+    // (v0, penalty depths in mm or None for through, IPC gap in µm, IPC max Newton)
+    let expected: [(f64, [Option<f64>; 2], f64, u64); 6] = [
+        (1.0, [Some(5.00), Some(0.07)], 166.4, 8),
+        (2.0, [None, Some(0.17)], 71.0, 8),
+        (5.0, [None, None], 24.0, 9),
+        (10.0, [None, None], 11.1, 10),
+        (20.0, [None, None], 10.4, 11),
+        (50.0, [None, None], 2.1, 12),
+    ];
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), expected.len());
+    for (row, (v0, depths, gap_um, newton)) in rows.iter().zip(expected) {
+        assert_eq!(row["v0"].as_f64(), Some(v0));
+        for (cell, depth) in row["penalty"]
+            .as_array()
+            .expect("penalty")
+            .iter()
+            .zip(depths)
+        {
+            match depth {
+                Some(mm) => {
+                    assert_eq!(cell["outcome"], "stopped");
+                    let got = cell["depth_m"].as_f64().expect("depth") * 1e3;
+                    assert!(
+                        (got - mm).abs() <= 0.005,
+                        "v0 {v0}: depth {got} mm vs {mm} mm"
+                    );
+                }
+                None => {
+                    assert_eq!(cell["outcome"], "through");
+                    assert!(cell["depth_m"].is_null());
+                }
+            }
+        }
+        let ipc = &row["ipc"];
+        assert_eq!(ipc["outcome"], "stopped");
+        let got = ipc["gap_m"].as_f64().expect("gap") * 1e6;
+        assert!(
+            (got - gap_um).abs() <= 0.05,
+            "v0 {v0}: gap {got} µm vs {gap_um} µm"
+        );
+        assert_eq!(ipc["max_newton"].as_u64(), Some(newton), "v0 {v0}");
+    }
+}
+
+#[test]
+fn penalty_with_k_1e8_still_tunnels_at_5_m_s() {
+    let rows = run_throws(&args(&["--v0", "5", "--k", "1e8"])).expect("runs");
+    assert!(
+        matches!(rows[0].penalty[0].1, Outcome::Through { .. }),
+        "{:?}",
+        rows[0].penalty
+    );
+}
+
+#[test]
+fn ipc_never_tunnels_at_any_speed_up_to_1000_m_s_through_walls_down_to_1_mm() {
+    for thickness in ["0.001", "0.005", "0.02"] {
+        for h in ["0.01", "0.001"] {
+            let a = args(&[
+                "--v0",
+                "1,10,100,300,1000",
+                "--k",
+                "1e6",
+                "--thickness",
+                thickness,
+                "--h",
+                h,
+                "--steps",
+                "200",
+            ]);
+            for row in run_throws(&a).expect("runs") {
+                match row.ipc {
+                    Outcome::Stopped { gap, .. } => {
+                        assert!(
+                            gap > 0.0,
+                            "v0 {} thickness {thickness} h {h}: gap {gap}",
+                            row.v0
+                        )
+                    }
+                    other => panic!("v0 {} thickness {thickness} h {h}: IPC {other:?}", row.v0),
+                }
+            }
+        }
+    }
+}
+
+/// The seed's listing, transcribed to Rust on scalars (an independent 1D code path).
+mod seed_listing {
+    pub struct Params {
+        pub m: f64,
+        pub h: f64,
+        pub wall: f64,
+        pub w: f64,
+        pub dhat: f64,
+        pub kappa: f64,
+        pub k: f64,
+    }
+
+    fn barrier(p: &Params, d: f64) -> (f64, f64, f64) {
+        if d >= p.dhat {
+            return (0.0, 0.0, 0.0);
+        }
+        let l = (d / p.dhat).ln();
+        let b = -(d - p.dhat).powi(2) * l;
+        let db = -2.0 * (d - p.dhat) * l - (d - p.dhat).powi(2) / d;
+        let d2b = -2.0 * l - 4.0 * (d - p.dhat) / d + (d - p.dhat).powi(2) / (d * d);
+        (p.kappa * b, p.kappa * db, p.kappa * d2b)
+    }
+
+    fn pen_depth(p: &Params, x: f64) -> (f64, f64) {
+        if p.wall < x && x < p.wall + p.w {
+            let (a, c) = (x - p.wall, p.wall + p.w - x);
+            if a <= c { (a, -1.0) } else { (c, 1.0) }
+        } else {
+            (0.0, 0.0)
+        }
+    }
+
+    fn energy(p: &Params, x: f64, xt: f64, ipc: bool) -> f64 {
+        let mut e = 0.5 * p.m * (x - xt).powi(2);
+        if ipc {
+            let d = p.wall - x;
+            if d <= 0.0 {
+                return f64::INFINITY;
+            }
+            e += p.h * p.h * barrier(p, d).0;
+        } else {
+            let (pd, _) = pen_depth(p, x);
+            e += p.h * p.h * 0.5 * p.k * pd * pd;
+        }
+        e
+    }
+
+    fn newton(p: &Params, x0: f64, xt: f64, ipc: bool) -> (f64, u32) {
+        let (mut x, mut it) = (x0, 0);
+        for i in 1..60 {
+            it = i;
+            let (mut g, mut hs) = (p.m * (x - xt), p.m);
+            if ipc {
+                let (_, db, d2b) = barrier(p, p.wall - x);
+                g += p.h * p.h * (-db);
+                hs += p.h * p.h * d2b;
+            } else {
+                let (pd, s) = pen_depth(p, x);
+                g += p.h * p.h * p.k * pd * (-s);
+                hs += p.h * p.h * p.k * if pd > 0.0 { 1.0 } else { 0.0 };
+            }
+            let dx = -g / hs;
+            if dx.abs() < 1e-10 {
+                break;
+            }
+            let mut a = 1.0;
+            if ipc && x + dx >= p.wall {
+                a = 0.9 * (p.wall - x) / dx;
+            }
+            let e0 = energy(p, x, xt, ipc);
+            while energy(p, x + a * dx, xt, ipc) > e0 && a > 1e-12 {
+                a *= 0.5;
+            }
+            x += a * dx;
+        }
+        (x, it)
+    }
+
+    /// ("through" | "stopped", xmax − wall, max Newton)
+    pub fn throw(p: &Params, v0: f64, ipc: bool, steps: u32) -> (bool, f64, u32) {
+        let (mut x, mut v) = (0.0, v0);
+        let (mut xmax, mut itmax) = (x, 0);
+        for _ in 0..steps {
+            let xt = x + p.h * v;
+            let (xn, it) = newton(p, x, xt, ipc);
+            v = (xn - x) / p.h;
+            x = xn;
+            if x > p.wall + p.w {
+                return (true, xmax - p.wall, itmax);
+            }
+            xmax = xmax.max(x);
+            itmax = itmax.max(it);
+        }
+        (false, xmax - p.wall, itmax)
+    }
+}
+
+#[test]
+fn throw_agrees_with_the_seed_listing_on_parameters_the_seed_never_printed() {
+    let cases: [(&str, &str, &str, &str, &str, &str, &str); 6] = [
+        // (v0 list, k list, h, dhat, kappa, thickness, mass)
+        ("3,7,30", "1e3,1e8", "0.005", "5e-4", "1e5", "0.02", "1"),
+        ("0.7,4,15", "3e4,2e7", "0.02", "2e-3", "5e3", "0.03", "2.5"),
+        ("1.5,6,80", "1e5", "0.004", "1e-4", "1e6", "0.01", "0.3"),
+        ("2,9,40", "5e5,1e9", "0.008", "3e-3", "2e4", "0.05", "4"),
+        ("0.3,12,250", "1e2", "0.001", "7e-4", "3e3", "0.002", "1"),
+        ("5", "1e6", "0.01", "1e-3", "1e4", "0.02", "1"),
+    ];
+    let mut compared = 0;
+    for (v0s, ks, h, dhat, kappa, thickness, mass) in cases {
+        let a = args(&[
+            "--v0",
+            v0s,
+            "--k",
+            ks,
+            "--h",
+            h,
+            "--dhat",
+            dhat,
+            "--kappa",
+            kappa,
+            "--thickness",
+            thickness,
+            "--mass",
+            mass,
+        ]);
+        let rows = run_throws(&a).expect("runs");
+        for row in rows {
+            for (k, outcome) in &row.penalty {
+                let p = seed_listing::Params {
+                    m: a.mass,
+                    h: a.h,
+                    wall: a.wall,
+                    w: a.thickness,
+                    dhat: a.dhat,
+                    kappa: a.kappa,
+                    k: *k,
+                };
+                let (through, depth, _) = seed_listing::throw(&p, row.v0, false, a.steps as u32);
+                match outcome {
+                    Outcome::Through { .. } => {
+                        assert!(through, "v0 {} k {k}: solver through, seed stopped", row.v0)
+                    }
+                    Outcome::Stopped { depth: got, .. } => {
+                        assert!(
+                            !through,
+                            "v0 {} k {k}: solver stopped, seed through",
+                            row.v0
+                        );
+                        assert!(
+                            (got - depth.max(0.0)).abs() <= 1e-12,
+                            "v0 {} k {k}: {got} vs {depth}",
+                            row.v0
+                        );
+                    }
+                    Outcome::Failed { reason } => panic!("{reason}"),
+                }
+                compared += 1;
+            }
+            let p = seed_listing::Params {
+                m: a.mass,
+                h: a.h,
+                wall: a.wall,
+                w: a.thickness,
+                dhat: a.dhat,
+                kappa: a.kappa,
+                k: 1.0,
+            };
+            let (through, xmax_minus_wall, newton) =
+                seed_listing::throw(&p, row.v0, true, a.steps as u32);
+            assert!(!through);
+            match row.ipc {
+                Outcome::Stopped {
+                    gap, max_newton, ..
+                } => {
+                    let seed_gap = -xmax_minus_wall;
+                    assert!(
+                        (gap - seed_gap).abs() <= 1e-9 * seed_gap.abs().max(1e-9),
+                        "v0 {}: gap {gap} vs seed {seed_gap}",
+                        row.v0
+                    );
+                    assert_eq!(max_newton, newton, "v0 {}: Newton count", row.v0);
+                }
+                ref other => panic!("IPC {other:?}"),
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared > 30);
+}
+
+#[test]
+fn invalid_parameters_name_the_parameter() {
+    for (flag, value) in [
+        ("--h", "0"),
+        ("--h", "-0.01"),
+        ("--dhat", "0"),
+        ("--kappa", "-1"),
+        ("--k", "0"),
+        ("--mass", "0"),
+        ("--thickness", "-0.02"),
+        ("--ccd-factor", "1"),
+        ("--ccd-factor", "0"),
+        ("--h", "NaN"),
+    ] {
+        let err = run_throws(&args(&[flag, value])).expect_err("must be rejected");
+        let message = err.to_string();
+        assert!(message.contains(flag), "{flag} {value}: {message}");
+        assert_eq!(message.lines().count(), 1);
+    }
+}
+
+#[test]
+fn the_binary_prints_one_line_and_fails_on_bad_input() {
+    let exe = env!("CARGO_BIN_EXE_contact-sandbox");
+    for argv in [
+        vec!["throw", "--h", "-1"],
+        vec!["throw", "--dhat", "abc"],
+        vec!["throw", "--ccd-factor", "1.5"],
+        vec!["throw", "--kappa", "nan"],
+    ] {
+        let out = std::process::Command::new(exe)
+            .args(&argv)
+            .output()
+            .expect("runs");
+        assert!(!out.status.success(), "{argv:?} succeeded");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{argv:?}: {stderr}");
+        assert!(stderr.contains(argv[1]), "{argv:?}: {stderr}");
+    }
+}
