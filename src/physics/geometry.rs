@@ -48,7 +48,8 @@ impl Sym2 {
         }
     }
 
-    pub fn add(self, o: Sym2) -> Sym2 {
+    /// `self + o`.
+    pub fn plus(self, o: Sym2) -> Sym2 {
         Sym2 {
             xx: self.xx + o.xx,
             xy: self.xy + o.xy,
@@ -112,7 +113,7 @@ impl Sym2 {
         let v1 = DVec2::new(-v2.y, v2.x);
         Sym2::outer(v2)
             .scale(l2.max(0.0))
-            .add(Sym2::outer(v1).scale(l1.max(0.0)))
+            .plus(Sym2::outer(v1).scale(l1.max(0.0)))
     }
 }
 
@@ -212,7 +213,7 @@ impl Wall {
             let value = q.length();
             let n_local = DVec2::new(sx * qx / value, sy * qy / value);
             let hessian_local = Sym2::scaled_identity(1.0)
-                .add(Sym2::outer(n_local).scale(-1.0))
+                .plus(Sym2::outer(n_local).scale(-1.0))
                 .scale(1.0 / value);
             return DistanceDerivatives {
                 value,
@@ -270,7 +271,7 @@ pub fn ball_ball_distance(ci: DVec2, ri: f64, cj: DVec2, rj: f64) -> DistanceDer
         value: length - ri - rj,
         gradient: n,
         hessian: Sym2::scaled_identity(1.0)
-            .add(Sym2::outer(n).scale(-1.0))
+            .plus(Sym2::outer(n).scale(-1.0))
             .scale(1.0 / length),
     }
 }

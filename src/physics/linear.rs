@@ -138,13 +138,13 @@ mod tests {
         };
         let hessian = BlockHessian {
             diagonal: vec![
-                Sym2::scaled_identity(1.0).add(s),
+                Sym2::scaled_identity(1.0).plus(s),
                 Sym2 {
                     xx: 2.0,
                     xy: 0.5,
                     yy: 1.0,
                 },
-                Sym2::scaled_identity(2.0).add(s),
+                Sym2::scaled_identity(2.0).plus(s),
             ],
             off_diagonal: vec![(0, 2, s.scale(-1.0))],
         };

@@ -234,8 +234,8 @@ impl IncrementalPotential<'_> {
             gradient[i_] += force;
             gradient[j_] -= force;
             let projected = psd(pair_block(d1, d2, dist.gradient, dist.hessian)).scale(h2);
-            hessian.diagonal[i_] = hessian.diagonal[i_].add(projected);
-            hessian.diagonal[j_] = hessian.diagonal[j_].add(projected);
+            hessian.diagonal[i_] = hessian.diagonal[i_].plus(projected);
+            hessian.diagonal[j_] = hessian.diagonal[j_].plus(projected);
             hessian.off_diagonal.push((i, j, projected.scale(-1.0)));
         }
     }
@@ -269,12 +269,12 @@ fn pair_block(d1: f64, d2: f64, gradient: DVec2, hessian: Sym2) -> Sym2 {
     if hessian == Sym2::ZERO {
         curvature
     } else {
-        curvature.add(hessian.scale(d1))
+        curvature.plus(hessian.scale(d1))
     }
 }
 
 fn add_block(target: &mut Sym2, block: Sym2) {
-    *target = target.add(block);
+    *target = target.plus(block);
 }
 
 #[cfg(test)]
