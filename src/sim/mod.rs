@@ -1,1 +1,629 @@
-//! The Bevy ECS layer (built by the sandbox issue).
+//! The Bevy ECS layer: one lane entity per physics world, body and wall entities mirroring it, and `FixedUpdate`
+//! systems in named sets that gather, step and write back. No physics formula lives here: every step is
+//! [`LaneWorld::step`], every check is the core's or the scene module's.
+//!
+//! ```text
+//! Update:      SimSet::ApplyMessages  (SpawnBall, ThrowBall, SpawnRod, RestartScene, LoadScene, CycleScene)
+//!              SimSet::Writeback      (mirror new bodies at once, so a paused lane shows its spawns)
+//!              SimSet::Interpolate    (Transform = lerp(previous, current, overstep fraction))
+//! FixedUpdate: SimSet::Gather → SimSet::Step → SimSet::Writeback
+//! ```
+//!
+//! [`SimPlugin`] runs under `MinimalPlugins` (tests, headless) and `DefaultPlugins` (the window) alike.
+
+mod components;
+mod messages;
+
+use std::path::{Path, PathBuf};
+
+use bevy::prelude::*;
+
+pub use components::*;
+pub use messages::*;
+
+use crate::physics::DVec2;
+use crate::physics::geometry::Ball as PhysicsBall;
+use crate::physics::rod_flight::Rod as PhysicsRod;
+use crate::physics::world::{ContactMethod, LaneWorld};
+use crate::scene::{Scene, SceneError, check_contact};
+
+/// The scene the sandbox opens on.
+pub const DEFAULT_SCENE: &str = "assets/scenes/wall_throw.ron";
+
+/// The scenes `[` and `]` cycle through, in menu order.
+pub const BUILT_IN_SCENES: [&str; 4] = [
+    "assets/scenes/wall_throw.ron",
+    "assets/scenes/ball_pit.ron",
+    "assets/scenes/rod_drop.ron",
+    "assets/scenes/gauntlet.ron",
+];
+
+/// The simulation's system sets, in the order they run.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SimSet {
+    /// Update: user actions arriving as messages change the lanes.
+    ApplyMessages,
+    /// FixedUpdate: validated settings edits are copied into the lanes; previous states are remembered.
+    Gather,
+    /// FixedUpdate: every lane takes one [`LaneWorld::step`].
+    Step,
+    /// FixedUpdate and Update: body entities are created and updated from the lanes.
+    Writeback,
+    /// Update: transforms are interpolated between the last two fixed steps.
+    Interpolate,
+}
+
+/// The simulation plugin. Insert an [`ActiveScene`] before `Startup` (or send [`LoadScene`]) to get lanes.
+#[derive(Default)]
+pub struct SimPlugin;
+
+impl Plugin for SimPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<SimControl>()
+            .init_resource::<SimLog>()
+            .init_resource::<SceneCatalogue>()
+            .add_message::<SpawnBall>()
+            .add_message::<ThrowBall>()
+            .add_message::<SpawnRod>()
+            .add_message::<RestartScene>()
+            .add_message::<LoadScene>()
+            .add_message::<CycleScene>()
+            .register_type::<Ball>()
+            .register_type::<Rod>()
+            .register_type::<Wall>()
+            .register_type::<LaneMember>()
+            .register_type::<BodyState>()
+            .register_type::<PreviousBodyState>()
+            .configure_sets(
+                Update,
+                (
+                    SimSet::ApplyMessages,
+                    SimSet::Writeback,
+                    SimSet::Interpolate,
+                )
+                    .chain(),
+            )
+            .configure_sets(
+                FixedUpdate,
+                (SimSet::Gather, SimSet::Step, SimSet::Writeback).chain(),
+            )
+            .add_systems(Startup, spawn_active_scene)
+            .add_systems(Update, apply_messages.in_set(SimSet::ApplyMessages))
+            .add_systems(Update, write_back_bodies.in_set(SimSet::Writeback))
+            .add_systems(Update, interpolate_transforms.in_set(SimSet::Interpolate))
+            .add_systems(
+                FixedUpdate,
+                (
+                    (gather_settings, remember_previous_states).in_set(SimSet::Gather),
+                    step_lanes.in_set(SimSet::Step),
+                    write_back_bodies.in_set(SimSet::Writeback),
+                ),
+            );
+    }
+}
+
+impl ActiveScene {
+    /// Loads and validates a scene file.
+    pub fn load(path: &Path) -> Result<ActiveScene, SceneError> {
+        let scene = Scene::load(path)?;
+        Ok(ActiveScene {
+            path: path.to_path_buf(),
+            loaded: scene.clone(),
+            current: scene,
+        })
+    }
+}
+
+impl SimControl {
+    /// Does the next fixed tick step the lanes?
+    pub fn steps_this_tick(&self) -> bool {
+        !self.paused || self.pending_steps > 0
+    }
+}
+
+/// What a lane's balls did, in the words of the wall-throw panel: "through", "stopped at X mm" or "flying".
+/// Penalty reports the deepest penetration, IPC the smallest gap (SPEC §2).
+pub fn lane_outcome(world: &LaneWorld) -> String {
+    if (0..world.balls.len()).any(|i| world.ball_tunneled(i)) {
+        return "through".into();
+    }
+    let stats = &world.stats;
+    match world.settings.method {
+        ContactMethod::Penalty if stats.max_penetration > 0.0 => {
+            format!("stopped at {:.2} mm depth", stats.max_penetration * 1e3)
+        }
+        ContactMethod::Ipc => match stats.min_gap {
+            Some(gap) if gap < world.dhat() => format!("stopped at {:.4} mm short", gap * 1e3),
+            _ => "flying".into(),
+        },
+        _ => "flying".into(),
+    }
+}
+
+/// "min gap X µm, max Newton N" (or the penetration for a lane whose balls overlapped).
+pub fn lane_summary(world: &LaneWorld) -> String {
+    let stats = &world.stats;
+    let gap = match stats.min_gap {
+        Some(g) if g.is_finite() && g >= 0.0 => format!("min gap {:.1} µm", g * 1e6),
+        Some(g) if g.is_finite() => format!("max penetration {:.1} µm", -g * 1e6),
+        _ => "min gap —".into(),
+    };
+    format!("{gap}, max Newton {}", stats.max_newton)
+}
+
+/// Lane-local bounds `(min, max)` of everything in a lane [m]; a unit box around the origin when it is empty.
+pub fn lane_bounds(world: &LaneWorld) -> (DVec2, DVec2) {
+    let mut lo = DVec2::splat(f64::INFINITY);
+    let mut hi = DVec2::splat(f64::NEG_INFINITY);
+    for w in &world.walls {
+        let (a, b) = w.aabb();
+        lo = lo.min(a);
+        hi = hi.max(b);
+    }
+    for b in &world.balls {
+        lo = lo.min(b.position - DVec2::splat(b.radius));
+        hi = hi.max(b.position + DVec2::splat(b.radius));
+    }
+    for r in &world.rods {
+        for p in r.endpoints() {
+            lo = lo.min(p);
+            hi = hi.max(p);
+        }
+    }
+    if lo.is_finite() && hi.is_finite() && (hi - lo).length() > 0.0 {
+        (lo, hi)
+    } else {
+        (DVec2::splat(-0.5), DVec2::splat(0.5))
+    }
+}
+
+/// Offsets that place lanes one above the other (lane 0 on top) when the lanes are wider than tall, and side by
+/// side (lane 0 on the left) otherwise, with a gap of 15 % of the larger lane size.
+pub fn lane_offsets(bounds: &[(DVec2, DVec2)]) -> Vec<DVec2> {
+    let size = bounds
+        .iter()
+        .fold(DVec2::ZERO, |m, (lo, hi)| m.max(*hi - *lo));
+    let gap = 0.15 * size.x.max(size.y);
+    let vertical = size.x >= size.y;
+    let mut offsets = Vec::with_capacity(bounds.len());
+    let mut cursor = 0.0;
+    for (lo, hi) in bounds {
+        if vertical {
+            // Put this lane's top at -cursor.
+            offsets.push(DVec2::new(0.0, -cursor - hi.y));
+            cursor += hi.y - lo.y + gap;
+        } else {
+            offsets.push(DVec2::new(cursor - lo.x, 0.0));
+            cursor += hi.x - lo.x + gap;
+        }
+    }
+    offsets
+}
+
+fn spawn_active_scene(
+    mut commands: Commands,
+    scene: Option<Res<ActiveScene>>,
+    mut control: ResMut<SimControl>,
+    mut fixed: ResMut<Time<Fixed>>,
+) {
+    if let Some(scene) = scene {
+        build_lanes(&mut commands, &scene.current, &mut control, &mut fixed);
+    }
+}
+
+/// Spawns one lane entity per lane of `scene`, with wall, ball and rod entities.
+fn build_lanes(
+    commands: &mut Commands,
+    scene: &Scene,
+    control: &mut SimControl,
+    fixed: &mut Time<Fixed>,
+) {
+    let worlds = scene.build();
+    let bounds: Vec<(DVec2, DVec2)> = worlds.iter().map(lane_bounds).collect();
+    let offsets = lane_offsets(&bounds);
+    if let Some(h) = worlds.first().map(|w| w.settings.h)
+        && h.is_finite()
+        && h > 0.0
+    {
+        fixed.set_timestep_hz((1.0 / h).clamp(1.0, 1000.0));
+    }
+    control.stop_at_step = scene.steps;
+    control.steps_taken = 0;
+    control.pending_steps = 0;
+    for (index, ((world, bounds), offset)) in
+        worlds.into_iter().zip(bounds).zip(offsets).enumerate()
+    {
+        let lane_entity = commands.spawn_empty().id();
+        for (k, w) in world.walls.iter().enumerate() {
+            commands.spawn((
+                Name::new(format!("{} wall {k}", world.name)),
+                Wall {
+                    index: k,
+                    center: w.center,
+                    half_extents: w.half_extents,
+                    angle: w.angle,
+                },
+                LaneMember(lane_entity),
+                body_transform(w.center + offset, w.angle),
+            ));
+        }
+        let settings = LaneSettings(world.settings.clone());
+        let mut lane = Lane {
+            index,
+            world,
+            offset,
+            bounds,
+            ball_entities: Vec::new(),
+            rod_entities: Vec::new(),
+        };
+        mirror_new_bodies(commands, lane_entity, &mut lane);
+        commands.entity(lane_entity).insert((
+            Name::new(format!("lane {index}: {}", lane.world.name)),
+            settings,
+            LaneDiagnostics::default(),
+            lane,
+        ));
+    }
+}
+
+fn body_transform(position: DVec2, angle: f64) -> Transform {
+    Transform::from_xyz(
+        position.x as f32 * UNITS_PER_METRE,
+        position.y as f32 * UNITS_PER_METRE,
+        1.0,
+    )
+    .with_rotation(Quat::from_rotation_z(angle as f32))
+}
+
+/// Creates entities for bodies the lane's world has but the ECS does not mirror yet.
+fn mirror_new_bodies(commands: &mut Commands, lane_entity: Entity, lane: &mut Lane) {
+    for i in lane.ball_entities.len()..lane.world.balls.len() {
+        let b = lane.world.balls[i];
+        let state = BodyState {
+            position: b.position,
+            velocity: b.velocity,
+            angle: 0.0,
+            omega: 0.0,
+        };
+        let entity = commands
+            .spawn((
+                Name::new(format!("{} ball {i}", lane.world.name)),
+                Ball {
+                    index: i,
+                    radius: b.radius,
+                    mass: b.mass,
+                },
+                LaneMember(lane_entity),
+                state,
+                PreviousBodyState {
+                    position: b.position,
+                    angle: 0.0,
+                },
+                body_transform(b.position + lane.offset, 0.0),
+            ))
+            .id();
+        lane.ball_entities.push(entity);
+    }
+    for i in lane.rod_entities.len()..lane.world.rods.len() {
+        let r = lane.world.rods[i];
+        let entity = commands
+            .spawn((
+                Name::new(format!("{} rod {i}", lane.world.name)),
+                Rod {
+                    index: i,
+                    length: r.length,
+                    mass: r.mass,
+                    restitution: r.restitution,
+                },
+                LaneMember(lane_entity),
+                BodyState {
+                    position: r.center,
+                    velocity: r.velocity,
+                    angle: r.angle,
+                    omega: r.omega,
+                },
+                PreviousBodyState {
+                    position: r.center,
+                    angle: r.angle,
+                },
+                body_transform(r.center + lane.offset, r.angle),
+            ))
+            .id();
+        lane.rod_entities.push(entity);
+    }
+}
+
+/// Gather: copies each valid settings edit into its lane; an invalid one is reverted and reported.
+pub fn gather_settings(
+    mut lanes: Query<(&mut Lane, &mut LaneSettings), Changed<LaneSettings>>,
+    mut log: ResMut<SimLog>,
+) {
+    for (mut lane, mut settings) in &mut lanes {
+        if settings.0 == lane.world.settings {
+            continue;
+        }
+        match check_contact(&settings.0) {
+            Ok(()) => {
+                lane.world.settings = settings.0.clone();
+                log.info(format!("lane '{}': settings applied", lane.world.name));
+            }
+            Err((field, problem)) => {
+                log.error(format!(
+                    "lane '{}': {field} {problem}; the edit was not applied",
+                    lane.world.name
+                ));
+                settings.0 = lane.world.settings.clone();
+            }
+        }
+    }
+}
+
+/// Gather: the state before this tick's step is what interpolation starts from (equal to the current state when
+/// no step is taken, so a paused lane stands still).
+pub fn remember_previous_states(mut bodies: Query<(&BodyState, &mut PreviousBodyState)>) {
+    for (state, mut previous) in &mut bodies {
+        previous.position = state.position;
+        previous.angle = state.angle;
+    }
+}
+
+/// Step: one [`LaneWorld::step`] per lane, then the diagnostics sample; a new fault is reported.
+pub fn step_lanes(
+    mut lanes: Query<(&mut Lane, &mut LaneDiagnostics)>,
+    mut control: ResMut<SimControl>,
+    mut log: ResMut<SimLog>,
+) {
+    if !control.steps_this_tick() {
+        return;
+    }
+    if control.paused {
+        control.pending_steps -= 1;
+    }
+    let mut stepped = false;
+    for (mut lane, mut diagnostics) in &mut lanes {
+        if control
+            .stop_at_step
+            .is_some_and(|stop| lane.world.stats.steps >= stop)
+        {
+            continue;
+        }
+        let had_fault = lane.world.fault.is_some();
+        let sample = lane.world.step().map(|d| DiagnosticSample {
+            step: d.step,
+            time: 0.0,
+            min_gap: d.min_gap,
+            max_penetration: d.max_penetration,
+            newton_iterations: d.newton_iterations,
+            energy: d.energy,
+            rod_impacts: d.rods.iter().map(|r| r.impacts.len()).sum(),
+        });
+        if let Some(mut sample) = sample {
+            sample.time = lane.world.time;
+            diagnostics.push(sample);
+            stepped = true;
+        }
+        if !had_fault && let Some(fault) = &lane.world.fault {
+            log.error(format!("lane '{}': {fault}", lane.world.name));
+        }
+    }
+    if stepped {
+        control.steps_taken += 1;
+    }
+}
+
+/// Writeback: mirrors new bodies and copies every body's state from its lane.
+pub fn write_back_bodies(
+    mut commands: Commands,
+    mut lanes: Query<(Entity, &mut Lane)>,
+    mut bodies: Query<&mut BodyState>,
+) {
+    for (lane_entity, mut lane) in &mut lanes {
+        mirror_new_bodies(&mut commands, lane_entity, &mut lane);
+        for (b, &entity) in lane.world.balls.iter().zip(&lane.ball_entities) {
+            if let Ok(mut state) = bodies.get_mut(entity) {
+                let next = BodyState {
+                    position: b.position,
+                    velocity: b.velocity,
+                    angle: 0.0,
+                    omega: 0.0,
+                };
+                if *state != next {
+                    *state = next;
+                }
+            }
+        }
+        for (r, &entity) in lane.world.rods.iter().zip(&lane.rod_entities) {
+            if let Ok(mut state) = bodies.get_mut(entity) {
+                let next = BodyState {
+                    position: r.center,
+                    velocity: r.velocity,
+                    angle: r.angle,
+                    omega: r.omega,
+                };
+                if *state != next {
+                    *state = next;
+                }
+            }
+        }
+    }
+}
+
+/// Interpolate: `Transform` = lerp(previous, current, α) + lane offset, α the fixed clock's overstep fraction.
+pub fn interpolate_transforms(
+    time: Res<Time<Fixed>>,
+    lanes: Query<&Lane>,
+    mut bodies: Query<(&LaneMember, &BodyState, &PreviousBodyState, &mut Transform)>,
+) {
+    let alpha = time.overstep_fraction_f64().clamp(0.0, 1.0);
+    for (member, state, previous, mut transform) in &mut bodies {
+        let Ok(lane) = lanes.get(member.0) else {
+            continue;
+        };
+        let position = previous.position.lerp(state.position, alpha) + lane.offset;
+        let angle = previous.angle + (state.angle - previous.angle) * alpha;
+        if !position.is_finite() || !angle.is_finite() {
+            continue;
+        }
+        let z = transform.translation.z;
+        transform.translation = Vec3::new(
+            position.x as f32 * UNITS_PER_METRE,
+            position.y as f32 * UNITS_PER_METRE,
+            z,
+        );
+        transform.rotation = Quat::from_rotation_z(angle as f32);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_messages(
+    mut commands: Commands,
+    mut spawns: MessageReader<SpawnBall>,
+    mut throws: MessageReader<ThrowBall>,
+    mut rods: MessageReader<SpawnRod>,
+    mut restarts: MessageReader<RestartScene>,
+    mut loads: MessageReader<LoadScene>,
+    mut cycles: MessageReader<CycleScene>,
+    mut lanes: Query<(Entity, &mut Lane)>,
+    members: Query<Entity, With<LaneMember>>,
+    active: Option<ResMut<ActiveScene>>,
+    catalogue: Res<SceneCatalogue>,
+    mut control: ResMut<SimControl>,
+    mut log: ResMut<SimLog>,
+    mut fixed: ResMut<Time<Fixed>>,
+) {
+    let mut active = active;
+    // Scene changes first: a spawn in the same frame lands in the new scene's lanes next frame at worst.
+    let mut next_scene: Option<PathBuf> = loads.read().last().map(|l| l.0.clone());
+    if let Some(step) = cycles.read().map(|c| c.0).reduce(|a, b| a + b)
+        && !catalogue.paths.is_empty()
+    {
+        let n = catalogue.paths.len() as i32;
+        let current = active
+            .as_ref()
+            .and_then(|a| catalogue.paths.iter().position(|p| *p == a.path))
+            .unwrap_or(0) as i32;
+        next_scene = Some(catalogue.paths[(current + step).rem_euclid(n) as usize].clone());
+    }
+    let mut rebuild: Option<Scene> = None;
+    if let Some(path) = next_scene {
+        match ActiveScene::load(&path) {
+            Ok(scene) => {
+                log.info(format!("loaded {}", path.display()));
+                rebuild = Some(scene.current.clone());
+                match active.as_mut() {
+                    Some(a) => **a = scene,
+                    None => commands.insert_resource(scene),
+                }
+            }
+            Err(e) => log.error(format!("{e}; keeping the current scene")),
+        }
+    }
+    for throw in throws.read() {
+        let Some(a) = active.as_mut() else {
+            log.error("no scene is loaded; nothing to throw");
+            continue;
+        };
+        let mut scene = a.current.clone();
+        for lane in &mut scene.lanes {
+            for ball in &mut lane.balls {
+                ball.velocity = DVec2::new(throw.v0, 0.0);
+            }
+            if let Some(h) = throw.h {
+                lane.contact.h = h;
+            }
+            match lane.contact.method {
+                ContactMethod::Penalty => {
+                    if let Some(k) = throw.stiffness {
+                        lane.contact.stiffness = k;
+                    }
+                }
+                ContactMethod::Ipc => {
+                    if throw.dhat.is_some() {
+                        lane.contact.dhat = throw.dhat;
+                    }
+                }
+            }
+        }
+        match scene.validate(&a.path.display().to_string()) {
+            Ok(()) => {
+                a.current = scene.clone();
+                rebuild = Some(scene);
+                log.info(format!("throw at {} m/s", throw.v0));
+            }
+            Err(e) => log.error(format!("throw refused: {e}")),
+        }
+    }
+    if restarts.read().count() > 0 && rebuild.is_none() {
+        match active.as_ref() {
+            Some(a) => rebuild = Some(a.current.clone()),
+            None => log.error("no scene is loaded; nothing to restart"),
+        }
+    }
+    if let Some(scene) = rebuild {
+        for (entity, _) in &lanes {
+            commands.entity(entity).despawn();
+        }
+        for entity in &members {
+            commands.entity(entity).despawn();
+        }
+        build_lanes(&mut commands, &scene, &mut control, &mut fixed);
+        // Spawns this frame were aimed at the old lanes.
+        spawns.clear();
+        rods.clear();
+        return;
+    }
+    for spawn in spawns.read() {
+        let ball = PhysicsBall {
+            position: spawn.position,
+            velocity: spawn.velocity,
+            radius: spawn.radius,
+            mass: spawn.mass,
+        };
+        // Every lane must accept the ball, or none gets it: comparisons stay like-for-like. A clone is the
+        // probe because the lane's own `add_ball` is the one authority on what is refused.
+        let refusal = lanes.iter().find_map(|(_, lane)| {
+            let mut probe = lane.world.clone();
+            probe
+                .add_ball(ball)
+                .err()
+                .map(|e| format!("spawn refused in lane '{}': {e}", lane.world.name))
+        });
+        if let Some(message) = refusal {
+            log.error(message);
+            continue;
+        }
+        for (_, mut lane) in &mut lanes {
+            if let Err(e) = lane.world.add_ball(ball) {
+                log.error(format!("spawn refused in lane '{}': {e}", lane.world.name));
+            }
+        }
+    }
+    for spawn in rods.read() {
+        let rod = PhysicsRod {
+            center: spawn.center,
+            angle: spawn.angle,
+            length: spawn.length,
+            mass: spawn.mass,
+            restitution: spawn.restitution,
+            velocity: spawn.velocity,
+            omega: spawn.omega,
+        };
+        if let Err(e) = rod.validate() {
+            log.error(format!(
+                "rod refused: {} {} (got {})",
+                e.field, e.reason, e.value
+            ));
+            continue;
+        }
+        for (_, mut lane) in &mut lanes {
+            if lane.world.rods.len() >= crate::scene::MAX_RODS_PER_LANE {
+                log.error(format!(
+                    "lane '{}' already holds the most rods it can",
+                    lane.world.name
+                ));
+                continue;
+            }
+            lane.world.rods.push(rod);
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The windowed sandbox: rendering ([`render`]), input ([`input`]), egui panels ([`panels`]), the seed's energy
+//! landscape ([`landscape`]) and the scripted screenshot mode ([`screenshot`]). It drives the same
+//! [`SimPlugin`] as the tests and never steps physics itself.
+//!
+//! Environment variables read by [`run_gui`] (the binary's argument parsing belongs to `main.rs`):
+//!
+//! - `CONTACT_SANDBOX_SCENE=assets/scenes/x.ron`: the scene to open (default: wall throw).
+//! - `CONTACT_SANDBOX_SCREENSHOT=out.png`: screenshot mode. The app runs one fixed step per frame (deterministic),
+//!   scripts an action (wall throw: the seed's 5 m/s throw; ball pit: a dropped ball; rod drop: a dropped rod;
+//!   gauntlet: a fast ball), saves the window to this PNG after `CONTACT_SANDBOX_FRAMES` frames and exits 0
+//!   (non-zero if the capture never arrives).
+//! - `CONTACT_SANDBOX_FRAMES=N`: frames before the screenshot (default 15).
+
+pub mod input;
+pub mod landscape;
+pub mod panels;
+pub mod render;
+pub mod screenshot;
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use bevy::prelude::*;
+use bevy::window::WindowResolution;
+use bevy_egui::EguiPlugin;
+use bevy_inspector_egui::quick::WorldInspectorPlugin;
+
+use crate::physics::world::ContactMethod;
+use crate::sim::{ActiveScene, BUILT_IN_SCENES, DEFAULT_SCENE, SceneCatalogue, SimPlugin};
+
+/// Ball colour of penalty lanes (sRGB 8-bit; `.ci/gui-check` looks for it).
+pub const PENALTY_RGB: [u8; 3] = [235, 64, 52];
+/// Ball colour of IPC lanes (sRGB 8-bit; `.ci/gui-check` looks for it).
+pub const IPC_RGB: [u8; 3] = [46, 204, 64];
+/// Background colour.
+pub const BACKGROUND_RGB: [u8; 3] = [24, 26, 32];
+/// Wall colour.
+pub const WALL_RGB: [u8; 3] = [150, 155, 170];
+
+/// The colour of a method's balls.
+pub fn method_color(method: ContactMethod) -> Color {
+    let [r, g, b] = match method {
+        ContactMethod::Penalty => PENALTY_RGB,
+        ContactMethod::Ipc => IPC_RGB,
+    };
+    Color::srgb_u8(r, g, b)
+}
+
+/// What the UI shows and how the user is interacting; not simulation state.
+#[derive(Resource, Debug, Clone)]
+pub struct UiState {
+    pub show_ui: bool,
+    pub show_inspector: bool,
+    pub show_landscape: bool,
+    pub show_plots: bool,
+    /// The wall-throw sliders.
+    pub throw_v0: f64,
+    pub throw_h: f64,
+    pub throw_log10_k: f64,
+    pub throw_dhat_mm: f64,
+    /// Radius and mass of balls spawned by the mouse and by rain.
+    pub spawn_radius: f64,
+    pub spawn_mass: f64,
+    /// Energy landscape: the predicted position x̃ along the throw line [m].
+    pub landscape_x_tilde: f64,
+    /// The time-scale slider (virtual time speed).
+    pub time_scale: f64,
+    /// The fixed-rate field [Hz].
+    pub fixed_rate_hz: f64,
+    /// The body the user clicked.
+    pub selected: Option<Entity>,
+    /// Canvas (the window minus the panels) in logical pixels: (min, max), top-left origin.
+    pub canvas: Option<(Vec2, Vec2)>,
+    /// State of a simple LCG for rain positions (deterministic, no extra dependency).
+    pub rain_seed: u64,
+}
+
+impl Default for UiState {
+    fn default() -> Self {
+        UiState {
+            show_ui: true,
+            show_inspector: false,
+            show_landscape: true,
+            show_plots: true,
+            throw_v0: 5.0,
+            throw_h: 0.01,
+            throw_log10_k: 4.0,
+            throw_dhat_mm: 1.0,
+            spawn_radius: 0.01,
+            spawn_mass: 1.0,
+            landscape_x_tilde: 0.47,
+            time_scale: 1.0,
+            fixed_rate_hz: 100.0,
+            selected: None,
+            canvas: None,
+            rain_seed: 0x2545_f491_4f6c_dd1d,
+        }
+    }
+}
+
+fn inspector_open(ui: Res<UiState>) -> bool {
+    ui.show_ui && ui.show_inspector
+}
+
+/// Opens the sandbox window on the wall-throw scene (or `CONTACT_SANDBOX_SCENE`); see the module docs for the
+/// screenshot mode.
+pub fn run_gui() -> anyhow::Result<()> {
+    let scene_path = std::env::var_os("CONTACT_SANDBOX_SCENE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_SCENE));
+    let active = ActiveScene::load(&scene_path).map_err(anyhow::Error::new)?;
+    let screenshot =
+        screenshot::ScreenshotPlan::from_env().context("reading the screenshot variables")?;
+
+    let mut catalogue = SceneCatalogue {
+        paths: BUILT_IN_SCENES.iter().map(PathBuf::from).collect(),
+    };
+    if !catalogue.paths.contains(&active.path) {
+        catalogue.paths.push(active.path.clone());
+    }
+
+    let mut app = App::new();
+    app.add_plugins(
+        DefaultPlugins
+            .set(WindowPlugin {
+                primary_window: Some(Window {
+                    title: "contact-sandbox: penalty vs IPC".into(),
+                    resolution: WindowResolution::new(1600, 900),
+                    ..default()
+                }),
+                ..default()
+            })
+            .set(AssetPlugin {
+                file_path: ".".into(),
+                ..default()
+            }),
+    )
+    .insert_resource(ClearColor(Color::srgb_u8(
+        BACKGROUND_RGB[0],
+        BACKGROUND_RGB[1],
+        BACKGROUND_RGB[2],
+    )))
+    .insert_resource(active)
+    .insert_resource(catalogue)
+    .init_resource::<UiState>()
+    .add_plugins(SimPlugin)
+    .add_plugins(EguiPlugin::default())
+    .register_type::<GizmoConfigStore>()
+    .add_plugins(WorldInspectorPlugin::default().run_if(inspector_open))
+    .add_plugins((
+        render::RenderPlugin,
+        input::InputPlugin,
+        panels::PanelsPlugin,
+    ));
+    if let Some(plan) = screenshot {
+        app.add_plugins(screenshot::ScreenshotPlugin { plan });
+    }
+    match app.run() {
+        AppExit::Success => Ok(()),
+        AppExit::Error(code) => anyhow::bail!("the sandbox exited with code {code}"),
+    }
+}

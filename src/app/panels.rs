@@ -1,0 +1,913 @@
+//! egui panels. They read the lanes and their diagnostics and write messages or settings; they compute no
+//! physics themselves (the energy landscape asks the core, see [`super::landscape`]).
+//!
+//! Left: scene menu, run controls, the wall-throw panel (sliders, Throw, per-lane status, magnified gap inset),
+//! spawning, the selected body. Right: per-lane settings and pre-flight numbers, the energy landscape.
+//! Bottom: live plots per lane. Lane labels are painted over the canvas.
+
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::*;
+use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+use egui_plot::{Legend, Line, Plot, PlotPoints, Points, VLine};
+
+use super::landscape::{LandscapeInput, landscape};
+use super::render::{CameraView, MainCamera};
+use super::{IPC_RGB, PENALTY_RGB, UiState};
+use crate::physics::DVec2;
+use crate::physics::geometry::ball_wall_gap;
+use crate::physics::newton::NewtonSettings;
+use crate::physics::world::{ContactMethod, LaneWorld};
+use crate::sim::{
+    ActiveScene, Ball, BodyState, CycleScene, Lane, LaneDiagnostics, LaneMember, LaneSettings,
+    LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall, ThrowBall,
+    UNITS_PER_METRE,
+};
+
+pub struct PanelsPlugin;
+
+impl Plugin for PanelsPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<RodImpactLog>()
+            .add_systems(Update, record_rod_impacts)
+            .add_systems(EguiPrimaryContextPass, sandbox_ui);
+    }
+}
+
+/// The latest rod impacts as before/after lines, newest first.
+#[derive(Resource, Default)]
+pub struct RodImpactLog(pub Vec<String>);
+
+fn record_rod_impacts(lanes: Query<&Lane, Changed<Lane>>, mut log: ResMut<RodImpactLog>) {
+    for lane in &lanes {
+        let Some(last) = &lane.world.last else {
+            continue;
+        };
+        for (r, report) in last.rods.iter().enumerate() {
+            for impact in &report.impacts {
+                let line = format!(
+                    "step {} rod {r} {:?} end: c⁻ {:+.3} → c⁺ {:+.3} m/s, j = ({:.3}, {:.3}) N·s, ΔK {:.4} J",
+                    last.step,
+                    impact.end,
+                    impact.normal_velocity_before,
+                    impact.normal_velocity_after,
+                    impact.impulse.x,
+                    impact.impulse.y,
+                    impact.kinetic_energy_change
+                );
+                if log.0.first() != Some(&line) {
+                    log.0.insert(0, line);
+                }
+            }
+        }
+    }
+    log.0.truncate(8);
+}
+
+/// The colour of a method in egui.
+pub fn method_color32(method: ContactMethod) -> egui::Color32 {
+    let [r, g, b] = match method {
+        ContactMethod::Penalty => PENALTY_RGB,
+        ContactMethod::Ipc => IPC_RGB,
+    };
+    egui::Color32::from_rgb(r, g, b)
+}
+
+#[derive(SystemParam)]
+struct Actions<'w> {
+    throw: MessageWriter<'w, ThrowBall>,
+    load: MessageWriter<'w, LoadScene>,
+    cycle: MessageWriter<'w, CycleScene>,
+    restart: MessageWriter<'w, RestartScene>,
+    spawn: MessageWriter<'w, SpawnBall>,
+}
+
+#[derive(SystemParam)]
+struct Clocks<'w> {
+    virtual_time: ResMut<'w, Time<Virtual>>,
+    fixed: ResMut<'w, Time<Fixed>>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sandbox_ui(
+    mut contexts: EguiContexts,
+    active: Option<Res<ActiveScene>>,
+    catalogue: Res<SceneCatalogue>,
+    mut control: ResMut<SimControl>,
+    mut log: ResMut<SimLog>,
+    mut ui_state: ResMut<UiState>,
+    mut view: ResMut<CameraView>,
+    mut lanes: Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
+    bodies: Query<(&Name, &LaneMember, &BodyState, Option<&Ball>, Option<&Rod>)>,
+    camera: Query<(&Camera, &GlobalTransform), With<MainCamera>>,
+    rod_log: Res<RodImpactLog>,
+    mut actions: Actions,
+    mut clocks: Clocks,
+) -> Result {
+    let ctx = contexts.ctx_mut()?.clone();
+    if !ui_state.show_ui {
+        ui_state.canvas = None;
+        paint_lane_labels(&ctx, &lanes, &camera);
+        return Ok(());
+    }
+    let mut viewport_ui = egui::Ui::new(
+        ctx.clone(),
+        "viewport".into(),
+        egui::UiBuilder::new()
+            .layer_id(egui::LayerId::background())
+            .max_rect(ctx.viewport_rect()),
+    );
+    let mut sorted: Vec<Entity> = lanes.iter().map(|l| l.0).collect();
+    sorted.sort_by_key(|e| lanes.get(*e).map(|l| l.1.index).unwrap_or(usize::MAX));
+
+    egui::Panel::left("sandbox")
+        .resizable(true)
+        .default_size(330.0)
+        .show_inside(&mut viewport_ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                scene_menu(ui, active.as_deref(), &catalogue, &mut actions, &mut view);
+                ui.separator();
+                run_controls(
+                    ui,
+                    &mut control,
+                    &mut ui_state,
+                    &mut clocks,
+                    &mut actions,
+                    &mut view,
+                );
+                if let Some(error) = log.error.clone() {
+                    ui.separator();
+                    ui.colored_label(egui::Color32::from_rgb(255, 110, 90), format!("⚠ {error}"));
+                    if ui.small_button("dismiss").clicked() {
+                        log.error = None;
+                    }
+                }
+                ui.separator();
+                let is_wall_throw = active
+                    .as_ref()
+                    .is_some_and(|a| a.current.name == "Wall throw");
+                if is_wall_throw {
+                    wall_throw_panel(ui, &mut ui_state, &control, &lanes, &sorted, &mut actions);
+                    ui.separator();
+                }
+                spawn_panel(ui, &mut ui_state, &lanes, &mut actions);
+                if !rod_log.0.is_empty() {
+                    ui.separator();
+                    ui.strong("Rod impacts (before → after)");
+                    for line in &rod_log.0 {
+                        ui.small(line);
+                    }
+                }
+                ui.separator();
+                selected_body_panel(ui, &ui_state, &bodies, &lanes);
+            });
+        });
+
+    egui::Panel::right("lanes")
+        .resizable(true)
+        .default_size(400.0)
+        .show_inside(&mut viewport_ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                for &entity in &sorted {
+                    if let Ok((_, lane, mut settings, diagnostics)) = lanes.get_mut(entity) {
+                        lane_panel(ui, lane, &mut settings, diagnostics);
+                        ui.separator();
+                    }
+                }
+                if ui_state.show_landscape {
+                    landscape_panel(ui, &mut ui_state, &lanes, &sorted);
+                }
+            });
+        });
+
+    if ui_state.show_plots {
+        egui::Panel::bottom("plots")
+            .resizable(true)
+            .default_size(190.0)
+            .show_inside(&mut viewport_ui, |ui| plots_panel(ui, &lanes, &sorted));
+    }
+
+    let canvas = viewport_ui.available_rect_before_wrap();
+    ui_state.canvas = Some((
+        Vec2::new(canvas.min.x, canvas.min.y),
+        Vec2::new(canvas.max.x, canvas.max.y),
+    ));
+    paint_lane_labels(&ctx, &lanes, &camera);
+    Ok(())
+}
+
+fn scene_menu(
+    ui: &mut egui::Ui,
+    active: Option<&ActiveScene>,
+    catalogue: &SceneCatalogue,
+    actions: &mut Actions,
+    view: &mut CameraView,
+) {
+    ui.heading("contact-sandbox");
+    let current = active.map(|a| a.path.clone());
+    ui.horizontal(|ui| {
+        if ui.button("◀ [").on_hover_text("previous scene").clicked() {
+            actions.cycle.write(CycleScene(-1));
+            view.auto_fit = true;
+        }
+        egui::ComboBox::from_id_salt("scene")
+            .selected_text(
+                active
+                    .map(|a| a.current.name.clone())
+                    .unwrap_or_else(|| "no scene".into()),
+            )
+            .show_ui(ui, |ui| {
+                for path in &catalogue.paths {
+                    let label = path
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().to_string())
+                        .unwrap_or_default();
+                    if ui
+                        .selectable_label(current.as_ref() == Some(path), label)
+                        .clicked()
+                    {
+                        actions.load.write(LoadScene(path.clone()));
+                        view.auto_fit = true;
+                    }
+                }
+            });
+        if ui.button("] ▶").on_hover_text("next scene").clicked() {
+            actions.cycle.write(CycleScene(1));
+            view.auto_fit = true;
+        }
+    });
+    if let Some(a) = active {
+        ui.small(&a.current.description);
+    }
+}
+
+fn run_controls(
+    ui: &mut egui::Ui,
+    control: &mut SimControl,
+    ui_state: &mut UiState,
+    clocks: &mut Clocks,
+    actions: &mut Actions,
+    view: &mut CameraView,
+) {
+    ui.horizontal(|ui| {
+        let label = if control.paused {
+            "▶ Resume (P)"
+        } else {
+            "⏸ Pause (P)"
+        };
+        if ui.button(label).clicked() {
+            control.paused = !control.paused;
+        }
+        if ui.button("Step (O)").clicked() {
+            control.paused = true;
+            control.pending_steps += 1;
+        }
+        if ui.button("Restart (R)").clicked() {
+            actions.restart.write(RestartScene);
+        }
+        if ui.button("Fit (F)").clicked() {
+            view.auto_fit = true;
+        }
+    });
+    let stop = control
+        .stop_at_step
+        .map(|s| format!(" / {s}"))
+        .unwrap_or_default();
+    ui.label(format!("step {}{stop}", control.steps_taken));
+    if ui
+        .add(
+            egui::Slider::new(&mut ui_state.time_scale, 0.01..=4.0)
+                .logarithmic(true)
+                .text("time scale"),
+        )
+        .changed()
+    {
+        clocks
+            .virtual_time
+            .set_relative_speed_f64(ui_state.time_scale);
+    }
+    ui_state.fixed_rate_hz = clocks.fixed.timestep().as_secs_f64().recip();
+    if ui
+        .add(
+            egui::Slider::new(&mut ui_state.fixed_rate_hz, 5.0..=1000.0)
+                .logarithmic(true)
+                .text("fixed rate [Hz]"),
+        )
+        .changed()
+    {
+        clocks.fixed.set_timestep_hz(ui_state.fixed_rate_hz);
+    }
+    ui.horizontal(|ui| {
+        ui.checkbox(&mut ui_state.show_inspector, "inspector");
+        ui.checkbox(&mut ui_state.show_landscape, "landscape");
+        ui.checkbox(&mut ui_state.show_plots, "plots");
+    });
+    ui.small("drag: throw · click: select/drop · right-drag: pan · wheel: zoom · Tab: hide UI");
+}
+
+fn wall_throw_panel(
+    ui: &mut egui::Ui,
+    ui_state: &mut UiState,
+    control: &SimControl,
+    lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
+    sorted: &[Entity],
+    actions: &mut Actions,
+) {
+    ui.strong("Wall throw (seed §2)");
+    ui.add(
+        egui::Slider::new(&mut ui_state.throw_v0, 0.5..=60.0)
+            .logarithmic(true)
+            .text("v0 [m/s]"),
+    );
+    let mut h_ms = ui_state.throw_h * 1e3;
+    if ui
+        .add(egui::Slider::new(&mut h_ms, 0.5..=20.0).text("h [ms]"))
+        .changed()
+    {
+        ui_state.throw_h = h_ms * 1e-3;
+    }
+    ui.add(egui::Slider::new(&mut ui_state.throw_log10_k, 2.0..=9.0).text("penalty log10 k"));
+    ui.add(
+        egui::Slider::new(&mut ui_state.throw_dhat_mm, 0.05..=5.0)
+            .logarithmic(true)
+            .text("IPC d̂ [mm]"),
+    );
+    if ui.button("🎯 Throw").clicked() {
+        actions.throw.write(ThrowBall {
+            v0: ui_state.throw_v0,
+            h: Some(ui_state.throw_h),
+            stiffness: Some(10f64.powf(ui_state.throw_log10_k)),
+            dhat: Some(ui_state.throw_dhat_mm * 1e-3),
+        });
+    }
+    let stop = control.stop_at_step.unwrap_or(0);
+    for &entity in sorted {
+        let Ok((_, lane, _, _)) = lanes.get(entity) else {
+            continue;
+        };
+        let w = &lane.world;
+        ui.colored_label(
+            method_color32(w.settings.method),
+            format!("{} — {}", w.name, crate::sim::lane_outcome(w)),
+        );
+        ui.label(format!(
+            "   {}  (step {}/{stop})",
+            crate::sim::lane_summary(w),
+            w.stats.steps
+        ));
+    }
+    gap_inset(ui, lanes, sorted);
+}
+
+/// The gap is far below a pixel: a magnified view of the first ball of each lane against the first wall's face.
+fn gap_inset(
+    ui: &mut egui::Ui,
+    lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
+    sorted: &[Entity],
+) {
+    let gaps: Vec<(ContactMethod, Option<f64>, bool)> = sorted
+        .iter()
+        .filter_map(|e| lanes.get(*e).ok())
+        .map(|(_, lane, _, _)| {
+            let w = &lane.world;
+            let gap = match (w.balls.first(), w.walls.first()) {
+                (Some(b), Some(wall)) => Some(ball_wall_gap(b.position, b.radius, wall)),
+                _ => None,
+            };
+            (w.settings.method, gap, w.ball_tunneled(0))
+        })
+        .collect();
+    // Span of the inset: 3× the smallest positive gap, between 20 µm and 2 mm.
+    let smallest = gaps
+        .iter()
+        .filter_map(|g| g.1)
+        .filter(|g| *g > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let span = (3.0 * smallest).clamp(20e-6, 2e-3);
+    ui.label(format!(
+        "magnified gap (window width {:.0} µm):",
+        span * 1e6
+    ));
+    let (rect, _) = ui.allocate_exact_size(
+        egui::vec2(
+            ui.available_width().min(300.0),
+            22.0 * gaps.len() as f32 + 8.0,
+        ),
+        egui::Sense::hover(),
+    );
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 2.0, egui::Color32::from_gray(20));
+    let face_x = rect.right() - 40.0;
+    painter.rect_filled(
+        egui::Rect::from_min_max(egui::pos2(face_x, rect.top()), rect.right_bottom()),
+        0.0,
+        egui::Color32::from_gray(150),
+    );
+    let px_per_m = (face_x - rect.left() - 10.0) as f64 / span;
+    for (row, (method, gap, through)) in gaps.iter().enumerate() {
+        let y = rect.top() + 15.0 + 22.0 * row as f32;
+        let color = method_color32(*method);
+        let text = match (gap, through) {
+            (_, true) => "through".to_string(),
+            (Some(g), _) if *g >= 0.0 => format!("{:.1} µm", g * 1e6),
+            (Some(g), _) => format!("{:.1} µm deep", -g * 1e6),
+            _ => "—".into(),
+        };
+        if let (Some(g), false) = (gap, through) {
+            let x = (face_x as f64 - g * px_per_m)
+                .clamp(rect.left() as f64 + 4.0, rect.right() as f64 - 4.0)
+                as f32;
+            painter.circle_filled(egui::pos2(x, y), 5.0, color);
+        }
+        painter.text(
+            egui::pos2(rect.left() + 6.0, y),
+            egui::Align2::LEFT_CENTER,
+            text,
+            egui::FontId::monospace(12.0),
+            color,
+        );
+    }
+}
+
+fn spawn_panel(
+    ui: &mut egui::Ui,
+    ui_state: &mut UiState,
+    lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
+    actions: &mut Actions,
+) {
+    ui.strong("Spawning (every lane, mirrored)");
+    let mut radius_mm = ui_state.spawn_radius * 1e3;
+    if ui
+        .add(egui::Slider::new(&mut radius_mm, 0.0..=100.0).text("radius [mm]"))
+        .changed()
+    {
+        ui_state.spawn_radius = radius_mm * 1e-3;
+    }
+    ui.add(
+        egui::Slider::new(&mut ui_state.spawn_mass, 0.01..=10.0)
+            .logarithmic(true)
+            .text("mass [kg]"),
+    );
+    if ui.button("🌧 Rain (10 balls)").clicked() {
+        let Some(lane) = lanes.iter().map(|l| l.1).min_by_key(|l| l.index) else {
+            return;
+        };
+        let (lo, hi) = lane.bounds;
+        let no_gravity = lane.world.settings.gravity.length() < 1e-9;
+        for _ in 0..10 {
+            let (a, b) = (
+                next_unit(&mut ui_state.rain_seed),
+                next_unit(&mut ui_state.rain_seed),
+            );
+            let (position, velocity) = if no_gravity {
+                // A stream from the left edge toward +x at 3–30 m/s.
+                (
+                    DVec2::new(lo.x, lo.y + (hi.y - lo.y) * (0.05 + 0.9 * a)),
+                    DVec2::new(3.0 + 27.0 * b, 0.0),
+                )
+            } else {
+                (
+                    DVec2::new(
+                        lo.x + (hi.x - lo.x) * (0.15 + 0.7 * a),
+                        hi.y - 0.05 * (hi.y - lo.y) * b,
+                    ),
+                    DVec2::ZERO,
+                )
+            };
+            actions.spawn.write(SpawnBall {
+                position,
+                velocity,
+                radius: ui_state.spawn_radius,
+                mass: ui_state.spawn_mass,
+            });
+        }
+    }
+}
+
+fn next_unit(seed: &mut u64) -> f64 {
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (*seed >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn selected_body_panel(
+    ui: &mut egui::Ui,
+    ui_state: &UiState,
+    bodies: &Query<(&Name, &LaneMember, &BodyState, Option<&Ball>, Option<&Rod>)>,
+    lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
+) {
+    ui.strong("Selected body (click one)");
+    let Some((name, member, state, ball, rod)) = ui_state.selected.and_then(|e| bodies.get(e).ok())
+    else {
+        ui.small("nothing selected");
+        return;
+    };
+    ui.label(name.as_str());
+    ui.monospace(format!(
+        "x = ({:.6}, {:.6}) m",
+        state.position.x, state.position.y
+    ));
+    ui.monospace(format!(
+        "v = ({:.4}, {:.4}) m/s",
+        state.velocity.x, state.velocity.y
+    ));
+    let lane = lanes.get(member.0).ok().map(|l| l.1);
+    if let Some(b) = ball {
+        ui.monospace(format!("r = {:.4} m, m = {:.3} kg", b.radius, b.mass));
+        if let Some(lane) = lane {
+            ui.monospace(format!("tunnelled: {}", lane.world.ball_tunneled(b.index)));
+            if let Some(wall) = lane.world.walls.first() {
+                let gap = ball_wall_gap(state.position, b.radius, wall);
+                ui.monospace(format!("gap to wall 0: {:.3} µm", gap * 1e6));
+            }
+        }
+    }
+    if let Some(r) = rod {
+        ui.monospace(format!(
+            "θ = {:.4} rad, ω = {:.4} rad/s",
+            state.angle, state.omega
+        ));
+        ui.monospace(format!(
+            "L = {:.3} m, m = {:.3} kg, e = {:.2}",
+            r.length, r.mass, r.restitution
+        ));
+        if let Some(lane) = lane
+            && let Some(body) = lane.world.rods.get(r.index)
+        {
+            ui.monospace(format!(
+                "E = {:.5} J, lowest end {:.3e} m above floor",
+                body.energy(lane.world.settings.gravity, lane.world.rod_floor_y),
+                body.lowest_end_height() - lane.world.rod_floor_y
+            ));
+        }
+    }
+}
+
+/// Lane settings (edited live; the sim validates and reports) and the seed's pre-flight numbers.
+fn lane_panel(
+    ui: &mut egui::Ui,
+    lane: &Lane,
+    settings: &mut Mut<LaneSettings>,
+    diagnostics: &LaneDiagnostics,
+) {
+    let w = &lane.world;
+    let color = method_color32(w.settings.method);
+    egui::CollapsingHeader::new(
+        egui::RichText::new(format!("lane {}: {}", lane.index, w.name))
+            .color(color)
+            .strong(),
+    )
+    .id_salt(("lane", lane.index))
+    .default_open(true)
+    .show(ui, |ui| {
+        let mut edit = settings.0.clone();
+        egui::Grid::new(("settings", lane.index))
+            .num_columns(2)
+            .show(ui, |ui| {
+                ui.label("method");
+                egui::ComboBox::from_id_salt(("method", lane.index))
+                    .selected_text(edit.method.label())
+                    .show_ui(ui, |ui| {
+                        ui.selectable_value(&mut edit.method, ContactMethod::Penalty, "penalty");
+                        ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
+                    });
+                ui.end_row();
+                ui.label("k [N/m]");
+                ui.add(egui::DragValue::new(&mut edit.stiffness).speed(100.0));
+                ui.end_row();
+                ui.label("d̂ [m]");
+                ui.horizontal(|ui| {
+                    let mut auto = edit.dhat.is_none();
+                    if ui.checkbox(&mut auto, "auto").changed() {
+                        edit.dhat = if auto { None } else { Some(w.dhat()) };
+                    }
+                    if let Some(dhat) = edit.dhat.as_mut() {
+                        ui.add(egui::DragValue::new(dhat).speed(1e-5).max_decimals(6));
+                    } else {
+                        ui.small(format!("{:.2e}", w.dhat()));
+                    }
+                });
+                ui.end_row();
+                ui.label("κ");
+                ui.add(egui::DragValue::new(&mut edit.kappa).speed(100.0));
+                ui.end_row();
+                ui.label("adaptive κ");
+                ui.checkbox(&mut edit.adaptive_kappa, "");
+                ui.end_row();
+                ui.label("CCD factor s");
+                ui.add(
+                    egui::DragValue::new(&mut edit.ccd_factor)
+                        .speed(0.01)
+                        .max_decimals(3),
+                );
+                ui.end_row();
+                ui.label("h [s]");
+                ui.add(
+                    egui::DragValue::new(&mut edit.h)
+                        .speed(1e-4)
+                        .max_decimals(5),
+                );
+                ui.end_row();
+                ui.label("gravity y [m/s²]");
+                ui.add(egui::DragValue::new(&mut edit.gravity.y).speed(0.1));
+                ui.end_row();
+                ui.label("Newton tol [m]");
+                ui.add(
+                    egui::DragValue::new(&mut edit.newton_tolerance)
+                        .speed(1e-11)
+                        .max_decimals(12),
+                );
+                ui.end_row();
+                ui.label("Newton cap");
+                ui.add(egui::DragValue::new(&mut edit.newton_max_iterations).speed(1.0));
+                ui.end_row();
+            });
+        if edit != settings.0 {
+            settings.0 = edit;
+        }
+        preflight(ui, w, diagnostics);
+    });
+}
+
+/// The seed's three numbers: v·h against half the thinnest wall, d̂, and the CCD factor with Newton spikes.
+fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics) {
+    let h = w.settings.h;
+    let v_max = w
+        .balls
+        .iter()
+        .map(|b| b.velocity.length())
+        .fold(0.0, f64::max);
+    let thinnest = w
+        .walls
+        .iter()
+        .map(|wall| 2.0 * wall.half_extents[wall.thickness_axis()])
+        .fold(f64::INFINITY, f64::min);
+    ui.label(egui::RichText::new("pre-flight").strong());
+    if thinnest.is_finite() {
+        let travel = v_max * h;
+        let text = format!(
+            "v·h = {:.2} mm vs ½ thinnest wall {:.2} mm",
+            travel * 1e3,
+            thinnest * 0.5e3
+        );
+        if travel > 0.5 * thinnest && w.settings.method == ContactMethod::Penalty {
+            ui.colored_label(
+                egui::Color32::from_rgb(255, 180, 60),
+                format!("⚠ {text}: penalty can tunnel"),
+            );
+        } else {
+            ui.label(text);
+        }
+    }
+    ui.label(format!(
+        "d̂ = {:.3} mm (the contact tolerance)",
+        w.dhat() * 1e3
+    ));
+    let last = w.last.as_ref().map(|d| d.newton_iterations).unwrap_or(0);
+    let spikes = diagnostics.newton_spikes;
+    let newton = format!(
+        "CCD s = {:.2}; Newton last {last}, max {}, mean {:.2}, spikes {spikes}",
+        w.settings.ccd_factor,
+        w.stats.max_newton,
+        w.stats.mean_newton()
+    );
+    if spikes > 0 {
+        ui.colored_label(egui::Color32::from_rgb(255, 180, 60), newton);
+    } else {
+        ui.label(newton);
+    }
+    ui.label(format!(
+        "tunnelled {} · {} · {}",
+        w.stats.tunneled,
+        crate::sim::lane_summary(w),
+        crate::sim::lane_outcome(w)
+    ));
+    if let Some(fault) = &w.fault {
+        ui.colored_label(
+            egui::Color32::from_rgb(255, 90, 80),
+            format!("paused: {fault}"),
+        );
+    }
+}
+
+fn plots_panel(
+    ui: &mut egui::Ui,
+    lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
+    sorted: &[Entity],
+) {
+    let width = (ui.available_width() - 20.0) / 3.0;
+    let height = ui.available_height() - 20.0;
+    type Extract = fn(&crate::sim::DiagnosticSample) -> Option<f64>;
+    let charts: [(&str, Extract); 3] = [
+        ("min gap [µm] (negative = penetration)", |s| {
+            s.min_gap.map(|g| g * 1e6)
+        }),
+        ("Newton iterations per step", |s| {
+            Some(s.newton_iterations as f64)
+        }),
+        ("energy [J]", |s| Some(s.energy)),
+    ];
+    ui.horizontal(|ui| {
+        for (title, extract) in charts {
+            ui.vertical(|ui| {
+                ui.set_width(width);
+                ui.small(title);
+                Plot::new(title)
+                    .height(height.max(60.0))
+                    .legend(Legend::default())
+                    .allow_scroll(false)
+                    .show(ui, |plot| {
+                        for &entity in sorted {
+                            let Ok((_, lane, _, diagnostics)) = lanes.get(entity) else {
+                                continue;
+                            };
+                            let points: Vec<[f64; 2]> = diagnostics
+                                .history
+                                .iter()
+                                .filter_map(|s| {
+                                    extract(s).filter(|v| v.is_finite()).map(|v| [s.time, v])
+                                })
+                                .collect();
+                            plot.line(
+                                Line::new(lane.world.name.clone(), PlotPoints::from(points))
+                                    .color(method_color32(lane.world.settings.method)),
+                            );
+                        }
+                    });
+            });
+        }
+    });
+}
+
+/// E(x) along the throw line of the first lane's first ball, penalty and IPC, with the movable x̃.
+fn landscape_panel(
+    ui: &mut egui::Ui,
+    ui_state: &mut UiState,
+    lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
+    sorted: &[Entity],
+) {
+    ui.strong("Energy landscape E(x) of one step");
+    let worlds: Vec<&LaneWorld> = sorted
+        .iter()
+        .filter_map(|e| lanes.get(*e).ok())
+        .map(|l| &l.1.world)
+        .collect();
+    let Some(first) = worlds.first() else { return };
+    let Some(wall) = first.walls.first() else {
+        ui.small("this scene has no wall");
+        return;
+    };
+    let (lo, hi) = wall.aabb();
+    let face = lo.x;
+    let line_y = wall.center.y;
+    let penalty_k = worlds
+        .iter()
+        .find(|w| w.settings.method == ContactMethod::Penalty)
+        .map(|w| w.settings.stiffness)
+        .unwrap_or(1e4);
+    let ipc = worlds
+        .iter()
+        .find(|w| w.settings.method == ContactMethod::Ipc);
+    let (dhat, kappa) = ipc
+        .map(|w| (w.dhat(), w.settings.kappa))
+        .unwrap_or((1e-3, 1e4));
+    let h = first.settings.h;
+    let mass = first.balls.first().map(|b| b.mass).unwrap_or(1.0);
+    let range = (face - 0.1, hi.x + 0.06);
+    ui_state.landscape_x_tilde = ui_state.landscape_x_tilde.clamp(range.0, range.1);
+    ui.add(egui::Slider::new(&mut ui_state.landscape_x_tilde, range.0..=range.1).text("x̃ [m]"));
+    let x_start = face - 0.03;
+    let input = LandscapeInput {
+        walls: std::slice::from_ref(wall),
+        mass,
+        h,
+        line_y,
+        x_start,
+        x_tilde: ui_state.landscape_x_tilde,
+        x_range: range,
+        samples: 600,
+        newton: NewtonSettings {
+            tolerance: 1e-10,
+            max_iterations: 59,
+            ccd_factor: ipc.map(|w| w.settings.ccd_factor).unwrap_or(0.9),
+        },
+    };
+    let penalty = landscape(
+        &input,
+        crate::physics::potential::ContactModel::Penalty {
+            stiffness: penalty_k,
+        },
+    );
+    let barrier = landscape(
+        &input,
+        crate::physics::potential::ContactModel::Barrier { dhat, kappa },
+    );
+    let fmt = |m: Option<f64>| m.map(|x| format!("{x:.4} m")).unwrap_or_else(|| "—".into());
+    ui.small(format!(
+        "xᵗ = {x_start:.3} m · penalty argmin {} · IPC argmin {} (gap {:.2} µm)",
+        fmt(penalty.minimiser),
+        fmt(barrier.minimiser),
+        barrier
+            .minimiser
+            .map(|x| (face - x) * 1e6)
+            .unwrap_or(f64::NAN)
+    ));
+    let cap = penalty
+        .points
+        .iter()
+        .map(|p| p[1])
+        .fold(0.0, f64::max)
+        .max(1e-9);
+    let clip =
+        |pts: &[[f64; 2]]| -> Vec<[f64; 2]> { pts.iter().map(|p| [p[0], p[1].min(cap)]).collect() };
+    Plot::new("landscape")
+        .height(200.0)
+        .legend(Legend::default())
+        .allow_scroll(false)
+        .show(ui, |plot| {
+            plot.line(
+                Line::new(
+                    format!("penalty k={penalty_k:.0e}"),
+                    PlotPoints::from(clip(&penalty.points)),
+                )
+                .color(method_color32(ContactMethod::Penalty)),
+            );
+            plot.line(
+                Line::new(
+                    format!("IPC d̂={:.1}mm", dhat * 1e3),
+                    PlotPoints::from(clip(&barrier.points)),
+                )
+                .color(method_color32(ContactMethod::Ipc)),
+            );
+            plot.vline(
+                VLine::new("x̃", ui_state.landscape_x_tilde)
+                    .color(egui::Color32::from_rgb(170, 110, 255)),
+            );
+            plot.vline(VLine::new("wall front", face).color(egui::Color32::GRAY));
+            plot.vline(VLine::new("wall back", hi.x).color(egui::Color32::GRAY));
+            for (curve, method) in [
+                (&penalty, ContactMethod::Penalty),
+                (&barrier, ContactMethod::Ipc),
+            ] {
+                if let Some(x) = curve.minimiser {
+                    let y = curve
+                        .points
+                        .iter()
+                        .min_by(|a, b| (a[0] - x).abs().total_cmp(&(b[0] - x).abs()))
+                        .map(|p| p[1].min(cap))
+                        .unwrap_or(0.0);
+                    plot.points(
+                        Points::new(format!("{} argmin", method.label()), vec![[x, y]])
+                            .radius(6.0)
+                            .color(method_color32(method)),
+                    );
+                }
+            }
+        });
+}
+
+/// Lane names with their method, painted at each lane's top-left corner over the canvas.
+fn paint_lane_labels(
+    ctx: &egui::Context,
+    lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
+    camera: &Query<(&Camera, &GlobalTransform), With<MainCamera>>,
+) {
+    let Ok((camera, global)) = camera.single() else {
+        return;
+    };
+    let painter = ctx.layer_painter(egui::LayerId::new(
+        egui::Order::Background,
+        egui::Id::new("lane labels"),
+    ));
+    for (_, lane, _, _) in lanes {
+        let corner = DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset;
+        let world = Vec3::new(
+            corner.x as f32 * UNITS_PER_METRE,
+            corner.y as f32 * UNITS_PER_METRE,
+            0.0,
+        );
+        if let Ok(p) = camera.world_to_viewport(global, world) {
+            let color = method_color32(lane.world.settings.method);
+            painter.text(
+                egui::pos2(p.x, p.y - 4.0),
+                egui::Align2::LEFT_BOTTOM,
+                format!(
+                    "{} [{}]",
+                    lane.world.name,
+                    lane.world.settings.method.label()
+                ),
+                egui::FontId::proportional(16.0),
+                color,
+            );
+            if let Some(fault) = &lane.world.fault {
+                painter.text(
+                    egui::pos2(p.x, p.y + 14.0),
+                    egui::Align2::LEFT_TOP,
+                    format!("paused: {fault}"),
+                    egui::FontId::proportional(14.0),
+                    egui::Color32::from_rgb(255, 90, 80),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! Drawing: walls as rectangles and balls as circles (meshes attached to the sim's entities), rods, velocity and
+//! impulse arrows and contact markers as gizmos, and a camera that frames every lane (auto-fit until the user
+//! zooms or pans).
+
+use bevy::prelude::*;
+
+use super::{UiState, WALL_RGB, method_color};
+use crate::physics::DVec2;
+use crate::physics::rod_flight::RodEnd;
+use crate::sim::{Ball, BodyState, Lane, LaneMember, Rod, SimSet, UNITS_PER_METRE, Wall};
+
+/// Smallest on-screen radius of a ball and width of a wall, in logical pixels, so a point ball and a 1 mm wall
+/// stay visible at any zoom.
+const MIN_BALL_RADIUS_PX: f32 = 6.0;
+const MIN_WALL_WIDTH_PX: f32 = 2.0;
+/// Impulse arrows stay on screen this long after an impact [s of real time].
+const IMPULSE_ARROW_SECONDS: f32 = 0.6;
+
+pub struct RenderPlugin;
+
+impl Plugin for RenderPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<CameraView>()
+            .init_resource::<RecentImpulses>()
+            .add_systems(Startup, (spawn_camera, create_shapes))
+            .add_systems(
+                Update,
+                (
+                    attach_meshes,
+                    collect_impulses,
+                    (fit_camera, keep_sizes_visible).chain(),
+                    draw_gizmos,
+                )
+                    .after(SimSet::Interpolate),
+            );
+    }
+}
+
+/// Whether the camera keeps fitting the lanes (until the user zooms or pans).
+#[derive(Resource, Debug, Clone)]
+pub struct CameraView {
+    pub auto_fit: bool,
+}
+
+impl Default for CameraView {
+    fn default() -> Self {
+        CameraView { auto_fit: true }
+    }
+}
+
+/// The main 2D camera.
+#[derive(Component)]
+pub struct MainCamera;
+
+#[derive(Resource)]
+struct Shapes {
+    circle: Handle<Mesh>,
+    square: Handle<Mesh>,
+    wall: Handle<ColorMaterial>,
+    penalty: Handle<ColorMaterial>,
+    ipc: Handle<ColorMaterial>,
+}
+
+/// Rod impacts seen recently: (scene position [m], impulse [N s], age [s]).
+#[derive(Resource, Default)]
+struct RecentImpulses(Vec<(DVec2, DVec2, f32)>);
+
+fn spawn_camera(mut commands: Commands) {
+    commands.spawn((Camera2d, MainCamera));
+}
+
+fn create_shapes(
+    mut commands: Commands,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<ColorMaterial>>,
+) {
+    use crate::physics::world::ContactMethod;
+    commands.insert_resource(Shapes {
+        circle: meshes.add(Circle::new(1.0)),
+        square: meshes.add(Rectangle::new(1.0, 1.0)),
+        wall: materials.add(Color::srgb_u8(WALL_RGB[0], WALL_RGB[1], WALL_RGB[2])),
+        penalty: materials.add(method_color(ContactMethod::Penalty)),
+        ipc: materials.add(method_color(ContactMethod::Ipc)),
+    });
+}
+
+/// Gives new wall and ball entities their mesh and colour (the sim layer knows nothing of drawing).
+fn attach_meshes(
+    mut commands: Commands,
+    shapes: Option<Res<Shapes>>,
+    lanes: Query<&Lane>,
+    walls: Query<Entity, Added<Wall>>,
+    balls: Query<(Entity, &LaneMember), Added<Ball>>,
+) {
+    let Some(shapes) = shapes else { return };
+    for entity in &walls {
+        commands.entity(entity).insert((
+            Mesh2d(shapes.square.clone()),
+            MeshMaterial2d(shapes.wall.clone()),
+        ));
+    }
+    for (entity, member) in &balls {
+        let material = match lanes.get(member.0).map(|l| l.world.settings.method) {
+            Ok(crate::physics::world::ContactMethod::Penalty) => shapes.penalty.clone(),
+            _ => shapes.ipc.clone(),
+        };
+        commands
+            .entity(entity)
+            .insert((Mesh2d(shapes.circle.clone()), MeshMaterial2d(material)));
+    }
+}
+
+/// World units per logical pixel of the main camera.
+pub fn camera_scale(projection: &Projection) -> f32 {
+    match projection {
+        Projection::Orthographic(o) => o.scale,
+        _ => 1.0,
+    }
+}
+
+/// Scene bounds over every lane, in render units (lane offsets applied), grown so a ball flying on is still seen.
+pub fn scene_bounds(lanes: &Query<&Lane>) -> Option<(Vec2, Vec2)> {
+    let mut lo = DVec2::splat(f64::INFINITY);
+    let mut hi = DVec2::splat(f64::NEG_INFINITY);
+    for lane in lanes {
+        lo = lo.min(lane.bounds.0 + lane.offset);
+        hi = hi.max(lane.bounds.1 + lane.offset);
+    }
+    if !(lo.is_finite() && hi.is_finite()) {
+        return None;
+    }
+    let size = hi - lo;
+    let margin = DVec2::new(0.3 * size.x, 0.08 * size.y).max(DVec2::splat(0.02));
+    let lo = (lo - margin).as_vec2() * UNITS_PER_METRE;
+    let hi = (hi + margin).as_vec2() * UNITS_PER_METRE;
+    Some((lo, hi))
+}
+
+/// While auto-fit is on, the camera frames all lanes inside the canvas left free by the panels.
+fn fit_camera(
+    view: Res<CameraView>,
+    ui: Res<UiState>,
+    lanes: Query<&Lane>,
+    windows: Query<&Window>,
+    mut camera: Query<(&mut Transform, &mut Projection), With<MainCamera>>,
+) {
+    if !view.auto_fit {
+        return;
+    }
+    let (Some((lo, hi)), Ok(window), Ok((mut transform, mut projection))) =
+        (scene_bounds(&lanes), windows.single(), camera.single_mut())
+    else {
+        return;
+    };
+    let window_size = Vec2::new(window.width(), window.height());
+    let (c0, c1) = match ui.canvas {
+        Some(rect) if ui.show_ui => rect,
+        _ => (Vec2::ZERO, window_size),
+    };
+    let canvas = (c1 - c0).max(Vec2::splat(50.0));
+    let size = hi - lo;
+    let scale = (size.x / canvas.x).max(size.y / canvas.y).max(1e-3);
+    let centre = (lo + hi) / 2.0;
+    let canvas_centre = (c0 + c1) / 2.0;
+    let shift = Vec2::new(
+        canvas_centre.x - window_size.x / 2.0,
+        -(canvas_centre.y - window_size.y / 2.0),
+    ) * scale;
+    transform.translation = (centre - shift).extend(transform.translation.z);
+    if let Projection::Orthographic(o) = &mut *projection {
+        o.scale = scale;
+    }
+}
+
+/// Sets wall and ball sizes from their geometry, never thinner than a few pixels.
+fn keep_sizes_visible(
+    camera: Query<&Projection, With<MainCamera>>,
+    mut walls: Query<(&Wall, &mut Transform), Without<Ball>>,
+    mut balls: Query<(&Ball, &mut Transform), Without<Wall>>,
+) {
+    let Ok(projection) = camera.single() else {
+        return;
+    };
+    let px = camera_scale(projection);
+    for (wall, mut transform) in &mut walls {
+        let size = (wall.half_extents * 2.0).as_vec2() * UNITS_PER_METRE;
+        transform.scale = size.max(Vec2::splat(MIN_WALL_WIDTH_PX * px)).extend(1.0);
+        transform.translation.z = 0.0;
+    }
+    for (ball, mut transform) in &mut balls {
+        let r = (ball.radius as f32 * UNITS_PER_METRE).max(MIN_BALL_RADIUS_PX * px);
+        transform.scale = Vec3::new(r, r, 1.0);
+        transform.translation.z = 2.0;
+    }
+}
+
+fn collect_impulses(
+    time: Res<Time<Real>>,
+    lanes: Query<&Lane, Changed<Lane>>,
+    mut recent: ResMut<RecentImpulses>,
+) {
+    let dt = time.delta_secs();
+    recent.0.retain_mut(|(_, _, age)| {
+        *age += dt;
+        *age < IMPULSE_ARROW_SECONDS
+    });
+    for lane in &lanes {
+        let Some(last) = &lane.world.last else {
+            continue;
+        };
+        for report in &last.rods {
+            for impact in &report.impacts {
+                let point = impact.contact_point + lane.offset;
+                if !recent
+                    .0
+                    .iter()
+                    .any(|(p, _, age)| *age == 0.0 && *p == point)
+                {
+                    recent.0.push((point, impact.impulse, 0.0));
+                }
+            }
+        }
+    }
+}
+
+/// Rods, velocity arrows, impulse arrows, contact markers, the rod floor and the selection ring.
+fn draw_gizmos(
+    mut gizmos: Gizmos,
+    camera: Query<&Projection, With<MainCamera>>,
+    lanes: Query<&Lane>,
+    rods: Query<(&Rod, &BodyState, &Transform, &LaneMember)>,
+    balls: Query<(&Ball, &BodyState, &Transform, &LaneMember)>,
+    selected: Query<(&Transform, Option<&Ball>, Option<&Rod>)>,
+    recent: Res<RecentImpulses>,
+    ui: Res<UiState>,
+) {
+    let Ok(projection) = camera.single() else {
+        return;
+    };
+    let px = camera_scale(projection);
+    let u = UNITS_PER_METRE;
+    let arrow_color = Color::srgb(0.95, 0.85, 0.3);
+    for lane in &lanes {
+        if !lane.world.rods.is_empty() {
+            let y = (lane.world.rod_floor_y + lane.offset.y) as f32 * u;
+            let x0 = (lane.bounds.0.x + lane.offset.x) as f32 * u;
+            let x1 = (lane.bounds.1.x + lane.offset.x) as f32 * u;
+            gizmos.line_2d(
+                Vec2::new(x0, y),
+                Vec2::new(x1, y),
+                Color::srgb(0.8, 0.8, 0.85),
+            );
+        }
+    }
+    for (rod, state, transform, member) in &rods {
+        let centre = transform.translation.truncate();
+        let angle = transform.rotation.to_euler(EulerRot::XYZ).2;
+        let half = Vec2::new(angle.cos(), angle.sin()) * (rod.length as f32 * u / 2.0);
+        let color = lanes
+            .get(member.0)
+            .map(|l| method_color(l.world.settings.method))
+            .unwrap_or(Color::WHITE);
+        gizmos.line_2d(centre - half, centre + half, Color::srgb(0.55, 0.75, 1.0));
+        gizmos.circle_2d(Isometry2d::from_translation(centre), 3.0 * px, color);
+        // Velocity arrow: 0.1 s of travel.
+        let v = state.velocity.as_vec2() * 0.1 * u;
+        if v.length() > 2.0 * px {
+            gizmos.arrow_2d(centre, centre + v, arrow_color);
+        }
+        // End markers: touching ends get a contact marker.
+        if let Ok(lane) = lanes.get(member.0)
+            && let Some(r) = lane.world.rods.get(rod.index)
+        {
+            for end in RodEnd::BOTH {
+                let p = r.end_position(end);
+                if p.y - lane.world.rod_floor_y < 1e-6 {
+                    let q = (p + lane.offset).as_vec2() * u;
+                    gizmos.circle_2d(
+                        Isometry2d::from_translation(q),
+                        5.0 * px,
+                        Color::srgb(1.0, 0.4, 0.9),
+                    );
+                }
+            }
+        }
+    }
+    for (point, impulse, age) in &recent.0 {
+        let p = point.as_vec2() * u;
+        // 1 N s draws as 150 px.
+        let j = impulse.as_vec2() * 150.0 * px;
+        let fade = 1.0 - age / IMPULSE_ARROW_SECONDS;
+        gizmos.arrow_2d(p, p + j, Color::srgba(1.0, 0.35, 0.9, fade));
+    }
+    for (ball, state, transform, _) in &balls {
+        let centre = transform.translation.truncate();
+        let v = state.velocity.as_vec2() * 0.02 * u;
+        if v.length() > 3.0 * px && ball.radius >= 0.0 {
+            gizmos.arrow_2d(centre, centre + v, arrow_color.with_alpha(0.6));
+        }
+    }
+    if let Some(entity) = ui.selected
+        && let Ok((transform, ball, rod)) = selected.get(entity)
+    {
+        let r = match (ball, rod) {
+            (Some(b), _) => (b.radius as f32 * u).max(MIN_BALL_RADIUS_PX * px) + 4.0 * px,
+            (_, Some(r)) => r.length as f32 * u / 2.0 + 4.0 * px,
+            _ => 10.0 * px,
+        };
+        gizmos.circle_2d(
+            Isometry2d::from_translation(transform.translation.truncate()),
+            r,
+            Color::WHITE,
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! Components and resources of the simulation layer: what a lane, a body and a wall hold in the ECS.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+
+use bevy::prelude::*;
+
+use crate::physics::DVec2;
+use crate::physics::world::{ContactSettings, LaneWorld};
+use crate::scene::Scene;
+
+/// Samples kept per lane for the live plots (20 s at 100 Hz).
+pub const HISTORY_LEN: usize = 2000;
+
+/// Render units per metre: the app draws 1 mm as one world unit, so text and gizmos keep sane sizes.
+pub const UNITS_PER_METRE: f32 = 1000.0;
+
+/// One independent physics world (SPEC §4). The lane owns its [`LaneWorld`]; body entities mirror it.
+#[derive(Component)]
+pub struct Lane {
+    /// Position of the lane in the scene (0 = first in the file).
+    pub index: usize,
+    /// The physics state, stepped only through [`LaneWorld::step`].
+    pub world: LaneWorld,
+    /// Where the lane is drawn: lane-local metres + `offset` = scene metres.
+    pub offset: DVec2,
+    /// Lane-local bounding box `(min, max)` of walls, balls and rods at build time [m].
+    pub bounds: (DVec2, DVec2),
+    /// The entity mirroring `world.balls[i]`.
+    pub ball_entities: Vec<Entity>,
+    /// The entity mirroring `world.rods[i]`.
+    pub rod_entities: Vec<Entity>,
+}
+
+/// The editable contact settings of a lane. Edits are validated with [`crate::scene::check_contact`] before the
+/// next step and only then copied into the lane's world; an invalid edit is reverted and reported.
+#[derive(Component, Clone, Debug, PartialEq)]
+pub struct LaneSettings(pub ContactSettings);
+
+/// A body or wall belongs to this lane entity.
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq, Reflect)]
+#[reflect(Component)]
+pub struct LaneMember(pub Entity);
+
+/// Mirrors `world.balls[index]` of its lane.
+#[derive(Component, Clone, Copy, Debug, PartialEq, Reflect)]
+#[reflect(Component)]
+pub struct Ball {
+    pub index: usize,
+    /// Radius [m] (0 is the seed's point ball).
+    pub radius: f64,
+    /// Mass [kg].
+    pub mass: f64,
+}
+
+/// Mirrors `world.rods[index]` of its lane.
+#[derive(Component, Clone, Copy, Debug, PartialEq, Reflect)]
+#[reflect(Component)]
+pub struct Rod {
+    pub index: usize,
+    /// Length L [m].
+    pub length: f64,
+    /// Mass [kg].
+    pub mass: f64,
+    /// Coefficient of restitution e.
+    pub restitution: f64,
+}
+
+/// Mirrors `world.walls[index]` of its lane: an oriented box.
+#[derive(Component, Clone, Copy, Debug, PartialEq, Reflect)]
+#[reflect(Component)]
+pub struct Wall {
+    pub index: usize,
+    pub center: DVec2,
+    pub half_extents: DVec2,
+    /// Radians, counter-clockwise.
+    pub angle: f64,
+}
+
+/// Kinematic state of a body after the latest fixed step, in lane-local metres (a ball's `angle`/`omega` stay 0).
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Reflect)]
+#[reflect(Component)]
+pub struct BodyState {
+    pub position: DVec2,
+    pub velocity: DVec2,
+    pub angle: f64,
+    pub omega: f64,
+}
+
+/// The state before the latest fixed step, for render interpolation between fixed steps.
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Reflect)]
+#[reflect(Component)]
+pub struct PreviousBodyState {
+    pub position: DVec2,
+    pub angle: f64,
+}
+
+/// One step's numbers, kept for the plots.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DiagnosticSample {
+    pub step: u64,
+    pub time: f64,
+    /// Smallest signed surface distance at the end of the step [m] (negative = overlap).
+    pub min_gap: Option<f64>,
+    pub max_penetration: f64,
+    pub newton_iterations: u32,
+    pub energy: f64,
+    /// Rod impacts during the step.
+    pub rod_impacts: usize,
+}
+
+/// Per-lane diagnostics with a bounded history (oldest first).
+#[derive(Component, Clone, Debug, Default)]
+pub struct LaneDiagnostics {
+    pub history: VecDeque<DiagnosticSample>,
+    /// Steps in the history whose Newton count exceeded twice the running median (SPEC §4 "spikes").
+    pub newton_spikes: u32,
+}
+
+impl LaneDiagnostics {
+    /// Appends a sample, dropping the oldest beyond [`HISTORY_LEN`].
+    pub fn push(&mut self, sample: DiagnosticSample) {
+        let mut counts: Vec<u32> = self.history.iter().map(|s| s.newton_iterations).collect();
+        if counts.len() >= 5 {
+            counts.sort_unstable();
+            let median = counts[counts.len() / 2];
+            if sample.newton_iterations > 2 * median.max(1) {
+                self.newton_spikes += 1;
+            }
+        }
+        if self.history.len() >= HISTORY_LEN {
+            self.history.pop_front();
+        }
+        self.history.push_back(sample);
+    }
+}
+
+/// The scene being simulated: where it came from, the file as loaded, and the version the lanes are built from
+/// (the loaded one with any throw parameters applied).
+#[derive(Resource, Clone, Debug)]
+pub struct ActiveScene {
+    pub path: PathBuf,
+    pub loaded: Scene,
+    pub current: Scene,
+}
+
+/// The scene files `[` and `]` cycle through.
+#[derive(Resource, Clone, Debug, Default)]
+pub struct SceneCatalogue {
+    pub paths: Vec<PathBuf>,
+}
+
+/// Run control shared by keys, buttons and tests.
+#[derive(Resource, Clone, Debug, Default)]
+pub struct SimControl {
+    pub paused: bool,
+    /// Steps still to take while paused (O adds one).
+    pub pending_steps: u32,
+    /// Lanes stop after this many steps (the scene's `steps`, e.g. 80 for wall throw); `None` runs forever.
+    pub stop_at_step: Option<u64>,
+    /// Steps taken through the plugin since the last restart.
+    pub steps_taken: u64,
+}
+
+/// Readable messages for the UI: refused spawns, rejected edits, failed loads, lane faults. Never a panic.
+#[derive(Resource, Clone, Debug, Default)]
+pub struct SimLog {
+    /// The latest error, shown until replaced or cleared.
+    pub error: Option<String>,
+    /// The latest informational line.
+    pub info: Option<String>,
+    /// Every error so far, newest last (bounded).
+    pub errors: Vec<String>,
+}
+
+impl SimLog {
+    pub fn error(&mut self, message: impl Into<String>) {
+        let message = message.into();
+        warn!("{message}");
+        if self.errors.len() >= 100 {
+            self.errors.remove(0);
+        }
+        self.errors.push(message.clone());
+        self.error = Some(message);
+    }
+
+    pub fn info(&mut self, message: impl Into<String>) {
+        self.info = Some(message.into());
+    }
+}

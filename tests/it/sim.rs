@@ -1,0 +1,257 @@
+//! The ECS layer headless (MinimalPlugins, one fixed step per update): the seed's numbers through the plugin,
+//! spawning through the message path the mouse uses, live settings edits, restart, refused spawns.
+
+use std::path::Path;
+
+use bevy::prelude::*;
+use bevy::time::TimeUpdateStrategy;
+use contact_sandbox::physics::DVec2;
+use contact_sandbox::physics::world::ContactMethod;
+use contact_sandbox::sim::{
+    ActiveScene, Ball, Lane, LaneMember, LaneSettings, RestartScene, SimControl, SimLog, SimPlugin,
+    SpawnBall, ThrowBall, lane_outcome, lane_summary,
+};
+
+const WALL_THROW: &str = "assets/scenes/wall_throw.ron";
+const BALL_PIT: &str = "assets/scenes/ball_pit.ron";
+
+/// A headless app on `scene` where every `update()` advances the fixed clock by exactly one step.
+fn headless(scene: &str) -> App {
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins).add_plugins(SimPlugin);
+    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+    app.insert_resource(ActiveScene::load(Path::new(scene)).expect("built-in scene loads"));
+    app
+}
+
+/// Lanes in scene order: (index, name, method, steps, balls, time).
+fn lanes(app: &mut App) -> Vec<(usize, String, ContactMethod, u64, usize, f64)> {
+    let mut out: Vec<_> = app
+        .world_mut()
+        .query::<&Lane>()
+        .iter(app.world())
+        .map(|l| {
+            (
+                l.index,
+                l.world.name.clone(),
+                l.world.settings.method,
+                l.world.stats.steps,
+                l.world.balls.len(),
+                l.world.time,
+            )
+        })
+        .collect();
+    out.sort_by_key(|l| l.0);
+    out
+}
+
+fn with_lane<T>(app: &mut App, index: usize, f: impl FnOnce(&Lane) -> T) -> T {
+    let mut query = app.world_mut().query::<&Lane>();
+    let lane = query
+        .iter(app.world())
+        .find(|l| l.index == index)
+        .expect("lane exists");
+    f(lane)
+}
+
+fn run_updates(app: &mut App, n: usize) {
+    for _ in 0..n {
+        app.update();
+    }
+}
+
+#[test]
+fn wall_throw_through_the_ecs_gives_the_seed_numbers_at_5_m_per_s() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    app.world_mut().write_message(ThrowBall {
+        v0: 5.0,
+        h: None,
+        stiffness: None,
+        dhat: None,
+    });
+    // More updates than the scene's 80 steps: the plugin stops each lane at the scene's `steps`.
+    run_updates(&mut app, 120);
+    let lanes = lanes(&mut app);
+    assert_eq!(lanes.len(), 2);
+    assert_eq!(
+        lanes[0].2,
+        ContactMethod::Penalty,
+        "penalty lane is first (drawn on top)"
+    );
+    assert_eq!(lanes[0].3, 80);
+    assert_eq!(lanes[1].3, 80);
+
+    let (penalty_through, penalty_outcome) = with_lane(&mut app, 0, |l| {
+        (l.world.ball_tunneled(0), lane_outcome(&l.world))
+    });
+    assert!(
+        penalty_through,
+        "penalty k = 1e4 lets the 5 m/s ball through the 20 mm wall"
+    );
+    assert_eq!(penalty_outcome, "through");
+
+    let (gap, newton, tunneled, summary) = with_lane(&mut app, 1, |l| {
+        (
+            l.world.stats.min_gap.expect("IPC lane has a gap"),
+            l.world.stats.max_newton,
+            l.world.ball_tunneled(0),
+            lane_summary(&l.world),
+        )
+    });
+    assert!(!tunneled);
+    // The seed prints the gap to 0.1 µm.
+    assert!(
+        (gap * 1e6 - 24.0).abs() < 0.05,
+        "IPC min gap {} µm, seed says 24.0 µm",
+        gap * 1e6
+    );
+    assert_eq!(newton, 9);
+    assert_eq!(summary, "min gap 24.0 µm, max Newton 9");
+}
+
+#[test]
+fn spawning_through_the_message_path_puts_a_ball_in_every_lane() {
+    let mut app = headless(BALL_PIT);
+    app.update();
+    let before: Vec<usize> = lanes(&mut app).iter().map(|l| l.4).collect();
+    app.world_mut().write_message(SpawnBall {
+        position: DVec2::new(0.0, 1.1),
+        velocity: DVec2::new(0.5, 0.0),
+        radius: 0.03,
+        mass: 0.2,
+    });
+    run_updates(&mut app, 2);
+    let after: Vec<usize> = lanes(&mut app).iter().map(|l| l.4).collect();
+    assert_eq!(after.len(), 2);
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(*a, b + 1);
+    }
+    // Every ball has an entity that belongs to a lane.
+    let mut query = app.world_mut().query::<(&Ball, &LaneMember)>();
+    let entities = query.iter(app.world()).count();
+    assert_eq!(entities, after.iter().sum::<usize>());
+    assert!(app.world().resource::<SimLog>().error.is_none());
+}
+
+#[test]
+fn a_settings_edit_takes_effect_on_the_next_step() {
+    let mut app = headless(WALL_THROW);
+    run_updates(&mut app, 3);
+    let t0 = lanes(&mut app)[0].5;
+    {
+        let mut query = app.world_mut().query::<(&Lane, &mut LaneSettings)>();
+        for (lane, mut settings) in query.iter_mut(app.world_mut()) {
+            if lane.index == 0 {
+                settings.0.h = 0.005;
+                settings.0.stiffness = 1e6;
+            }
+        }
+    }
+    app.update();
+    let (h, k, t1) = with_lane(&mut app, 0, |l| {
+        (l.world.settings.h, l.world.settings.stiffness, l.world.time)
+    });
+    assert_eq!(h, 0.005);
+    assert_eq!(k, 1e6);
+    assert!(
+        (t1 - t0 - 0.005).abs() < 1e-12,
+        "the step after the edit used h = 5 ms (t {t0} → {t1})"
+    );
+    assert!(app.world().resource::<SimLog>().error.is_none());
+}
+
+#[test]
+fn an_invalid_settings_edit_is_reported_and_not_applied() {
+    let mut app = headless(WALL_THROW);
+    run_updates(&mut app, 2);
+    {
+        let mut query = app.world_mut().query::<(&Lane, &mut LaneSettings)>();
+        for (lane, mut settings) in query.iter_mut(app.world_mut()) {
+            if lane.index == 1 {
+                settings.0.dhat = Some(-1e-3);
+            }
+        }
+    }
+    app.update();
+    let dhat = with_lane(&mut app, 1, |l| l.world.settings.dhat);
+    assert_eq!(dhat, Some(1e-3));
+    let error = app
+        .world()
+        .resource::<SimLog>()
+        .error
+        .clone()
+        .expect("an error message");
+    assert!(error.contains("dhat"), "{error}");
+}
+
+#[test]
+fn restart_restores_the_scene() {
+    let mut app = headless(WALL_THROW);
+    run_updates(&mut app, 30);
+    assert!(lanes(&mut app).iter().all(|l| l.3 >= 29));
+    app.world_mut().write_message(RestartScene);
+    app.update();
+    let lanes = lanes(&mut app);
+    assert_eq!(lanes.len(), 2, "the old lanes are gone");
+    for l in &lanes {
+        assert_eq!(l.3, 0, "lane {} restarted", l.1);
+        assert_eq!(l.4, 1);
+    }
+    let position = with_lane(&mut app, 1, |l| l.world.balls[0].position);
+    assert_eq!(position, DVec2::ZERO);
+    assert_eq!(app.world().resource::<SimControl>().steps_taken, 0);
+    app.update();
+    assert_eq!(with_lane(&mut app, 1, |l| l.world.stats.steps), 1);
+}
+
+#[test]
+fn a_spawn_inside_the_ipc_wall_is_refused_with_a_message_and_no_lane_changes() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    app.world_mut().write_message(SpawnBall {
+        position: DVec2::new(0.513, 0.0),
+        velocity: DVec2::ZERO,
+        radius: 0.0,
+        mass: 1.0,
+    });
+    run_updates(&mut app, 2);
+    let error = app
+        .world()
+        .resource::<SimLog>()
+        .error
+        .clone()
+        .expect("a readable refusal");
+    assert!(error.contains("ipc"), "{error}");
+    assert!(error.contains("wall"), "{error}");
+    for l in lanes(&mut app) {
+        assert_eq!(l.4, 1, "lane {} keeps only the scene's ball", l.1);
+    }
+    // The app keeps stepping.
+    run_updates(&mut app, 2);
+    assert!(lanes(&mut app).iter().all(|l| l.3 >= 4));
+}
+
+#[test]
+fn an_invalid_throw_is_refused_and_the_scene_keeps_running() {
+    let mut app = headless(WALL_THROW);
+    run_updates(&mut app, 2);
+    app.world_mut().write_message(ThrowBall {
+        v0: 5.0,
+        h: Some(-0.01),
+        stiffness: None,
+        dhat: None,
+    });
+    run_updates(&mut app, 2);
+    assert!(app.world().resource::<SimLog>().error.is_some());
+    assert!(lanes(&mut app).iter().all(|l| l.3 >= 3));
+}
+
+#[test]
+fn after_startup_every_update_takes_exactly_one_fixed_step() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    let s0 = lanes(&mut app)[0].3;
+    run_updates(&mut app, 10);
+    assert_eq!(lanes(&mut app)[0].3, s0 + 10);
+}
