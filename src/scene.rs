@@ -240,6 +240,20 @@ pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
     }
     finite_vec("contact.gravity", c.gravity)?;
     positive("contact.newton_tolerance", c.newton_tolerance)?;
+    finite("contact.friction", c.friction)?;
+    if c.friction < 0.0 {
+        return Err((
+            "contact.friction".into(),
+            format!("must be >= 0, got {}", c.friction),
+        ));
+    }
+    positive("contact.friction_epsilon_v", c.friction_epsilon_v)?;
+    if c.friction_iterations == 0 || c.friction_iterations > 20 {
+        return Err((
+            "contact.friction_iterations".into(),
+            format!("must be between 1 and 20, got {}", c.friction_iterations),
+        ));
+    }
     if c.newton_max_iterations == 0 || c.newton_max_iterations > 10_000 {
         return Err((
             "contact.newton_max_iterations".into(),

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
+use glam::DVec2;
+
+use crate::physics::geometry::ball_wall_distance;
 use crate::physics::world::LaneWorld;
 use crate::scene::Scene;
 
@@ -30,15 +33,91 @@ pub struct RunArgs {
 
 /// Loads the scene and steps every lane `steps` times.
 pub fn run_scene(scene: &Scene, steps: u64) -> Vec<LaneWorld> {
-    let mut lanes = scene.build();
-    for lane in &mut lanes {
-        for _ in 0..steps {
+    run_scene_measured(scene, steps)
+        .into_iter()
+        .map(|(lane, _)| lane)
+        .collect()
+}
+
+/// As [`run_scene`], also keeping each ball's velocity and the lane time at the half-way step, so the mean
+/// acceleration over the second half (after start-up transients) can be measured.
+pub fn run_scene_measured(scene: &Scene, steps: u64) -> Vec<(LaneWorld, HalfwaySnapshot)> {
+    let mut out = Vec::new();
+    for mut lane in scene.build() {
+        let mut snapshot = HalfwaySnapshot::default();
+        for step in 0..steps {
+            if step == steps / 2 {
+                snapshot = HalfwaySnapshot {
+                    time: lane.time,
+                    velocities: lane.balls.iter().map(|b| b.velocity).collect(),
+                };
+            }
             if lane.step().is_none() {
                 break;
             }
         }
+        out.push((lane, snapshot));
     }
-    lanes
+    out
+}
+
+/// Ball velocities at the half-way step.
+#[derive(Clone, Debug, Default)]
+pub struct HalfwaySnapshot {
+    pub time: f64,
+    pub velocities: Vec<DVec2>,
+}
+
+/// A ball resting on (or sliding along) a wall face, compared with Coulomb's law for a block on an incline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlopeCheck {
+    pub wall: usize,
+    /// Surface inclination θ [rad] (0 = level).
+    pub slope_angle: f64,
+    /// `g (sin θ − μ cos θ)` when positive (sliding), else 0 (sticking) [m/s²].
+    pub coulomb_accel: f64,
+    /// Measured mean acceleration down the slope over the second half of the run [m/s²].
+    pub measured_accel: f64,
+    pub sticking_predicted: bool,
+}
+
+/// For a ball touching a wall (gap below `max(10 d̂, 1 mm)`), the Coulomb prediction beside the measurement.
+pub fn slope_check(lane: &LaneWorld, ball: usize, halfway: &HalfwaySnapshot) -> Option<SlopeCheck> {
+    let b = lane.balls.get(ball)?;
+    let v_half = *halfway.velocities.get(ball)?;
+    let dt = lane.time - halfway.time;
+    if dt <= 0.0 {
+        return None;
+    }
+    let reach = (10.0 * lane.dhat()).max(1e-3);
+    let (wall, distance) = lane
+        .walls
+        .iter()
+        .enumerate()
+        .map(|(k, w)| (k, ball_wall_distance(b.position, b.radius, w)))
+        .min_by(|a, b| a.1.value.total_cmp(&b.1.value))?;
+    if distance.value > reach {
+        return None;
+    }
+    let g = lane.settings.gravity;
+    let normal = distance.gradient;
+    let pressing = -g.dot(normal);
+    if pressing <= 0.0 {
+        return None;
+    }
+    let along = g - normal * g.dot(normal);
+    let downhill = along.normalize_or_zero();
+    let slope_angle = along.length().atan2(pressing);
+    let drive = along.length();
+    let coulomb = (drive - lane.settings.friction * pressing).max(0.0);
+    let measured = (b.velocity - v_half).dot(downhill) / dt;
+    Some(SlopeCheck {
+        wall,
+        slope_angle,
+        coulomb_accel: coulomb,
+        measured_accel: measured,
+        sticking_predicted: coulomb == 0.0,
+    })
 }
 
 fn null_if_not_finite(x: Option<f64>) -> Value {
@@ -49,14 +128,21 @@ fn null_if_not_finite(x: Option<f64>) -> Value {
 }
 
 /// The per-lane report of `run --json`.
-pub fn lane_json(lane: &LaneWorld) -> Value {
+pub fn lane_json(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> Value {
     let balls: Vec<Value> = lane
         .balls
         .iter()
         .enumerate()
         .map(|(i, b)| {
-            json!({"pos": [b.position.x, b.position.y], "vel": [b.velocity.x, b.velocity.y],
-                   "radius": b.radius, "mass": b.mass, "tunneled": lane.ball_tunneled(i)})
+            let mut v = json!({"pos": [b.position.x, b.position.y], "vel": [b.velocity.x, b.velocity.y],
+                   "radius": b.radius, "mass": b.mass, "tunneled": lane.ball_tunneled(i)});
+            if let Some(c) = slope_check(lane, i, halfway) {
+                v["slope"] = json!({"wall": c.wall, "angle_rad": c.slope_angle,
+                    "coulomb_accel_m_s2": c.coulomb_accel, "measured_accel_m_s2": c.measured_accel,
+                    "sticking_predicted": c.sticking_predicted,
+                    "speed_m_s": b.velocity.length()});
+            }
+            v
         })
         .collect();
     let g = lane.settings.gravity;
@@ -97,7 +183,7 @@ pub fn lane_json(lane: &LaneWorld) -> Value {
 }
 
 /// A readable per-lane summary.
-pub fn lane_table(lane: &LaneWorld) -> String {
+pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
     let s = &lane.stats;
     let gap = match s.min_gap {
         Some(g) if g.is_finite() => format!("{:.4e} m", g),
@@ -131,6 +217,17 @@ pub fn lane_table(lane: &LaneWorld) -> String {
                 ""
             }
         ));
+        if let Some(c) = slope_check(lane, i, halfway) {
+            out.push_str(&format!(
+                "    on wall {} at {:.4} rad: Coulomb predicts {} (a = {:.6} m/s²); measured a = {:.6} m/s² down the slope, speed {:.3e} m/s\n",
+                c.wall,
+                c.slope_angle,
+                if c.sticking_predicted { "sticking" } else { "sliding" },
+                c.coulomb_accel,
+                c.measured_accel,
+                b.velocity.length()
+            ));
+        }
     }
     if lane.balls.len() > 20 {
         out.push_str(&format!(
@@ -160,14 +257,17 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     if steps > 100_000_000 {
         bail!("invalid --steps: at most 100000000, got {steps}");
     }
-    let lanes = run_scene(&scene, steps);
+    let lanes = run_scene_measured(&scene, steps);
     if args.json {
-        let lanes: Vec<Value> = lanes.iter().map(lane_json).collect();
+        let lanes: Vec<Value> = lanes
+            .iter()
+            .map(|(lane, half)| lane_json(lane, half))
+            .collect();
         println!("{}", json!({"scene": scene.name, "lanes": lanes}));
     } else {
         println!("scene \"{}\"", scene.name);
-        for lane in &lanes {
-            print!("{}", lane_table(lane));
+        for (lane, half) in &lanes {
+            print!("{}", lane_table(lane, half));
         }
     }
     Ok(())

@@ -7,6 +7,7 @@
 pub mod barrier;
 pub mod broad_phase;
 pub mod ccd;
+pub mod friction;
 pub mod geometry;
 pub mod linear;
 pub mod newton;

@@ -52,6 +52,17 @@ pub struct NewtonReport {
     pub stalled_line_searches: u32,
 }
 
+impl NewtonReport {
+    /// Appends a later solve of the same step (a friction lagging pass): counts add, the last stop wins.
+    pub fn absorb(&mut self, later: NewtonReport) {
+        self.iterations += later.iterations;
+        self.alphas.extend(later.alphas);
+        self.stalled_line_searches += later.stalled_line_searches;
+        self.stop = later.stop;
+        self.kappa = later.kappa;
+    }
+}
+
 /// Buffers reused from step to step.
 #[derive(Default, Debug, Clone)]
 pub struct NewtonWorkspace {

@@ -13,6 +13,7 @@ use glam::DVec2;
 
 use super::barrier::{barrier, barrier_first_derivative, barrier_second_derivative};
 use super::broad_phase::BroadPhase;
+use super::friction::{FrictionContact, FrictionTerm, tangent_of};
 use super::geometry::{Sym2, Wall, ball_ball_distance, ball_wall_distance};
 use super::penalty::{penalty_energy, penalty_first_derivative, penalty_second_derivative};
 
@@ -110,6 +111,8 @@ pub struct IncrementalPotential<'a> {
     pub wall_index: &'a WallIndex,
     pub h: f64,
     pub model: ContactModel,
+    /// The lagged friction term `D` and the step-start positions `xᵗ` it measures displacement from.
+    pub friction: Option<(&'a FrictionTerm, &'a [DVec2])>,
 }
 
 /// Scratch buffers reused across evaluations.
@@ -119,7 +122,29 @@ pub struct Workspace {
     pub pairs: Vec<(u32, u32)>,
 }
 
-impl IncrementalPotential<'_> {
+impl<'a> IncrementalPotential<'a> {
+    /// A potential without friction.
+    pub fn new(
+        x_tilde: &'a [DVec2],
+        mass: &'a [f64],
+        radius: &'a [f64],
+        walls: &'a [Wall],
+        wall_index: &'a WallIndex,
+        h: f64,
+        model: ContactModel,
+    ) -> Self {
+        IncrementalPotential {
+            x_tilde,
+            mass,
+            radius,
+            walls,
+            wall_index,
+            h,
+            model,
+            friction: None,
+        }
+    }
+
     /// The pairs within reach at `x`: ball–wall pairs with `d < reach` and ball–ball pairs with
     /// `d < reach` (for penalty, `reach = 0`: overlaps only).
     pub fn contacts(&self, x: &[DVec2], workspace: &mut Workspace, out: &mut ContactSet) {
@@ -176,11 +201,17 @@ impl IncrementalPotential<'_> {
         self.contacts(x, workspace, contacts);
         let inertia = self.inertia_energy(x);
         let contact = self.contact_energy(x, contacts);
-        if contacts.ball_wall.is_empty() && contacts.ball_ball.is_empty() {
+        let mut total = if contacts.ball_wall.is_empty() && contacts.ball_ball.is_empty() {
             inertia
         } else {
             inertia + self.h * self.h * contact
+        };
+        if let Some((friction, x_start)) = self.friction
+            && !friction.contacts.is_empty()
+        {
+            total += self.h * self.h * friction.energy(x, x_start);
         }
+        total
     }
 
     /// `∇E(x)` and the PSD-projected Hessian over the given contacts.
@@ -238,6 +269,70 @@ impl IncrementalPotential<'_> {
             hessian.diagonal[j_] = hessian.diagonal[j_].plus(projected);
             hessian.off_diagonal.push((i, j, projected.scale(-1.0)));
         }
+        if let Some((friction, x_start)) = self.friction {
+            for c in &friction.contacts {
+                let (d1, d2) = friction.derivatives(c, x, x_start);
+                let i = c.i as usize;
+                let force = c.tangent * (d1 * h2);
+                let block = Sym2::outer(c.tangent).scale(d2 * h2);
+                gradient[i] += force;
+                hessian.diagonal[i] = hessian.diagonal[i].plus(block);
+                if let Some(j) = c.j {
+                    gradient[j as usize] -= force;
+                    hessian.diagonal[j as usize] = hessian.diagonal[j as usize].plus(block);
+                    if d2 != 0.0 {
+                        hessian
+                            .off_diagonal
+                            .push((c.i.min(j), c.i.max(j), block.scale(-1.0)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Freezes friction at `x` (SPEC §1.5): per contact within reach, `λ = −φ'(d)` (the normal force magnitude:
+    /// `−κ b'(d)` for IPC, `k p` for penalty) and the tangent `t ⊥ ∇d`. `epsilon` is `ε_u = ε_v h` [m].
+    pub fn lagged_friction(
+        &self,
+        x: &[DVec2],
+        contacts: &ContactSet,
+        mu: f64,
+        epsilon: f64,
+    ) -> FrictionTerm {
+        let mut term = FrictionTerm {
+            contacts: Vec::new(),
+            epsilon,
+        };
+        if mu <= 0.0 {
+            return term;
+        }
+        for &(i, k) in &contacts.ball_wall {
+            let iu = i as usize;
+            let dist = ball_wall_distance(x[iu], self.radius[iu], &self.walls[k as usize]);
+            let lambda = -self.model.scalar(dist.value).1;
+            if lambda > 0.0 && lambda.is_finite() {
+                term.contacts.push(FrictionContact {
+                    i,
+                    j: None,
+                    tangent: tangent_of(dist.gradient),
+                    mu_lambda: mu * lambda,
+                });
+            }
+        }
+        for &(i, j) in &contacts.ball_ball {
+            let (iu, ju) = (i as usize, j as usize);
+            let dist = ball_ball_distance(x[iu], self.radius[iu], x[ju], self.radius[ju]);
+            let lambda = -self.model.scalar(dist.value).1;
+            if lambda > 0.0 && lambda.is_finite() {
+                term.contacts.push(FrictionContact {
+                    i,
+                    j: Some(j),
+                    tangent: tangent_of(dist.gradient),
+                    mu_lambda: mu * lambda,
+                });
+            }
+        }
+        term
     }
 
     /// `∇B(x)` over the given contacts without `κ` (for the adaptive-stiffness balance, SPEC §1.4).
@@ -304,18 +399,24 @@ mod tests {
         (x_tilde, mass, radius, walls)
     }
 
-    fn check_whole_energy(model: ContactModel, x: Vec<DVec2>) {
+    fn check_whole_energy(model: ContactModel, x: Vec<DVec2>, mu: f64) {
         let (x_tilde, mass, radius, walls) = scene();
         let index = WallIndex::new(&walls);
-        let p = IncrementalPotential {
-            x_tilde: &x_tilde,
-            mass: &mass,
-            radius: &radius,
-            walls: &walls,
-            wall_index: &index,
-            h: 0.01,
-            model,
-        };
+        let mut p =
+            IncrementalPotential::new(&x_tilde, &mass, &radius, &walls, &index, 0.01, model);
+        // Friction frozen at a start state a little away from x, so |u| spans both mollifier branches.
+        let x_start: Vec<DVec2> = x
+            .iter()
+            .enumerate()
+            .map(|(i, x)| *x - DVec2::new(3e-6 + 6e-6 * i as f64, 1e-6))
+            .collect();
+        let mut start_contacts = ContactSet::default();
+        p.contacts(&x_start, &mut Workspace::default(), &mut start_contacts);
+        let friction = p.lagged_friction(&x_start, &start_contacts, mu, 1e-3 * 0.01);
+        if mu > 0.0 {
+            assert!(!friction.contacts.is_empty());
+            p.friction = Some((&friction, &x_start));
+        }
         let mut ws = Workspace::default();
         let mut contacts = ContactSet::default();
         let e0 = p.energy(&x, &mut ws, &mut contacts);
@@ -399,6 +500,12 @@ mod tests {
         check_whole_energy(
             ContactModel::Barrier { dhat, kappa: 1e3 },
             vec![x0, x1, corner_free],
+            0.0,
+        );
+        check_whole_energy(
+            ContactModel::Barrier { dhat, kappa: 1e3 },
+            vec![x0, x1, corner_free],
+            0.4,
         );
     }
 
@@ -411,6 +518,12 @@ mod tests {
         check_whole_energy(
             ContactModel::Penalty { stiffness: 1e4 },
             vec![x0, x1, inside],
+            0.0,
+        );
+        check_whole_energy(
+            ContactModel::Penalty { stiffness: 1e4 },
+            vec![x0, x1, inside],
+            0.3,
         );
     }
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::broad_phase::BroadPhase;
 use super::geometry::{Ball, Wall, ball_wall_gap};
-use super::newton::{NewtonSettings, NewtonWorkspace, StopReason, minimize};
+use super::newton::{NewtonReport, NewtonSettings, NewtonWorkspace, StopReason, minimize};
 use super::potential::{ContactModel, ContactSet, IncrementalPotential, WallIndex};
 use super::rod_flight::{Rod, RodStepReport, step_rod};
 use super::stiffness::{AdaptiveKappa, default_dhat};
@@ -56,6 +56,12 @@ pub struct ContactSettings {
     pub newton_tolerance: f64,
     /// Newton stops after this many directions.
     pub newton_max_iterations: u32,
+    /// Friction coefficient `μ ≥ 0` (0: frictionless, the seed's setting).
+    pub friction: f64,
+    /// Friction smoothing speed `ε_v` [m/s]: slower relative sliding is treated as (creeping) sticking.
+    pub friction_epsilon_v: f64,
+    /// Lagging passes: 1 freezes `λ` and the tangents at the step start; more re-solve with them updated.
+    pub friction_iterations: u32,
 }
 
 impl Default for ContactSettings {
@@ -71,6 +77,9 @@ impl Default for ContactSettings {
             gravity: DVec2::new(0.0, -9.81),
             newton_tolerance: 1e-10,
             newton_max_iterations: 59,
+            friction: 0.0,
+            friction_epsilon_v: 1e-3,
+            friction_iterations: 1,
         }
     }
 }
@@ -301,6 +310,7 @@ impl LaneWorld {
                 wall_index: &self.wall_index,
                 h,
                 model,
+                friction: None,
             };
             let mut contacts = ContactSet::default();
             probe.contacts(&x_start, &mut self.workspace.potential, &mut contacts);
@@ -321,28 +331,64 @@ impl LaneWorld {
             };
             adaptive = Some(a);
         }
-        let mut potential = IncrementalPotential {
-            x_tilde: &x_tilde,
-            mass: &mass,
-            radius: &radius,
-            walls: &self.walls,
-            wall_index: &self.wall_index,
-            h,
-            model,
-        };
         let newton = NewtonSettings {
             tolerance: self.settings.newton_tolerance,
             max_iterations: self.settings.newton_max_iterations,
             ccd_factor: self.settings.ccd_factor,
         };
+        let mu = self.settings.friction;
+        let friction_passes = if mu > 0.0 {
+            self.settings.friction_iterations.max(1)
+        } else {
+            1
+        };
         let mut x = x_start.clone();
-        let report = minimize(
-            &mut potential,
-            &mut x,
-            &newton,
-            adaptive.as_mut(),
-            &mut self.workspace,
-        );
+        let mut report: Option<NewtonReport> = None;
+        let mut friction_anchor = x_start.clone();
+        for _ in 0..friction_passes {
+            let mut potential = IncrementalPotential::new(
+                &x_tilde,
+                &mass,
+                &radius,
+                &self.walls,
+                &self.wall_index,
+                h,
+                model,
+            );
+            let friction = if mu > 0.0 {
+                let mut contacts = ContactSet::default();
+                potential.contacts(
+                    &friction_anchor,
+                    &mut self.workspace.potential,
+                    &mut contacts,
+                );
+                potential.lagged_friction(
+                    &friction_anchor,
+                    &contacts,
+                    mu,
+                    self.settings.friction_epsilon_v * h,
+                )
+            } else {
+                Default::default()
+            };
+            if mu > 0.0 {
+                potential.friction = Some((&friction, &x_start));
+            }
+            let pass = minimize(
+                &mut potential,
+                &mut x,
+                &newton,
+                adaptive.as_mut(),
+                &mut self.workspace,
+            );
+            model = potential.model;
+            match &mut report {
+                None => report = Some(pass),
+                Some(total) => total.absorb(pass),
+            }
+            friction_anchor.clone_from(&x);
+        }
+        let report = report?;
         if let Some(i) = x.iter().position(|p| !p.is_finite()) {
             self.fault = Some(format!(
                 "step {}: ball {i} reached a non-finite position; the lane is paused (restart to continue)",
@@ -421,6 +467,7 @@ impl LaneWorld {
             wall_index: &self.wall_index,
             h: self.settings.h,
             model: self.contact_model(),
+            friction: None,
         };
         let mut ws = super::potential::Workspace::default();
         let mut contacts = ContactSet::default();

@@ -1,6 +1,7 @@
 //! All integration tests live in this one crate, so Bevy is linked once.
 
+mod friction;
 mod rod;
-mod sim;
 mod scene;
+mod sim;
 mod throw;
