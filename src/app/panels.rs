@@ -182,7 +182,7 @@ fn sandbox_ui(
     if ui_state.show_plots {
         egui::Panel::bottom("plots")
             .resizable(true)
-            .default_size(190.0)
+            .default_size(240.0)
             .show_inside(&mut viewport_ui, |ui| plots_panel(ui, &lanes, &sorted));
     }
 
@@ -329,9 +329,9 @@ fn wall_throw_panel(
     ui.add(
         egui::Slider::new(&mut ui_state.throw_dhat_mm, 0.05..=5.0)
             .logarithmic(true)
-            .text("IPC d̂ [mm]"),
+            .text("IPC dhat [mm]"),
     );
-    if ui.button("🎯 Throw").clicked() {
+    if ui.button("Throw").clicked() {
         actions.throw.write(ThrowBall {
             v0: ui_state.throw_v0,
             h: Some(ui_state.throw_h),
@@ -384,7 +384,7 @@ fn gap_inset(
         .fold(f64::INFINITY, f64::min);
     let span = (3.0 * smallest).clamp(20e-6, 2e-3);
     ui.label(format!(
-        "magnified gap (window width {:.0} µm):",
+        "magnified gap now (window width {:.0} µm):",
         span * 1e6
     ));
     let (rect, _) = ui.allocate_exact_size(
@@ -447,7 +447,7 @@ fn spawn_panel(
             .logarithmic(true)
             .text("mass [kg]"),
     );
-    if ui.button("🌧 Rain (10 balls)").clicked() {
+    if ui.button("Rain (10 balls)").clicked() {
         let Some(lane) = lanes.iter().map(|l| l.1).min_by_key(|l| l.index) else {
             return;
         };
@@ -575,7 +575,7 @@ fn lane_panel(
                 ui.label("k [N/m]");
                 ui.add(egui::DragValue::new(&mut edit.stiffness).speed(100.0));
                 ui.end_row();
-                ui.label("d̂ [m]");
+                ui.label("dhat [m]");
                 ui.horizontal(|ui| {
                     let mut auto = edit.dhat.is_none();
                     if ui.checkbox(&mut auto, "auto").changed() {
@@ -629,7 +629,7 @@ fn lane_panel(
     });
 }
 
-/// The seed's three numbers: v·h against half the thinnest wall, d̂, and the CCD factor with Newton spikes.
+/// The seed's three numbers: v·h against half the thinnest wall, dhat, and the CCD factor with Newton spikes.
 fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics) {
     let h = w.settings.h;
     let v_max = w
@@ -660,7 +660,7 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics) {
         }
     }
     ui.label(format!(
-        "d̂ = {:.3} mm (the contact tolerance)",
+        "dhat = {:.3} mm (the contact tolerance)",
         w.dhat() * 1e3
     ));
     let last = w.last.as_ref().map(|d| d.newton_iterations).unwrap_or(0);
@@ -739,7 +739,7 @@ fn plots_panel(
     });
 }
 
-/// E(x) along the throw line of the first lane's first ball, penalty and IPC, with the movable x̃.
+/// E(x) along the throw line of the first lane's first ball, penalty and IPC, with the movable x~.
 fn landscape_panel(
     ui: &mut egui::Ui,
     ui_state: &mut UiState,
@@ -775,7 +775,7 @@ fn landscape_panel(
     let mass = first.balls.first().map(|b| b.mass).unwrap_or(1.0);
     let range = (face - 0.1, hi.x + 0.06);
     ui_state.landscape_x_tilde = ui_state.landscape_x_tilde.clamp(range.0, range.1);
-    ui.add(egui::Slider::new(&mut ui_state.landscape_x_tilde, range.0..=range.1).text("x̃ [m]"));
+    ui.add(egui::Slider::new(&mut ui_state.landscape_x_tilde, range.0..=range.1).text("x~ [m]"));
     let x_start = face - 0.03;
     let input = LandscapeInput {
         walls: std::slice::from_ref(wall),
@@ -804,7 +804,7 @@ fn landscape_panel(
     );
     let fmt = |m: Option<f64>| m.map(|x| format!("{x:.4} m")).unwrap_or_else(|| "—".into());
     ui.small(format!(
-        "xᵗ = {x_start:.3} m · penalty argmin {} · IPC argmin {} (gap {:.2} µm)",
+        "x_t = {x_start:.3} m · penalty argmin {} · IPC argmin {} (gap {:.2} µm)",
         fmt(penalty.minimiser),
         fmt(barrier.minimiser),
         barrier
@@ -834,13 +834,13 @@ fn landscape_panel(
             );
             plot.line(
                 Line::new(
-                    format!("IPC d̂={:.1}mm", dhat * 1e3),
+                    format!("IPC dhat={:.1}mm", dhat * 1e3),
                     PlotPoints::from(clip(&barrier.points)),
                 )
                 .color(method_color32(ContactMethod::Ipc)),
             );
             plot.vline(
-                VLine::new("x̃", ui_state.landscape_x_tilde)
+                VLine::new("x~", ui_state.landscape_x_tilde)
                     .color(egui::Color32::from_rgb(170, 110, 255)),
             );
             plot.vline(VLine::new("wall front", face).color(egui::Color32::GRAY));
