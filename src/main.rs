@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use contact_sandbox::cli::{rod, run, throw};
+use contact_sandbox::cli::{bench, rod, run, throw};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -24,6 +24,11 @@ enum Command {
     Rod(rod::RodArgs),
     /// Step every lane of a scene file headless and report.
     Run(run::RunArgs),
+    /// The reference ball pit for IPC, penalty and rapier2d (SPEC §6).
+    Bench(bench::BenchArgs),
+    /// One benchmark run in this process (used by `bench`).
+    #[command(hide = true)]
+    BenchOne(bench::BenchOneArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +55,8 @@ fn main() -> ExitCode {
         Some(Command::Throw(args)) => throw::run_throw(&args),
         Some(Command::Rod(args)) => rod::run_rod(&args),
         Some(Command::Run(args)) => run::run_run(&args),
+        Some(Command::Bench(args)) => bench::run_bench(&args),
+        Some(Command::BenchOne(args)) => bench::run_bench_one(&args),
         None => contact_sandbox::app::run_gui(),
     };
     match result {

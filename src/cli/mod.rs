@@ -1,6 +1,7 @@
 //! The headless subcommands. Each builds scenes and steps lanes through the same
 //! [`crate::physics::world::LaneWorld`] the sandbox runs.
 
+pub mod bench;
 pub mod rod;
 pub mod run;
 pub mod throw;

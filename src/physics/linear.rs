@@ -7,6 +7,7 @@
 
 use faer::Side;
 use faer::prelude::*;
+use faer::sparse::linalg::solvers::{Llt, SymbolicLlt};
 use faer::sparse::{SparseColMat, Triplet};
 use glam::DVec2;
 
@@ -28,6 +29,9 @@ pub struct LinearWorkspace {
     compact: Vec<u32>,
     coupled: Vec<u32>,
     triplets: Vec<Triplet<usize, usize, f64>>,
+    /// The last symbolic factorisation (fill-reducing ordering and elimination tree) and the sparsity pattern
+    /// it was computed for: Newton iterations with an unchanged contact graph skip the symbolic phase.
+    symbolic: Option<(Vec<usize>, Vec<usize>, SymbolicLlt<usize>)>,
 }
 
 const UNCOUPLED: u32 = u32::MAX;
@@ -91,8 +95,27 @@ pub fn solve_newton_direction(
     }
     let matrix = SparseColMat::<usize, f64>::try_new_from_triplets(m, m, triplets)
         .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
-    let llt = matrix
-        .sp_cholesky(Side::Lower)
+    let pattern = matrix.symbolic();
+    let reusable = matches!(&workspace.symbolic,
+        Some((col_ptr, row_idx, _)) if col_ptr.as_slice() == pattern.col_ptr() && row_idx.as_slice() == pattern.row_idx());
+    if !reusable {
+        let symbolic = SymbolicLlt::try_new(pattern, Side::Lower)
+            .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
+        workspace.symbolic = Some((
+            pattern.col_ptr().to_vec(),
+            pattern.row_idx().to_vec(),
+            symbolic,
+        ));
+    }
+    let symbolic = match &workspace.symbolic {
+        Some((_, _, symbolic)) => symbolic.clone(),
+        None => {
+            return Err(LinearSolveError::Cholesky(
+                "no symbolic factorisation".into(),
+            ));
+        }
+    };
+    let llt = Llt::try_new_with_symbolic(symbolic, matrix.rb(), Side::Lower)
         .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
     let coupled = &workspace.coupled;
     let rhs = Col::<f64>::from_fn(m, |r| {

@@ -74,9 +74,7 @@ pub struct NewtonWorkspace {
     direction: Vec<DVec2>,
     trial: Vec<DVec2>,
     linear: LinearWorkspace,
-    midpoints: Vec<DVec2>,
-    swept_bounds: Vec<f64>,
-    ccd_pairs: Vec<(u32, u32)>,
+    candidates: ContactSet,
 }
 
 /// Minimises `potential` starting from `x` (which must be feasible for the barrier), in place.
@@ -100,7 +98,12 @@ pub fn minimize(
     let use_ccd = matches!(potential.model, ContactModel::Barrier { .. });
     let mut previous_min_distance = f64::INFINITY;
     for iteration in 1..=settings.max_iterations {
-        potential.contacts(x, &mut ws.potential, &mut ws.contacts);
+        if iteration == 1 {
+            potential.contacts(x, &mut ws.potential, &mut ws.contacts);
+        } else {
+            // x lies on the previous segment, so every pair within reach is one of its candidates.
+            potential.contacts_among(x, &ws.candidates, &mut ws.contacts);
+        }
         potential.gradient_and_hessian(x, &ws.contacts, &mut ws.gradient, &mut ws.hessian);
         report.iterations = iteration;
         if let Err(e) =
@@ -121,11 +124,12 @@ pub fn minimize(
             report.stop = StopReason::LinearSolveFailed("non-finite Newton direction".into());
             return report;
         }
+        potential.segment_candidates(x, &ws.direction, &mut ws.potential, &mut ws.candidates);
         let mut alpha = 1.0;
         if use_ccd && let Some(t) = earliest_time_of_impact(potential, x, ws) {
             alpha = settings.ccd_factor * t;
         }
-        let e0 = potential.energy(x, &mut ws.potential, &mut ws.trial_contacts);
+        let e0 = potential.energy_over(x, &ws.candidates);
         let mut e_trial = trial_energy(potential, x, alpha, ws);
         while e_trial > e0 && alpha > MIN_ALPHA {
             alpha *= 0.5;
@@ -169,11 +173,12 @@ fn trial_energy(
     potential.energy(&ws.trial, &mut ws.potential, &mut ws.trial_contacts)
 }
 
-/// Earliest `t* ∈ [0, 1]` over all ball–wall and ball–ball pairs for the motion `x → x + Δx`.
+/// Earliest `t* ∈ [0, 1]` over all ball–wall and ball–ball pairs for the motion `x → x + Δx`; only the
+/// segment candidates can touch.
 fn earliest_time_of_impact(
     potential: &IncrementalPotential<'_>,
     x: &[DVec2],
-    ws: &mut NewtonWorkspace,
+    ws: &NewtonWorkspace,
 ) -> Option<f64> {
     let mut earliest: Option<f64> = None;
     let mut keep = |t: Option<f64>| {
@@ -183,24 +188,19 @@ fn earliest_time_of_impact(
             earliest = Some(t);
         }
     };
-    ws.midpoints.clear();
-    ws.swept_bounds.clear();
-    for (i, (&c, &d)) in x.iter().zip(&ws.direction).enumerate() {
-        let r = potential.radius[i];
-        let half = d * 0.5;
-        ws.midpoints.push(c + half);
-        ws.swept_bounds.push(r + half.length());
-        if d == DVec2::ZERO {
-            continue;
-        }
-        for k in potential.wall_index.near(c + half, r + half.length(), 0.0) {
-            keep(time_of_impact_ball_wall(c, d, r, &potential.walls[k]));
+    for &(i, k) in &ws.candidates.ball_wall {
+        let i = i as usize;
+        let d = ws.direction[i];
+        if d != DVec2::ZERO {
+            keep(time_of_impact_ball_wall(
+                x[i],
+                d,
+                potential.radius[i],
+                &potential.walls[k as usize],
+            ));
         }
     }
-    ws.potential
-        .broad_phase
-        .near_pairs(&ws.midpoints, &ws.swept_bounds, 0.0, &mut ws.ccd_pairs);
-    for &(i, j) in &ws.ccd_pairs {
+    for &(i, j) in &ws.candidates.ball_ball {
         let (i, j) = (i as usize, j as usize);
         keep(time_of_impact_ball_ball(
             x[i],

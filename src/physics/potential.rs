@@ -120,6 +120,8 @@ pub struct IncrementalPotential<'a> {
 pub struct Workspace {
     pub broad_phase: BroadPhase,
     pub pairs: Vec<(u32, u32)>,
+    midpoints: Vec<DVec2>,
+    bounds: Vec<f64>,
 }
 
 impl<'a> IncrementalPotential<'a> {
@@ -166,6 +168,73 @@ impl<'a> IncrementalPotential<'a> {
             let (i_, j_) = (i as usize, j as usize);
             let d = (x[i_] - x[j_]).length() - self.radius[i_] - self.radius[j_];
             if d < reach {
+                out.ball_ball.push((i, j));
+            }
+        }
+    }
+
+    /// Pairs that can come within reach anywhere on the segment `x + α Δx`, `α ∈ [0, 1]`: each ball is bounded
+    /// by the circle around its segment's midpoint of radius `r + |Δx|/2`. Every line-search trial and the CCD
+    /// only need these pairs, so one broad-phase query serves a whole Newton iteration.
+    pub fn segment_candidates(
+        &self,
+        x: &[DVec2],
+        direction: &[DVec2],
+        workspace: &mut Workspace,
+        out: &mut ContactSet,
+    ) {
+        out.ball_wall.clear();
+        out.ball_ball.clear();
+        let reach = self.model.reach();
+        workspace.midpoints.clear();
+        workspace.bounds.clear();
+        for (i, (&c, &d)) in x.iter().zip(direction).enumerate() {
+            let half = d * 0.5;
+            let bound = self.radius[i] + half.length();
+            workspace.midpoints.push(c + half);
+            workspace.bounds.push(bound);
+            for k in self.wall_index.near(c + half, bound, reach) {
+                out.ball_wall.push((i as u32, k as u32));
+            }
+        }
+        workspace.broad_phase.near_pairs(
+            &workspace.midpoints,
+            &workspace.bounds,
+            reach,
+            &mut out.ball_ball,
+        );
+    }
+
+    /// `E(x)` summed over the given candidate pairs (pairs beyond reach contribute exactly 0).
+    pub fn energy_over(&self, x: &[DVec2], candidates: &ContactSet) -> f64 {
+        let inertia = self.inertia_energy(x);
+        let mut total = if candidates.ball_wall.is_empty() && candidates.ball_ball.is_empty() {
+            inertia
+        } else {
+            inertia + self.h * self.h * self.contact_energy(x, candidates)
+        };
+        if let Some((friction, x_start)) = self.friction
+            && !friction.contacts.is_empty()
+        {
+            total += self.h * self.h * friction.energy(x, x_start);
+        }
+        total
+    }
+
+    /// The pairs of `candidates` within reach at `x` (as [`Self::contacts`], without a broad-phase query).
+    pub fn contacts_among(&self, x: &[DVec2], candidates: &ContactSet, out: &mut ContactSet) {
+        out.ball_wall.clear();
+        out.ball_ball.clear();
+        let reach = self.model.reach();
+        for &(i, k) in &candidates.ball_wall {
+            let iu = i as usize;
+            if ball_wall_distance(x[iu], self.radius[iu], &self.walls[k as usize]).value < reach {
+                out.ball_wall.push((i, k));
+            }
+        }
+        for &(i, j) in &candidates.ball_ball {
+            let (iu, ju) = (i as usize, j as usize);
+            if (x[iu] - x[ju]).length() - self.radius[iu] - self.radius[ju] < reach {
                 out.ball_ball.push((i, j));
             }
         }

@@ -336,59 +336,20 @@ impl LaneWorld {
             max_iterations: self.settings.newton_max_iterations,
             ccd_factor: self.settings.ccd_factor,
         };
-        let mu = self.settings.friction;
-        let friction_passes = if mu > 0.0 {
-            self.settings.friction_iterations.max(1)
-        } else {
-            1
+        let problem = StepProblem {
+            x_start: &x_start,
+            x_tilde: &x_tilde,
+            mass: &mass,
+            radius: &radius,
+            walls: &self.walls,
+            wall_index: &self.wall_index,
+            h,
+            mu: self.settings.friction,
+            friction_epsilon: self.settings.friction_epsilon_v * h,
+            friction_passes: self.settings.friction_iterations.max(1),
+            newton,
         };
-        let mut x = x_start.clone();
-        let mut report: Option<NewtonReport> = None;
-        let mut friction_anchor = x_start.clone();
-        for _ in 0..friction_passes {
-            let mut potential = IncrementalPotential::new(
-                &x_tilde,
-                &mass,
-                &radius,
-                &self.walls,
-                &self.wall_index,
-                h,
-                model,
-            );
-            let friction = if mu > 0.0 {
-                let mut contacts = ContactSet::default();
-                potential.contacts(
-                    &friction_anchor,
-                    &mut self.workspace.potential,
-                    &mut contacts,
-                );
-                potential.lagged_friction(
-                    &friction_anchor,
-                    &contacts,
-                    mu,
-                    self.settings.friction_epsilon_v * h,
-                )
-            } else {
-                Default::default()
-            };
-            if mu > 0.0 {
-                potential.friction = Some((&friction, &x_start));
-            }
-            let pass = minimize(
-                &mut potential,
-                &mut x,
-                &newton,
-                adaptive.as_mut(),
-                &mut self.workspace,
-            );
-            model = potential.model;
-            match &mut report {
-                None => report = Some(pass),
-                Some(total) => total.absorb(pass),
-            }
-            friction_anchor.clone_from(&x);
-        }
-        let report = report?;
+        let (x, report) = solve_by_islands(&problem, model, adaptive, &mut self.workspace);
         if let Some(i) = x.iter().position(|p| !p.is_finite()) {
             self.fault = Some(format!(
                 "step {}: ball {i} reached a non-finite position; the lane is paused (restart to continue)",
@@ -579,6 +540,268 @@ fn side_of(wall: &Wall, p: DVec2) -> i8 {
 fn within_lateral_extent(wall: &Wall, p: DVec2, radius: f64) -> bool {
     let lateral = 1 - wall.thickness_axis();
     wall.to_local(p)[lateral].abs() <= wall.half_extents[lateral] + radius
+}
+
+/// Everything fixed during one step's solve.
+struct StepProblem<'a> {
+    x_start: &'a [DVec2],
+    x_tilde: &'a [DVec2],
+    mass: &'a [f64],
+    radius: &'a [f64],
+    walls: &'a [Wall],
+    wall_index: &'a WallIndex,
+    h: f64,
+    mu: f64,
+    friction_epsilon: f64,
+    friction_passes: u32,
+    newton: NewtonSettings,
+}
+
+/// Solves the step island by island.
+///
+/// The incremental potential is a sum of per-ball inertia and per-pair contact terms, so balls that cannot
+/// interact during the step are independent problems: solving them apart gives the same minimiser, and the
+/// CCD-clamped step length of one island is no longer throttled by a collision elsewhere. Islands are the
+/// connected components of "the circles around the predicted motion `xᵗ → x̃` (grown by that motion) come within
+/// reach". After the solve, any two balls from different islands whose actual motions `xᵗ → x` come within reach
+/// are merged and re-solved together, until none remain; so the result is a minimiser of the whole potential.
+/// A single ball (the seed's experiment) is one island solved exactly as before.
+fn solve_by_islands(
+    problem: &StepProblem<'_>,
+    model: ContactModel,
+    adaptive: Option<AdaptiveKappa>,
+    workspace: &mut NewtonWorkspace,
+) -> (Vec<DVec2>, NewtonReport) {
+    let n = problem.x_start.len();
+    let reach = model.reach();
+    let mut islands = UnionFind::new(n);
+    let mut centre = Vec::with_capacity(n);
+    let mut bound = Vec::with_capacity(n);
+    for i in 0..n {
+        let motion = problem.x_tilde[i] - problem.x_start[i];
+        centre.push(problem.x_start[i] + motion * 0.5);
+        bound.push(problem.radius[i] + motion.length());
+    }
+    let mut pairs = Vec::new();
+    BroadPhase::default().near_pairs(&centre, &bound, reach, &mut pairs);
+    for &(i, j) in &pairs {
+        islands.union(i as usize, j as usize);
+    }
+    let mut x = problem.x_start.to_vec();
+    let mut report: Option<NewtonReport> = None;
+    let mut dirty: Vec<bool> = vec![true; n];
+    for round in 0..8 {
+        let groups = islands.groups();
+        for members in groups.iter().filter(|m| dirty[m[0]]) {
+            let (positions, pass) = solve_island(problem, members, model, adaptive, workspace);
+            for (&i, p) in members.iter().zip(positions) {
+                x[i] = p;
+            }
+            report = Some(match report.take() {
+                None => pass,
+                Some(worst) => worse_of(worst, pass),
+            });
+        }
+        // Cross-island pairs whose actual motions came within reach: merge and re-solve.
+        for i in 0..n {
+            let motion = x[i] - problem.x_start[i];
+            centre[i] = problem.x_start[i] + motion * 0.5;
+            bound[i] = problem.radius[i] + motion.length() * 0.5;
+        }
+        BroadPhase::default().near_pairs(&centre, &bound, reach, &mut pairs);
+        dirty.iter_mut().for_each(|d| *d = false);
+        let mut merged = false;
+        for &(i, j) in &pairs {
+            let (i, j) = (i as usize, j as usize);
+            if islands.find(i) != islands.find(j) {
+                islands.union(i, j);
+                merged = true;
+            }
+        }
+        if !merged {
+            break;
+        }
+        for members in islands.groups() {
+            if members.len() > 1 && (round == 6 || members.iter().any(|&i| islands.was_merged(i))) {
+                for &i in &members {
+                    dirty[i] = true;
+                    x[i] = problem.x_start[i];
+                }
+            }
+        }
+        islands.clear_merged();
+        if round == 6 {
+            // Give up on islands: one solve of everything.
+            let all: Vec<usize> = (0..n).collect();
+            let (positions, pass) = solve_island(problem, &all, model, adaptive, workspace);
+            x = positions;
+            report = Some(pass);
+            break;
+        }
+    }
+    let report = report.unwrap_or(NewtonReport {
+        iterations: 1,
+        alphas: Vec::new(),
+        stop: StopReason::Converged,
+        kappa: match model {
+            ContactModel::Barrier { kappa, .. } => Some(kappa),
+            ContactModel::Penalty { .. } => None,
+        },
+        stalled_line_searches: 0,
+    });
+    (x, report)
+}
+
+/// The step's Newton statistics are those of its hardest island (islands are independent solves).
+fn worse_of(a: NewtonReport, b: NewtonReport) -> NewtonReport {
+    let stalled = a.stalled_line_searches + b.stalled_line_searches;
+    let kappa = match (a.kappa, b.kappa) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    };
+    let cap = a.stop == StopReason::IterationCap || b.stop == StopReason::IterationCap;
+    let mut worst = if b.iterations > a.iterations { b } else { a };
+    worst.stalled_line_searches = stalled;
+    worst.kappa = kappa;
+    if cap && worst.stop == StopReason::Converged {
+        worst.stop = StopReason::IterationCap;
+    }
+    worst
+}
+
+/// Minimises the potential restricted to `members` (indices into the lane's balls), with friction lagging.
+fn solve_island(
+    problem: &StepProblem<'_>,
+    members: &[usize],
+    model: ContactModel,
+    adaptive: Option<AdaptiveKappa>,
+    workspace: &mut NewtonWorkspace,
+) -> (Vec<DVec2>, NewtonReport) {
+    let gather = |v: &[DVec2]| -> Vec<DVec2> { members.iter().map(|&i| v[i]).collect() };
+    let x_start = gather(problem.x_start);
+    let x_tilde = gather(problem.x_tilde);
+    let mass: Vec<f64> = members.iter().map(|&i| problem.mass[i]).collect();
+    let radius: Vec<f64> = members.iter().map(|&i| problem.radius[i]).collect();
+    let mut adaptive = adaptive;
+    let mut model = model;
+    let mut x = x_start.clone();
+    let mut report: Option<NewtonReport> = None;
+    let mut friction_anchor = x_start.clone();
+    let passes = if problem.mu > 0.0 {
+        problem.friction_passes
+    } else {
+        1
+    };
+    for _ in 0..passes {
+        let mut potential = IncrementalPotential::new(
+            &x_tilde,
+            &mass,
+            &radius,
+            problem.walls,
+            problem.wall_index,
+            problem.h,
+            model,
+        );
+        let friction = if problem.mu > 0.0 {
+            let mut contacts = ContactSet::default();
+            potential.contacts(&friction_anchor, &mut workspace.potential, &mut contacts);
+            potential.lagged_friction(
+                &friction_anchor,
+                &contacts,
+                problem.mu,
+                problem.friction_epsilon,
+            )
+        } else {
+            Default::default()
+        };
+        if problem.mu > 0.0 {
+            potential.friction = Some((&friction, &x_start));
+        }
+        let pass = minimize(
+            &mut potential,
+            &mut x,
+            &problem.newton,
+            adaptive.as_mut(),
+            workspace,
+        );
+        model = potential.model;
+        match &mut report {
+            None => report = Some(pass),
+            Some(total) => total.absorb(pass),
+        }
+        friction_anchor.clone_from(&x);
+    }
+    let report = report.unwrap_or_else(|| unreachable_report(model));
+    (x, report)
+}
+
+fn unreachable_report(model: ContactModel) -> NewtonReport {
+    NewtonReport {
+        iterations: 0,
+        alphas: Vec::new(),
+        stop: StopReason::Converged,
+        kappa: match model {
+            ContactModel::Barrier { kappa, .. } => Some(kappa),
+            ContactModel::Penalty { .. } => None,
+        },
+        stalled_line_searches: 0,
+    }
+}
+
+/// Disjoint sets with path halving; groups come out ordered by their smallest member.
+struct UnionFind {
+    parent: Vec<usize>,
+    merged: Vec<bool>,
+}
+
+impl UnionFind {
+    fn new(n: usize) -> UnionFind {
+        UnionFind {
+            parent: (0..n).collect(),
+            merged: vec![false; n],
+        }
+    }
+
+    fn find(&mut self, mut i: usize) -> usize {
+        while self.parent[i] != i {
+            self.parent[i] = self.parent[self.parent[i]];
+            i = self.parent[i];
+        }
+        i
+    }
+
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            let (lo, hi) = (ra.min(rb), ra.max(rb));
+            self.parent[hi] = lo;
+            self.merged[lo] = true;
+        }
+    }
+
+    fn was_merged(&mut self, i: usize) -> bool {
+        let r = self.find(i);
+        self.merged[r]
+    }
+
+    fn clear_merged(&mut self) {
+        self.merged.iter_mut().for_each(|m| *m = false);
+    }
+
+    fn groups(&mut self) -> Vec<Vec<usize>> {
+        let n = self.parent.len();
+        let mut index_of_root = vec![usize::MAX; n];
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for i in 0..n {
+            let r = self.find(i);
+            if index_of_root[r] == usize::MAX {
+                index_of_root[r] = groups.len();
+                groups.push(Vec::new());
+            }
+            groups[index_of_root[r]].push(i);
+        }
+        groups
+    }
 }
 
 /// Diagonal of the box around every wall and ball (1 m when the lane is empty).

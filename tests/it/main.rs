@@ -1,5 +1,6 @@
 //! All integration tests live in this one crate, so Bevy is linked once.
 
+mod bench;
 mod friction;
 mod rod;
 mod scene;

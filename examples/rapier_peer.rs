@@ -1,0 +1,125 @@
+//! The rapier2d peer for `contact-sandbox bench` (SPEC §6): the same reference ball pit, the same balls, the same
+//! step, with CCD on. rapier2d is a dev-dependency, so it lives in an example that `bench` runs as a child.
+//!
+//! ```text
+//! cargo run --release --example rapier_peer -- --n 1000 --steps 120
+//! ```
+//! prints one JSON line in `bench`'s run format.
+
+use std::time::Instant;
+
+use contact_sandbox::cli::bench::{
+    BenchRun, PIT_H, PIT_SEED, escaped, peak_rss_mb, pit_balls, pit_walls,
+};
+use contact_sandbox::physics::DVec2;
+use rapier2d::prelude::*;
+
+fn arg(name: &str, default: usize) -> Result<usize, String> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.iter().position(|a| a == name) {
+        None => Ok(default),
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("invalid {name}: expected a count")),
+    }
+}
+
+fn main() -> Result<(), String> {
+    let n = arg("--n", 1000)?;
+    let steps = arg("--steps", 120)?;
+    let mut bodies = RigidBodySet::new();
+    let mut colliders = ColliderSet::new();
+    for wall in pit_walls() {
+        let body = bodies.insert(
+            RigidBodyBuilder::fixed()
+                .translation(Vector::new(wall.center.x as f32, wall.center.y as f32))
+                .rotation(wall.angle as f32),
+        );
+        let shape = ColliderBuilder::cuboid(wall.half_extents.x as f32, wall.half_extents.y as f32)
+            .friction(0.0)
+            .restitution(0.0);
+        colliders.insert_with_parent(shape, body, &mut bodies);
+    }
+    let mut handles = Vec::with_capacity(n);
+    let balls = pit_balls(n, PIT_SEED);
+    for ball in &balls {
+        let body = bodies.insert(
+            RigidBodyBuilder::dynamic()
+                .translation(Vector::new(ball.position.x as f32, ball.position.y as f32))
+                .ccd_enabled(true),
+        );
+        let shape = ColliderBuilder::ball(ball.radius as f32)
+            .mass(ball.mass as f32)
+            .friction(0.0)
+            .restitution(0.0);
+        colliders.insert_with_parent(shape, body, &mut bodies);
+        handles.push(body);
+    }
+    let gravity = Vector::new(0.0, -9.81);
+    let parameters = IntegrationParameters {
+        dt: PIT_H as f32,
+        ..IntegrationParameters::default()
+    };
+    let mut pipeline = PhysicsPipeline::new();
+    let mut islands = IslandManager::new();
+    let mut broad_phase = BroadPhaseBvh::new();
+    let mut narrow_phase = NarrowPhase::new();
+    let mut impulse_joints = ImpulseJointSet::new();
+    let mut multibody_joints = MultibodyJointSet::new();
+    let mut ccd = CCDSolver::new();
+    let mut times = Vec::with_capacity(steps);
+    let mut deepest = 0.0f64;
+    let mut closest = f64::INFINITY;
+    for _ in 0..steps {
+        let start = Instant::now();
+        pipeline.step(
+            gravity,
+            &parameters,
+            &mut islands,
+            &mut broad_phase,
+            &mut narrow_phase,
+            &mut bodies,
+            &mut colliders,
+            &mut impulse_joints,
+            &mut multibody_joints,
+            &mut ccd,
+            &(),
+            &(),
+        );
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        for pair in narrow_phase.contact_pairs() {
+            for manifold in &pair.manifolds {
+                for point in &manifold.points {
+                    let d = f64::from(point.dist);
+                    deepest = deepest.max(-d);
+                    closest = closest.min(d);
+                }
+            }
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let pick = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    let positions = handles.iter().filter_map(|h| bodies.get(*h)).map(|b| {
+        let t = b.translation();
+        DVec2::new(f64::from(t.x), f64::from(t.y))
+    });
+    let run = BenchRun {
+        engine: "rapier2d".into(),
+        n,
+        steps: times.len(),
+        median_ms: pick(0.5),
+        p95_ms: pick(0.95),
+        mean_newton: None,
+        max_newton: None,
+        min_gap_m: closest.is_finite().then_some(closest),
+        max_penetration_m: Some(deepest),
+        peak_rss_mb: peak_rss_mb(),
+        escaped: escaped(positions),
+    };
+    println!(
+        "{}",
+        serde_json::to_string(&run).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}

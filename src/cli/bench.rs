@@ -1,0 +1,352 @@
+//! `contact-sandbox bench`: the reference ball pit (SPEC §6) for IPC and penalty, and rapier2d as the peer.
+//!
+//! Each (engine, N) runs in a child process (`contact-sandbox bench-one …`) so its peak RSS is its own.
+//! rapier2d is a dev-dependency: its runner is the example `rapier_peer`, which `bench` builds with cargo
+//! (release) the first time when it runs from a source checkout.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use glam::DVec2;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::physics::geometry::{Ball, Wall};
+use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld};
+
+/// Arguments of `contact-sandbox bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Ball counts, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000,4000,10000")]
+    pub n: Vec<usize>,
+    /// Steps per run (each timed).
+    #[arg(long, default_value_t = 120)]
+    pub steps: usize,
+    /// Engines, comma separated: ipc, penalty, rapier2d.
+    #[arg(long, value_delimiter = ',', default_value = "ipc,penalty,rapier2d")]
+    pub engines: Vec<String>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of the hidden `bench-one` child.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchOneArgs {
+    #[arg(long)]
+    pub engine: String,
+    #[arg(long)]
+    pub n: usize,
+    #[arg(long)]
+    pub steps: usize,
+}
+
+/// One (engine, N) result, as `--json` prints it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct BenchRun {
+    pub engine: String,
+    pub n: usize,
+    pub steps: usize,
+    pub median_ms: f64,
+    pub p95_ms: f64,
+    pub mean_newton: Option<f64>,
+    pub max_newton: Option<u32>,
+    pub min_gap_m: Option<f64>,
+    pub max_penetration_m: Option<f64>,
+    pub peak_rss_mb: Option<f64>,
+    /// Balls that left the box (went through a wall).
+    pub escaped: usize,
+}
+
+/// The reference pit's parameters (SPEC §6).
+pub const PIT_WIDTH: f64 = 20.0;
+pub const PIT_RADIUS: f64 = 0.05;
+pub const PIT_H: f64 = 1.0 / 60.0;
+pub const PIT_DHAT: f64 = 1e-3;
+pub const PIT_SEED: u64 = 0x5EED_CAFE;
+
+/// A small deterministic generator (SplitMix64), so every engine gets the same balls.
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The pit's walls: a floor with its top at y = 0 and two side walls 20 m apart.
+pub fn pit_walls() -> Vec<Wall> {
+    let half = PIT_WIDTH * 0.5;
+    vec![
+        Wall {
+            center: DVec2::new(0.0, -0.5),
+            half_extents: DVec2::new(half + 1.0, 0.5),
+            angle: 0.0,
+        },
+        Wall {
+            center: DVec2::new(-half - 0.5, 250.0),
+            half_extents: DVec2::new(0.5, 250.0),
+            angle: 0.0,
+        },
+        Wall {
+            center: DVec2::new(half + 0.5, 250.0),
+            half_extents: DVec2::new(0.5, 250.0),
+            angle: 0.0,
+        },
+    ]
+}
+
+/// `n` balls of radius 0.05 m ± 20 % on a loose grid (spacing 0.15 m, jittered), at rest, above the floor.
+pub fn pit_balls(n: usize, seed: u64) -> Vec<Ball> {
+    let mut rng = SplitMix64(seed);
+    let spacing = 0.15;
+    let columns = ((PIT_WIDTH - 2.0 * spacing) / spacing).floor() as usize;
+    (0..n)
+        .map(|k| {
+            let (row, col) = (k / columns, k % columns);
+            let radius = PIT_RADIUS * (0.8 + 0.4 * rng.unit());
+            let jitter = DVec2::new(rng.unit() - 0.5, rng.unit() - 0.5) * 0.02;
+            Ball {
+                position: DVec2::new(
+                    -PIT_WIDTH * 0.5 + spacing * (col as f64 + 1.0),
+                    0.1 + spacing * (row as f64 + 0.5),
+                ) + jitter,
+                velocity: DVec2::ZERO,
+                radius,
+                mass: std::f64::consts::PI * radius * radius * 1000.0,
+            }
+        })
+        .collect()
+}
+
+/// The reference pit as a lane for `method`.
+pub fn pit_lane(n: usize, method: ContactMethod) -> LaneWorld {
+    let settings = ContactSettings {
+        method,
+        stiffness: 1e6,
+        dhat: Some(PIT_DHAT),
+        kappa: 1e4,
+        h: PIT_H,
+        gravity: DVec2::new(0.0, -9.81),
+        newton_tolerance: 1e-6,
+        newton_max_iterations: 100,
+        ..ContactSettings::default()
+    };
+    LaneWorld::new(
+        format!("{} pit N={n}", method.label()),
+        settings,
+        pit_walls(),
+        pit_balls(n, PIT_SEED),
+    )
+}
+
+/// Balls outside the box (beyond a side wall or below the floor).
+pub fn escaped(positions: impl Iterator<Item = DVec2>) -> usize {
+    positions
+        .filter(|p| p.y < 0.0 || p.x.abs() > PIT_WIDTH * 0.5)
+        .count()
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let index = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[index]
+}
+
+/// Peak resident set size of this process [MB], from `/proc/self/status` (Linux).
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Runs one of our engines in this process.
+pub fn bench_ours(method: ContactMethod, n: usize, steps: usize) -> BenchRun {
+    let mut lane = pit_lane(n, method);
+    let mut times = Vec::with_capacity(steps);
+    let mut newton = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let start = Instant::now();
+        let iterations = lane.step().map(|d| d.newton_iterations);
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        match iterations {
+            Some(i) => newton.push(i),
+            None => break,
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let s = &lane.stats;
+    BenchRun {
+        engine: method.label().to_string(),
+        n,
+        steps: times.len(),
+        median_ms: percentile(&times, 0.5),
+        p95_ms: percentile(&times, 0.95),
+        mean_newton: Some(s.mean_newton()),
+        max_newton: Some(s.max_newton),
+        min_gap_m: s.min_gap,
+        max_penetration_m: Some(s.max_penetration),
+        peak_rss_mb: peak_rss_mb(),
+        escaped: escaped(lane.balls.iter().map(|b| b.position)),
+    }
+}
+
+/// `bench-one`: one run, printed as one JSON line for the parent.
+pub fn run_bench_one(args: &BenchOneArgs) -> Result<()> {
+    let method = match args.engine.as_str() {
+        "ipc" => ContactMethod::Ipc,
+        "penalty" => ContactMethod::Penalty,
+        other => bail!("invalid --engine: expected ipc or penalty, got {other:?}"),
+    };
+    println!(
+        "{}",
+        serde_json::to_string(&bench_ours(method, args.n, args.steps))?
+    );
+    Ok(())
+}
+
+fn rapier_peer() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot locate the running binary")?;
+    let dir = exe.parent().context("the binary has no folder")?;
+    let peer = dir.join("examples").join("rapier_peer");
+    if peer.exists() {
+        return Ok(peer);
+    }
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    eprintln!("building the rapier2d peer (cargo build --release --example rapier_peer) ...");
+    let status = Command::new("cargo")
+        .args([
+            "build",
+            "--release",
+            "--example",
+            "rapier_peer",
+            "--manifest-path",
+        ])
+        .arg(format!("{manifest}/Cargo.toml"))
+        .status()
+        .context("cannot run cargo to build the rapier2d peer")?;
+    if !status.success() || !peer.exists() {
+        bail!("the rapier2d peer did not build; run `cargo build --release --example rapier_peer`");
+    }
+    Ok(peer)
+}
+
+fn run_child(mut command: Command, what: &str) -> Result<BenchRun> {
+    let out = command
+        .output()
+        .with_context(|| format!("cannot start {what}"))?;
+    if !out.status.success() {
+        bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or_default();
+    serde_json::from_str(line).with_context(|| format!("{what} printed {line:?}"))
+}
+
+/// Entry point of the subcommand.
+pub fn run_bench(args: &BenchArgs) -> Result<()> {
+    if args.n.is_empty() || args.n.iter().any(|&n| n == 0 || n > 200_000) {
+        bail!("invalid --n: every count must be between 1 and 200000");
+    }
+    if args.steps == 0 || args.steps > 100_000 {
+        bail!(
+            "invalid --steps: must be between 1 and 100000, got {}",
+            args.steps
+        );
+    }
+    let exe = std::env::current_exe().context("cannot locate the running binary")?;
+    let mut runs = Vec::new();
+    for &n in &args.n {
+        for engine in &args.engines {
+            let run = match engine.as_str() {
+                "ipc" | "penalty" => {
+                    let mut c = Command::new(&exe);
+                    c.args([
+                        "bench-one",
+                        "--engine",
+                        engine,
+                        "--n",
+                        &n.to_string(),
+                        "--steps",
+                    ])
+                    .arg(args.steps.to_string());
+                    run_child(c, &format!("{engine} N={n}"))?
+                }
+                "rapier2d" => {
+                    let mut c = Command::new(rapier_peer()?);
+                    c.args(["--n", &n.to_string(), "--steps", &args.steps.to_string()]);
+                    run_child(c, &format!("rapier2d N={n}"))?
+                }
+                other => {
+                    bail!("invalid --engines: unknown engine {other:?} (ipc, penalty, rapier2d)")
+                }
+            };
+            if !args.json {
+                eprintln!(
+                    "{:>9} N={:>6}: median {:8.2} ms  p95 {:8.2} ms",
+                    run.engine, run.n, run.median_ms, run.p95_ms
+                );
+            }
+            runs.push(run);
+        }
+    }
+    if args.json {
+        println!("{}", json!({"runs": runs}));
+    } else {
+        println!("{}", format_table(&runs));
+    }
+    Ok(())
+}
+
+fn opt(v: Option<f64>, scale: f64, digits: usize) -> String {
+    v.map_or("-".into(), |v| format!("{:.*}", digits, v * scale))
+}
+
+/// The human table.
+pub fn format_table(runs: &[BenchRun]) -> String {
+    let mut out = String::from(
+        " engine   |      N | median ms |  p95 ms | Newton mean/max | min gap um | max pen um | RSS MB | escaped\n",
+    );
+    for r in runs {
+        let newton = match (r.mean_newton, r.max_newton) {
+            (Some(m), Some(x)) => format!("{m:.2}/{x}"),
+            _ => "-".into(),
+        };
+        out.push_str(&format!(
+            " {:8} | {:6} | {:9.3} | {:7.3} | {:>15} | {:>10} | {:>10} | {:>6} | {}\n",
+            r.engine,
+            r.n,
+            r.median_ms,
+            r.p95_ms,
+            newton,
+            opt(r.min_gap_m, 1e6, 2),
+            opt(r.max_penetration_m, 1e6, 2),
+            opt(r.peak_rss_mb, 1.0, 1),
+            r.escaped
+        ));
+    }
+    out
+}
+
+/// For the JSON consumers: a run as a JSON value.
+pub fn run_json(run: &BenchRun) -> Value {
+    serde_json::to_value(run).unwrap_or(Value::Null)
+}
