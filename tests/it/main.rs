@@ -2,6 +2,7 @@
 
 mod bench;
 mod friction;
+mod robustness;
 mod rod;
 mod scene;
 mod sim;

@@ -1,0 +1,1362 @@
+//! Robustness (issue 8, SPEC §1.3, §1.6, §7): random throws at IPC and penalty lanes, fuzzed scene text, and
+//! a long ball-pit soak.
+//!
+//! The property tests run a modest number of cases in `cargo test`; set `CONTACT_SANDBOX_PROPTEST_CASES=N` to
+//! run `N` cases of each (see `docs/robustness.md` for the large runs and their figures). The soak is
+//! `#[ignore]`d: `cargo test --release --test it soak -- --ignored --nocapture`.
+
+use std::cell::RefCell;
+use std::f64::consts::{FRAC_PI_2, PI, TAU};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use contact_sandbox::physics::geometry::{Ball, Wall, ball_wall_gap};
+use contact_sandbox::physics::newton::StopReason;
+use contact_sandbox::physics::world::{ContactMethod, ContactSettings, LaneWorld};
+use contact_sandbox::scene::{MAX_LANES, Scene};
+use glam::DVec2;
+use proptest::prelude::*;
+use proptest::sample::Index;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+/// Cases per property: the env var when set, else the modest default that keeps `cargo test` quick.
+fn cases(default: u32) -> u32 {
+    std::env::var("CONTACT_SANDBOX_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// Proptest with shrinking, but without regression files written into the source tree.
+fn config(default: u32) -> Config {
+    Config {
+        failure_persistence: None,
+        ..Config::with_cases(cases(default))
+    }
+}
+
+fn runner(default: u32) -> TestRunner {
+    TestRunner::new(config(default))
+}
+
+/// `10^U(log₁₀ lo, log₁₀ hi)`: every decade of the range equally likely.
+fn log_uniform(lo: f64, hi: f64) -> impl Strategy<Value = f64> + Clone {
+    (lo.log10()..=hi.log10()).prop_map(|e| 10f64.powf(e))
+}
+
+/// Axis-aligned angles take a separate code path in the geometry, so they are drawn on purpose.
+fn angle() -> impl Strategy<Value = f64> + Clone {
+    prop_oneof![1 => Just(0.0), 1 => Just(FRAC_PI_2), 4 => 0.0..TAU]
+}
+
+#[derive(Clone, Debug)]
+struct WallCase {
+    center: DVec2,
+    half_length: f64,
+    thickness: f64,
+    angle: f64,
+}
+
+impl WallCase {
+    fn wall(&self) -> Wall {
+        Wall {
+            center: self.center,
+            half_extents: DVec2::new(0.5 * self.thickness, self.half_length),
+            angle: self.angle,
+        }
+    }
+}
+
+fn wall_case() -> impl Strategy<Value = WallCase> {
+    (
+        (-2.0..2.0f64, -2.0..2.0f64),
+        log_uniform(0.05, 2.0),
+        log_uniform(1e-4, 1.0),
+        angle(),
+    )
+        .prop_map(|((x, y), half_length, thickness, angle)| WallCase {
+            center: DVec2::new(x, y),
+            half_length: half_length.max(thickness),
+            thickness,
+            angle,
+        })
+}
+
+/// A ball placed relative to one wall: in front of or behind it at a gap `offset`, somewhere along its length,
+/// thrown at it (with a jitter) or in an arbitrary direction.
+#[derive(Clone, Debug)]
+struct BallCase {
+    wall: Index,
+    behind: bool,
+    offset: f64,
+    lateral: f64,
+    radius: f64,
+    mass: f64,
+    speed: f64,
+    aimed: bool,
+    direction: f64,
+    /// Penalty only: start inside the wall instead.
+    inside: bool,
+}
+
+fn ball_case() -> impl Strategy<Value = BallCase> {
+    (
+        any::<Index>(),
+        any::<bool>(),
+        log_uniform(1e-7, 2.0),
+        -1.3..1.3f64,
+        prop_oneof![1 => Just(0.0), 3 => log_uniform(1e-4, 1.0)],
+        log_uniform(1e-2, 1e2),
+        prop_oneof![1 => Just(0.0), 6 => log_uniform(1e-3, 1e4)],
+        prop_oneof![3 => Just(true), 1 => Just(false)],
+        -PI..PI,
+        prop_oneof![5 => Just(false), 1 => Just(true)],
+    )
+        .prop_map(
+            |(wall, behind, offset, lateral, radius, mass, speed, aimed, direction, inside)| {
+                BallCase {
+                    wall,
+                    behind,
+                    offset,
+                    lateral,
+                    radius,
+                    mass,
+                    speed,
+                    aimed,
+                    direction,
+                    inside,
+                }
+            },
+        )
+}
+
+impl BallCase {
+    fn ball(&self, walls: &[Wall], allow_inside: bool) -> Ball {
+        let wall = &walls[self.wall.index(walls.len())];
+        let axis = wall.thickness_axis();
+        let mut normal_local = DVec2::ZERO;
+        normal_local[axis] = if self.behind { -1.0 } else { 1.0 };
+        let mut lateral_local = DVec2::ZERO;
+        lateral_local[1 - axis] = self.lateral * wall.half_extents[1 - axis];
+        let distance = if allow_inside && self.inside {
+            wall.half_extents[axis] * (self.offset / 2.0).min(1.0)
+        } else {
+            wall.half_extents[axis] + self.radius + self.offset
+        };
+        let normal = wall.to_world_direction(normal_local);
+        let position = wall.center + normal * distance + wall.to_world_direction(lateral_local);
+        let heading = if self.aimed {
+            // Towards the wall, within ±π/2 · 0.8 of head-on.
+            let towards = -normal;
+            let a = 0.8 * self.direction / 2.0;
+            DVec2::new(
+                towards.x * a.cos() - towards.y * a.sin(),
+                towards.x * a.sin() + towards.y * a.cos(),
+            )
+        } else {
+            DVec2::new(self.direction.cos(), self.direction.sin())
+        };
+        Ball {
+            position,
+            velocity: heading * self.speed,
+            radius: self.radius,
+            mass: self.mass,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct SettingsCase {
+    h: f64,
+    dhat: f64,
+    /// `None`: adaptive κ.
+    kappa: Option<f64>,
+    stiffness: f64,
+    gravity: bool,
+    friction: f64,
+    friction_iterations: u32,
+    newton_max_iterations: u32,
+    ccd_factor: f64,
+}
+
+fn settings_case() -> impl Strategy<Value = SettingsCase> {
+    (
+        log_uniform(1e-4, 0.05),
+        log_uniform(1e-5, 1e-2),
+        prop_oneof![3 => log_uniform(1e2, 1e8).prop_map(Some), 1 => Just(None)],
+        log_uniform(1e2, 1e8),
+        any::<bool>(),
+        prop_oneof![1 => Just(0.0), 1 => 0.0..=1.0f64],
+        prop_oneof![4 => Just(1u32), 1 => Just(2u32)],
+        prop_oneof![4 => Just(59u32), 1 => 1..=6u32],
+        prop_oneof![3 => Just(0.9), 1 => 0.1..0.99f64],
+    )
+        .prop_map(
+            |(
+                h,
+                dhat,
+                kappa,
+                stiffness,
+                gravity,
+                friction,
+                friction_iterations,
+                newton_max_iterations,
+                ccd_factor,
+            )| SettingsCase {
+                h,
+                dhat,
+                kappa,
+                stiffness,
+                gravity,
+                friction,
+                friction_iterations,
+                newton_max_iterations,
+                ccd_factor,
+            },
+        )
+}
+
+impl SettingsCase {
+    fn contact(&self, method: ContactMethod) -> ContactSettings {
+        ContactSettings {
+            method,
+            stiffness: self.stiffness,
+            dhat: Some(self.dhat),
+            kappa: self.kappa.unwrap_or(1e4),
+            adaptive_kappa: self.kappa.is_none(),
+            ccd_factor: self.ccd_factor,
+            h: self.h,
+            gravity: if self.gravity {
+                DVec2::new(0.0, -9.81)
+            } else {
+                DVec2::ZERO
+            },
+            newton_max_iterations: self.newton_max_iterations,
+            friction: self.friction,
+            friction_iterations: self.friction_iterations,
+            ..ContactSettings::default()
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct ThrowCase {
+    settings: SettingsCase,
+    walls: Vec<WallCase>,
+    balls: Vec<BallCase>,
+    steps: u32,
+}
+
+fn throw_case() -> impl Strategy<Value = ThrowCase> {
+    (
+        settings_case(),
+        prop::collection::vec(wall_case(), 1..=3),
+        prop::collection::vec(ball_case(), 1..=5),
+        1..=12u32,
+    )
+        .prop_map(|(settings, walls, balls, steps)| ThrowCase {
+            settings,
+            walls,
+            balls,
+            steps,
+        })
+}
+
+/// Builds a lane through `LaneWorld::new` + `add_ball`; balls `add_ball` refuses (infeasible starts) are
+/// skipped. Returns the lane and how many balls were refused.
+fn build_lane(case: &ThrowCase, method: ContactMethod) -> (LaneWorld, usize) {
+    let walls: Vec<Wall> = case.walls.iter().map(WallCase::wall).collect();
+    let mut lane = LaneWorld::new(
+        "robustness",
+        case.settings.contact(method),
+        walls.clone(),
+        Vec::new(),
+    );
+    let mut refused = 0;
+    for b in &case.balls {
+        if lane
+            .add_ball(b.ball(&walls, method == ContactMethod::Penalty))
+            .is_err()
+        {
+            refused += 1;
+        }
+    }
+    (lane, refused)
+}
+
+/// Does the straight segment `a → b` meet the (closed) box of `wall`? Slab clipping in the box's frame.
+fn segment_meets_box(a: DVec2, b: DVec2, wall: &Wall) -> bool {
+    let o = wall.to_local(a);
+    let d = wall.to_local(b) - o;
+    let (mut t0, mut t1) = (0.0f64, 1.0f64);
+    for axis in 0..2 {
+        let (o_a, d_a, h) = (o[axis], d[axis], wall.half_extents[axis]);
+        if d_a == 0.0 {
+            if o_a.abs() > h {
+                return false;
+            }
+            continue;
+        }
+        let (mut enter, mut exit) = ((-h - o_a) / d_a, (h - o_a) / d_a);
+        if enter > exit {
+            std::mem::swap(&mut enter, &mut exit);
+        }
+        t0 = t0.max(enter);
+        t1 = t1.min(exit);
+        if t0 > t1 {
+            return false;
+        }
+    }
+    true
+}
+
+/// The Newton iterates of one step, `x⁰, x¹, …, xⁿ`: Newton is deterministic, so stepping a copy of the lane
+/// with the cap set to `k` stops exactly at the `k`-th iterate. (One friction pass only: with more passes the
+/// cap applies per pass and the prefix property is lost.)
+fn newton_path(before: &LaneWorld, iterations: u32) -> Vec<Vec<DVec2>> {
+    let mut path = vec![before.balls.iter().map(|b| b.position).collect::<Vec<_>>()];
+    for k in 1..=iterations {
+        let mut copy = before.clone();
+        copy.settings.newton_max_iterations = k;
+        copy.step();
+        path.push(copy.balls.iter().map(|b| b.position).collect());
+    }
+    path
+}
+
+/// The first piece `xᵏ → xᵏ⁺¹` of ball `i`'s Newton path that passes through wall `k`, if any.
+fn path_through_wall(path: &[Vec<DVec2>], i: usize, wall: &Wall) -> Option<(usize, DVec2, DVec2)> {
+    path.windows(2)
+        .enumerate()
+        .map(|(k, w)| (k, w[0][i], w[1][i]))
+        .find(|(_, a, b)| segment_meets_box(*a, *b, wall))
+}
+
+/// Smallest surface distance over every ball–wall and ball–ball pair, all pairs, no broad phase.
+fn brute_force_min_gap(lane: &LaneWorld) -> Option<(f64, String)> {
+    let mut min: Option<(f64, String)> = None;
+    let mut keep = |d: f64, what: String| {
+        if min.as_ref().is_none_or(|(m, _)| d < *m) {
+            min = Some((d, what));
+        }
+    };
+    for (i, b) in lane.balls.iter().enumerate() {
+        for (k, w) in lane.walls.iter().enumerate() {
+            keep(
+                ball_wall_gap(b.position, b.radius, w),
+                format!("ball {i}–wall {k}"),
+            );
+        }
+        for (j, o) in lane.balls.iter().enumerate().skip(i + 1) {
+            keep(
+                (b.position - o.position).length() - b.radius - o.radius,
+                format!("ball {i}–ball {j}"),
+            );
+        }
+    }
+    min
+}
+
+fn all_finite(lane: &LaneWorld) -> bool {
+    lane.balls
+        .iter()
+        .all(|b| b.position.is_finite() && b.velocity.is_finite())
+}
+
+/// What the random throws exercised, printed at the end (visible with `--nocapture`).
+#[derive(Default, Debug)]
+struct Tally {
+    cases: u64,
+    balls: u64,
+    refused: u64,
+    steps: u64,
+    steps_in_contact: u64,
+    fast_balls_in_contact: u64,
+    went_around: u64,
+    false_tunnel_reports: u64,
+    converged: u64,
+    iteration_cap: u64,
+    line_search_stalled: u64,
+    linear_solve_failed: u64,
+    min_gap: f64,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            min_gap: f64::INFINITY,
+            ..Tally::default()
+        }
+    }
+}
+
+/// One IPC throw: every step must keep the state finite and strictly feasible, never cross a wall, and end
+/// Newton within its cap with the cap reported.
+fn check_ipc_throw(case: &ThrowCase, tally: &RefCell<Tally>) -> Result<(), TestCaseError> {
+    // One friction pass, so the Newton path can be rebuilt (see `newton_path`); penalty lanes try two.
+    let mut case = case.clone();
+    case.settings.friction_iterations = 1;
+    let case = &case;
+    let (mut lane, refused) = build_lane(case, ContactMethod::Ipc);
+    {
+        let mut t = tally.borrow_mut();
+        t.cases += 1;
+        t.balls += lane.balls.len() as u64;
+        t.refused += refused as u64;
+    }
+    if let Some((gap, pair)) = brute_force_min_gap(&lane) {
+        prop_assert!(
+            gap > 0.0,
+            "add_ball accepted an infeasible start: {pair} at {gap:e}"
+        );
+    }
+    let dhat = case.settings.dhat;
+    let cap = case.settings.newton_max_iterations;
+    let passes = if case.settings.friction > 0.0 {
+        case.settings.friction_iterations
+    } else {
+        1
+    };
+    for step in 1..=case.steps {
+        let before = lane.clone();
+        let diagnostics = lane.step().cloned();
+        prop_assert!(
+            lane.fault.is_none(),
+            "step {step}: lane fault {:?}",
+            lane.fault
+        );
+        let Some(diagnostics) = diagnostics else {
+            return Err(TestCaseError::fail(format!(
+                "step {step}: step returned no diagnostics"
+            )));
+        };
+        prop_assert!(all_finite(&lane), "step {step}: non-finite ball state");
+        prop_assert!(
+            diagnostics.energy.is_finite(),
+            "step {step}: energy {}",
+            diagnostics.energy
+        );
+        if let Some((gap, pair)) = brute_force_min_gap(&lane) {
+            prop_assert!(gap > 0.0, "step {step}: {pair} surface distance {gap:e}");
+            let mut t = tally.borrow_mut();
+            t.min_gap = t.min_gap.min(gap);
+            if gap < dhat {
+                t.steps_in_contact += 1;
+            }
+        }
+        // Both ends of every ball's move are outside every wall (checked above), so a move whose chord still
+        // meets a wall either tunnelled through it or went round an end of it within the step (Newton moves
+        // piecewise, and only each piece is CCD-checked). The rebuilt Newton path tells which. The lane's own
+        // tunnelling report is checked against the path too.
+        let mut chords = Vec::new();
+        for (i, (b0, b1)) in before.balls.iter().zip(&lane.balls).enumerate() {
+            for (k, w) in lane.walls.iter().enumerate() {
+                if segment_meets_box(b0.position, b1.position, w) {
+                    chords.push((i, k));
+                }
+            }
+        }
+        if !chords.is_empty() || diagnostics.tunneled > 0 {
+            let path = newton_path(&before, diagnostics.newton_iterations);
+            prop_assert_eq!(
+                path.last(),
+                Some(&lane.balls.iter().map(|b| b.position).collect::<Vec<_>>()),
+                "step {}: the rebuilt Newton path does not end where the step did",
+                step
+            );
+            for (i, k) in chords {
+                if let Some((piece, a, b)) = path_through_wall(&path, i, &lane.walls[k]) {
+                    return Err(TestCaseError::fail(format!(
+                        "step {step}: ball {i} went through wall {k} on Newton piece {piece}: {a} -> {b}"
+                    )));
+                }
+                tally.borrow_mut().went_around += 1;
+            }
+            if diagnostics.tunneled > 0 {
+                let through = (0..lane.balls.len()).find_map(|i| {
+                    lane.walls
+                        .iter()
+                        .enumerate()
+                        .find_map(|(k, w)| path_through_wall(&path, i, w).map(|p| (i, k, p)))
+                });
+                if let Some((i, k, (piece, a, b))) = through {
+                    return Err(TestCaseError::fail(format!(
+                        "step {step}: ball {i} went through wall {k} on Newton piece {piece}: {a} -> {b}"
+                    )));
+                }
+                // No piece of the path meets a wall: the lane's report is false (see the ignored test
+                // `the_tunnelling_report_ignores_a_ball_going_round_a_wall_end`).
+                tally.borrow_mut().false_tunnel_reports += 1;
+            }
+        }
+        for (b0, b1) in before.balls.iter().zip(&lane.balls) {
+            if b0.velocity.length() > 100.0
+                && lane
+                    .walls
+                    .iter()
+                    .any(|w| ball_wall_gap(b1.position, b1.radius, w) < dhat)
+            {
+                tally.borrow_mut().fast_balls_in_contact += 1;
+            }
+        }
+        let n = diagnostics.newton_iterations;
+        prop_assert!(
+            n >= 1 && n <= cap * passes,
+            "step {step}: {n} Newton iterations, cap {cap} × {passes} passes"
+        );
+        if passes == 1 {
+            if diagnostics.stop == StopReason::IterationCap {
+                prop_assert_eq!(n, cap, "step {}: stopped on the cap early", step);
+            }
+            if n < cap {
+                prop_assert!(
+                    diagnostics.stop != StopReason::IterationCap,
+                    "step {step}: IterationCap reported after {n} < {cap} iterations"
+                );
+            }
+        }
+        let mut t = tally.borrow_mut();
+        t.steps += 1;
+        match diagnostics.stop {
+            StopReason::Converged => t.converged += 1,
+            StopReason::IterationCap => t.iteration_cap += 1,
+            StopReason::LineSearchStalled => t.line_search_stalled += 1,
+            StopReason::LinearSolveFailed(_) => t.linear_solve_failed += 1,
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn ipc_random_throws_stay_feasible_finite_and_never_tunnel() {
+    let tally = RefCell::new(Tally::new());
+    let start = Instant::now();
+    let result = runner(48).run(&throw_case(), |case| check_ipc_throw(&case, &tally));
+    let t = tally.borrow();
+    eprintln!(
+        "ipc throws: {} cases, {} balls ({} refused), {} steps ({} in contact, {} fast-ball contacts, {} round a wall end, {} false tunnel reports), stops: \
+         {} converged / {} cap / {} stalled / {} linear-solve failed, min gap {:.3e} m, {:.1} s",
+        t.cases,
+        t.balls,
+        t.refused,
+        t.steps,
+        t.steps_in_contact,
+        t.fast_balls_in_contact,
+        t.went_around,
+        t.false_tunnel_reports,
+        t.converged,
+        t.iteration_cap,
+        t.line_search_stalled,
+        t.linear_solve_failed,
+        t.min_gap,
+        start.elapsed().as_secs_f64()
+    );
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn penalty_random_throws_never_produce_nan() {
+    let steps = RefCell::new((0u64, 0u64, 0u64));
+    let start = Instant::now();
+    let result = runner(32).run(&throw_case(), |case| {
+        let (mut lane, _) = build_lane(&case, ContactMethod::Penalty);
+        for step in 1..=case.steps {
+            let diagnostics = lane.step().cloned();
+            prop_assert!(
+                lane.fault.is_none(),
+                "step {step}: lane fault {:?}",
+                lane.fault
+            );
+            prop_assert!(all_finite(&lane), "step {step}: non-finite ball state");
+            let energy = diagnostics.map_or(f64::NAN, |d| d.energy);
+            prop_assert!(energy.is_finite(), "step {step}: energy {energy}");
+        }
+        let mut s = steps.borrow_mut();
+        s.0 += 1;
+        s.1 += u64::from(case.steps);
+        s.2 += u64::from(lane.stats.tunneled);
+        Ok(())
+    });
+    let (cases, steps, tunneled) = *steps.borrow();
+    eprintln!(
+        "penalty throws: {cases} cases, {steps} steps, {tunneled} balls tunnelled (allowed), {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn add_ball_accepts_exactly_the_feasible_balls() {
+    let strategy = (
+        prop::collection::vec(wall_case(), 1..=3),
+        prop::collection::vec(ball_case(), 1..=6),
+    );
+    let result = runner(64).run(&strategy, |(walls, balls)| {
+        let walls: Vec<Wall> = walls.iter().map(WallCase::wall).collect();
+        let mut lane = LaneWorld::new("spawn", ContactSettings::default(), walls.clone(), vec![]);
+        for b in &balls {
+            // About one in six is pushed into its wall, to be refused.
+            let ball = b.ball(&walls, true);
+            let feasible = walls
+                .iter()
+                .all(|w| ball_wall_gap(ball.position, ball.radius, w) > 0.0)
+                && lane
+                    .balls
+                    .iter()
+                    .all(|o| (o.position - ball.position).length() - o.radius - ball.radius > 0.0);
+            let accepted = lane.add_ball(ball);
+            prop_assert_eq!(accepted.is_ok(), feasible, "{:?} for {:?}", accepted, ball);
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn add_ball_refuses_non_finite_and_non_positive_values() {
+    let mut lane = LaneWorld::new("spawn", ContactSettings::default(), vec![], vec![]);
+    let good = Ball {
+        position: DVec2::ZERO,
+        velocity: DVec2::ZERO,
+        radius: 0.1,
+        mass: 1.0,
+    };
+    for bad in [
+        Ball {
+            position: DVec2::new(f64::NAN, 0.0),
+            ..good
+        },
+        Ball {
+            velocity: DVec2::new(0.0, f64::INFINITY),
+            ..good
+        },
+        Ball {
+            radius: -1e-9,
+            ..good
+        },
+        Ball {
+            radius: f64::NAN,
+            ..good
+        },
+        Ball { mass: 0.0, ..good },
+        Ball {
+            mass: f64::NEG_INFINITY,
+            ..good
+        },
+    ] {
+        let refused = lane.add_ball(bad);
+        assert!(refused.is_err(), "{bad:?} was accepted");
+        let message = refused.map(|_| ()).unwrap_err().to_string();
+        assert!(!message.contains('\n'), "{message}");
+    }
+    assert!(lane.balls.is_empty());
+}
+
+/// The headline case by hand: a point ball at 10 km/s, h = 50 ms, a 0.1 mm wall, d̂ = 10 µm, at several angles
+/// and Newton caps. No gravity and a long wall, so the ball cannot legitimately slide off an end and around.
+#[test]
+fn ipc_never_crosses_a_wall_at_any_speed() {
+    for angle in [0.0, 0.3, FRAC_PI_2, 2.0, 4.0] {
+        for cap in [1, 3, 59] {
+            let wall = Wall {
+                center: DVec2::ZERO,
+                half_extents: DVec2::new(5e-5, 100.0),
+                angle,
+            };
+            let normal = wall.to_world_direction(DVec2::X);
+            let settings = ContactSettings {
+                dhat: Some(1e-5),
+                kappa: 1e8,
+                h: 0.05,
+                newton_max_iterations: cap,
+                gravity: DVec2::ZERO,
+                ..ContactSettings::default()
+            };
+            let mut lane = LaneWorld::new("fast", settings, vec![wall], vec![]);
+            lane.add_ball(Ball {
+                position: normal * 0.5,
+                velocity: -normal * 1e4,
+                radius: 0.0,
+                mass: 1.0,
+            })
+            .expect("feasible");
+            for _ in 0..20 {
+                lane.step().expect("steps");
+                let b = lane.balls[0];
+                assert!(ball_wall_gap(b.position, 0.0, &wall) > 0.0);
+                assert!(
+                    b.position.dot(normal) > 0.0,
+                    "angle {angle}, cap {cap}: crossed"
+                );
+            }
+            assert_eq!(lane.stats.tunneled, 0);
+        }
+    }
+}
+
+/// A ball of radius 1 thrown past the end of a 2 m wall (its surface overlaps the wall's extent by 6 cm, so it
+/// meets the corner) goes round the corner within one implicit step, as the incremental potential's minimiser
+/// lies beyond the wall. Every Newton piece stays clear of the wall, yet `LaneWorld::update_tunnelling` counts the
+/// ball as tunnelled: it compares only the sides of the wall's thickness axis before and after the step and
+/// accepts any end position within `half-length + radius` laterally, which a ball that went round the end
+/// reaches. (Found by `ipc_random_throws_stay_feasible_finite_and_never_tunnel`, shrunk by hand.)
+#[test]
+#[ignore = "bug: src/physics/world.rs update_tunnelling/within_lateral_extent report a ball that went round a wall end as tunnelled"]
+fn the_tunnelling_report_ignores_a_ball_going_round_a_wall_end() {
+    let wall = Wall {
+        center: DVec2::ZERO,
+        half_extents: DVec2::new(0.5, 1.0),
+        angle: 0.0,
+    };
+    let settings = ContactSettings {
+        dhat: Some(1e-2),
+        kappa: 100.0,
+        h: 0.01,
+        gravity: DVec2::ZERO,
+        ..ContactSettings::default()
+    };
+    let mut lane = LaneWorld::new("corner", settings, vec![wall], vec![]);
+    lane.add_ball(Ball {
+        position: DVec2::new(1.6, -1.94),
+        velocity: DVec2::new(-400.0, 0.0),
+        radius: 1.0,
+        mass: 1.0,
+    })
+    .expect("feasible");
+    let before = lane.clone();
+    let n = lane.step().expect("steps").newton_iterations;
+    let path = newton_path(&before, n);
+    assert_eq!(
+        path_through_wall(&path, 0, &wall),
+        None,
+        "the path crosses the wall"
+    );
+    for piece in path.windows(2) {
+        // Every piece keeps the ball's surface off the wall (sampled; the CCD guarantee, checked from outside).
+        for s in 0..=100 {
+            let p = piece[0][0].lerp(piece[1][0], f64::from(s) / 100.0);
+            assert!(
+                ball_wall_gap(p, 1.0, &wall) > 0.0,
+                "piece touches the wall at {p}"
+            );
+        }
+    }
+    let end = lane.balls[0].position;
+    assert!(end.x < -0.5, "the ball went round: {end}");
+    assert_eq!(
+        lane.stats.tunneled, 0,
+        "tunnelling reported; the ball went round to {end}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Scene parser fuzzing.
+
+fn scenes_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenes")
+}
+
+/// The shipped scenes, read at test time so new ones are fuzzed too.
+fn shipped_scenes() -> Vec<(String, Vec<u8>)> {
+    let mut scenes: Vec<(String, Vec<u8>)> = std::fs::read_dir(scenes_dir())
+        .expect("assets/scenes")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("ron"))
+        .map(|p| {
+            let name = p
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            (name, std::fs::read(&p).expect("readable"))
+        })
+        .collect();
+    scenes.sort();
+    assert!(!scenes.is_empty());
+    scenes
+}
+
+const FILE: &str = "fuzz.ron";
+
+/// The parser's contract for an error: one line, starting with the file name, saying something.
+fn check_error_message(message: &str) -> Result<(), String> {
+    if !message.starts_with(&format!("{FILE}: ")) {
+        return Err(format!(
+            "error does not start with the file name: {message:?}"
+        ));
+    }
+    if message.chars().any(char::is_control) {
+        return Err(format!("error is not one clean line: {message:?}"));
+    }
+    if message.len() <= FILE.len() + 2 {
+        return Err(format!("empty error: {message:?}"));
+    }
+    Ok(())
+}
+
+/// `Scene::parse` under its contract: `Ok`, or an error message that passes [`check_error_message`].
+fn parse_checked(text: &str) -> Result<Option<Scene>, TestCaseError> {
+    match Scene::parse(text, FILE) {
+        Ok(scene) => Ok(Some(scene)),
+        Err(e) => {
+            check_error_message(&e.to_string()).map_err(TestCaseError::fail)?;
+            Ok(None)
+        }
+    }
+}
+
+/// A scene that parsed is used: built and stepped twice; this must not panic (a non-finite step pauses the
+/// lane with a one-line fault instead).
+fn build_and_step(scene: &Scene) -> Result<(), TestCaseError> {
+    let mut lanes = scene.build();
+    for lane in &mut lanes {
+        // Stepping a mutated file with thousands of bodies would only test patience.
+        if lane.balls.len() > 200 {
+            continue;
+        }
+        lane.step();
+        lane.step();
+        if let Some(fault) = &lane.fault {
+            prop_assert!(!fault.contains('\n'), "fault: {fault:?}");
+        }
+    }
+    Ok(())
+}
+
+/// Spans of numbers (`-12.5e-3`, `59`) in RON text.
+fn number_spans(text: &[u8]) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        let starts = text[i].is_ascii_digit()
+            || (text[i] == b'-' && text.get(i + 1).is_some_and(u8::is_ascii_digit));
+        let inside_word = i > 0 && (text[i - 1].is_ascii_alphanumeric() || text[i - 1] == b'_');
+        if starts && !inside_word {
+            let mut j = i + 1;
+            while j < text.len()
+                && (text[j].is_ascii_digit()
+                    || text[j] == b'.'
+                    || text[j] == b'e'
+                    || text[j] == b'E'
+                    || ((text[j] == b'-' || text[j] == b'+') && matches!(text[j - 1], b'e' | b'E')))
+            {
+                j += 1;
+            }
+            spans.push((i, j));
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    spans
+}
+
+const NUMBER_REPLACEMENTS: &[&str] = &[
+    "NaN",
+    "inf",
+    "-inf",
+    "-1",
+    "0",
+    "-0.0",
+    "1e308",
+    "-1e308",
+    "1e999",
+    "5e-324",
+    "4294967296",
+    "18446744073709551616",
+    "99999999999999999999999999999",
+    "1_000_000",
+    "0x7fffffff",
+    "1.",
+    ".5",
+    "--1",
+    "1e",
+];
+
+const TOKENS: &[&str] = &[
+    "Scene(",
+    "LaneSpec(",
+    "ContactSettings(",
+    "WallSpec(",
+    "BallSpec(",
+    "RodSpec(",
+    "name:",
+    "lanes:",
+    "balls:",
+    "walls:",
+    "rods:",
+    "contact:",
+    "method:",
+    "Ipc",
+    "Penalty",
+    "Magic",
+    "position:",
+    "velocity:",
+    "radius:",
+    "mass:",
+    "h:",
+    "dhat:",
+    "kappa:",
+    "steps:",
+    "Some(",
+    "None",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ":",
+    "\"x\"",
+    "\"a\\nb\"",
+    "\"\n\"",
+    "'\\n'",
+    "'\u{1b}'",
+    "'x'",
+    "r#\"raw\"#",
+    "b\"bytes\"",
+    "#![enable(implicit_some)]",
+    "/*",
+    "*/",
+    "//",
+    "\n",
+    "0",
+    "1",
+    "-1",
+    "1e308",
+    "NaN",
+    "inf",
+    "true",
+    "()",
+    "(0.0, 0.0)",
+    "\u{feff}",
+    "é",
+    "\0",
+];
+
+#[derive(Clone, Debug)]
+enum Mutation {
+    FlipByte(Index, u8),
+    Truncate(Index),
+    DeleteRange(Index, usize),
+    ReplaceNumber(Index, &'static str),
+    DeleteBracket(Index),
+    InsertToken(Index, &'static str),
+    DuplicateRange(Index, usize),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        1 => (any::<Index>(), 1..=255u8).prop_map(|(i, x)| Mutation::FlipByte(i, x)),
+        1 => any::<Index>().prop_map(Mutation::Truncate),
+        1 => (any::<Index>(), 1..64usize).prop_map(|(i, n)| Mutation::DeleteRange(i, n)),
+        3 => (any::<Index>(), prop::sample::select(NUMBER_REPLACEMENTS))
+            .prop_map(|(i, s)| Mutation::ReplaceNumber(i, s)),
+        2 => any::<Index>().prop_map(Mutation::DeleteBracket),
+        2 => (any::<Index>(), prop::sample::select(TOKENS)).prop_map(|(i, t)| Mutation::InsertToken(i, t)),
+        1 => (any::<Index>(), 1..400usize).prop_map(|(i, n)| Mutation::DuplicateRange(i, n)),
+    ]
+}
+
+fn apply(text: &mut Vec<u8>, m: &Mutation) {
+    if text.is_empty() {
+        return;
+    }
+    let n = text.len();
+    match m {
+        Mutation::FlipByte(i, x) => text[i.index(n)] ^= x,
+        Mutation::Truncate(i) => text.truncate(i.index(n)),
+        Mutation::DeleteRange(i, len) => {
+            let a = i.index(n);
+            text.drain(a..(a + len).min(n));
+        }
+        Mutation::ReplaceNumber(i, with) => {
+            let spans = number_spans(text);
+            if !spans.is_empty() {
+                let (a, b) = spans[i.index(spans.len())];
+                text.splice(a..b, with.bytes());
+            }
+        }
+        Mutation::DeleteBracket(i) => {
+            let brackets: Vec<usize> = (0..n)
+                .filter(|&k| matches!(text[k], b'(' | b')' | b'[' | b']'))
+                .collect();
+            if !brackets.is_empty() {
+                text.remove(brackets[i.index(brackets.len())]);
+            }
+        }
+        Mutation::InsertToken(i, token) => {
+            let at = i.index(n + 1);
+            text.splice(at..at, token.bytes());
+        }
+        Mutation::DuplicateRange(i, len) => {
+            let a = i.index(n);
+            let b = (a + len).min(n);
+            let copy = text[a..b].to_vec();
+            text.splice(b..b, copy);
+        }
+    }
+}
+
+#[test]
+fn the_parser_survives_arbitrary_bytes_and_strings() {
+    let strategy = prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..2048)
+            .prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+        any::<String>(),
+        prop::collection::vec(prop::sample::select(TOKENS), 0..200).prop_map(|t| t.concat()),
+    ];
+    let result = runner(256).run(&strategy, |text| {
+        if let Some(scene) = parse_checked(&text)? {
+            build_and_step(&scene)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn the_parser_survives_mutated_shipped_scenes() {
+    let scenes = shipped_scenes();
+    let strategy = (any::<Index>(), prop::collection::vec(mutation(), 1..=4));
+    let counts = RefCell::new((0u64, 0u64));
+    let start = Instant::now();
+    let result = runner(256).run(&strategy, |(which, mutations)| {
+        let mut text = scenes[which.index(scenes.len())].1.clone();
+        for m in &mutations {
+            apply(&mut text, m);
+        }
+        let parsed = parse_checked(&String::from_utf8_lossy(&text))?;
+        let mut c = counts.borrow_mut();
+        if let Some(scene) = parsed {
+            c.0 += 1;
+            drop(c);
+            build_and_step(&scene)?;
+        } else {
+            c.1 += 1;
+        }
+        Ok(())
+    });
+    let (ok, refused) = *counts.borrow();
+    eprintln!(
+        "mutated scenes: {ok} parsed and stepped, {refused} refused with one-line errors, {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// The one-line error for text that must be refused.
+fn expect_refusal(text: &str) -> String {
+    let Err(error) = Scene::parse(text, FILE) else {
+        panic!("accepted");
+    };
+    let message = error.to_string();
+    if let Err(problem) = check_error_message(&message) {
+        panic!("{problem}");
+    }
+    message
+}
+
+#[test]
+fn truncating_a_shipped_scene_at_every_length_gives_ok_or_one_line() {
+    let scenes = shipped_scenes();
+    let (name, text) = scenes
+        .iter()
+        .find(|(n, _)| n == "wall_throw.ron")
+        .unwrap_or(&scenes[0]);
+    let mut accepted = 0;
+    for len in 0..=text.len() {
+        match parse_checked(&String::from_utf8_lossy(&text[..len])) {
+            Ok(Some(_)) => accepted += 1,
+            Ok(None) => {}
+            Err(e) => panic!("{name} truncated to {len} bytes: {e}"),
+        }
+    }
+    // Only the whole file (and the file without trailing whitespace/comment) parses.
+    assert!(accepted >= 1, "{name}: not even the whole file parsed");
+}
+
+#[test]
+fn deep_nesting_is_refused_without_overflowing_the_stack() {
+    for text in [
+        "[".repeat(100_000),
+        "(".repeat(100_000),
+        format!("Scene(name: \"n\", lanes: {}", "[".repeat(100_000)),
+        format!("Scene(name: \"n\", steps: {}", "Some(".repeat(100_000)),
+        format!(
+            "Scene(name: \"n\", lanes: [LaneSpec(name: \"l\", balls: [BallSpec(position: {}",
+            "(".repeat(100_000)
+        ),
+    ] {
+        let message = expect_refusal(&text);
+        assert!(message.len() < 300, "{message}");
+    }
+}
+
+fn lane_text(name: &str) -> String {
+    format!("LaneSpec(name: \"{name}\")")
+}
+
+#[test]
+fn a_scene_with_more_lanes_than_the_limit_is_refused_naming_it() {
+    let at_limit: Vec<String> = (0..MAX_LANES).map(|i| lane_text(&i.to_string())).collect();
+    let ok = format!("Scene(name: \"many\", lanes: [{}])", at_limit.join(", "));
+    assert!(matches!(parse_checked(&ok), Ok(Some(_))));
+    let over: Vec<String> = (0..=MAX_LANES).map(|i| lane_text(&i.to_string())).collect();
+    let message = expect_refusal(&format!(
+        "Scene(name: \"many\", lanes: [{}])",
+        over.join(", ")
+    ));
+    assert_eq!(
+        message,
+        format!("{FILE}: lanes: 65 lanes; at most {MAX_LANES} are allowed")
+    );
+}
+
+#[test]
+fn a_scene_with_200001_balls_is_refused_quickly_naming_the_limit() {
+    let mut text = String::from(
+        "Scene(name: \"flood\", lanes: [LaneSpec(name: \"l\", contact: ContactSettings(method: Penalty), balls: [",
+    );
+    for i in 0..200_001 {
+        text.push_str(&format!("(position: ({}, 0)),", i % 1000));
+    }
+    text.push_str("])])");
+    let start = Instant::now();
+    let message = expect_refusal(&text);
+    let elapsed = start.elapsed();
+    assert_eq!(
+        message,
+        format!("{FILE}: lanes[0].balls: 200001 balls; at most 200000 are allowed")
+    );
+    // A debug-built RON parser reads the 4.6 MB text in a second or two; the check itself is instant.
+    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
+}
+
+#[test]
+fn walls_over_the_limit_are_refused_naming_it() {
+    let walls = "(center: (0, 0), half_extents: (1, 1)),".repeat(10_001);
+    let message = expect_refusal(&format!(
+        "Scene(name: \"w\", lanes: [LaneSpec(name: \"l\", walls: [{walls}])])"
+    ));
+    assert!(
+        message.ends_with("walls: 10001 walls; at most 10000 are allowed"),
+        "{message}"
+    );
+}
+
+#[test]
+fn scene_files_too_large_unreadable_or_not_utf8_are_refused_in_one_line() {
+    let dir =
+        std::env::temp_dir().join(format!("contact-sandbox-robustness-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let huge = dir.join("huge.ron");
+    // Sparse: the size check must refuse it from its metadata, before reading 65 MB.
+    std::fs::File::create(&huge)
+        .and_then(|f| f.set_len(65 * 1024 * 1024))
+        .expect("sparse file");
+    let binary = dir.join("binary.ron");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x80]).expect("write");
+    let missing = dir.join("missing.ron");
+    for path in [&huge, &binary, &missing, &dir] {
+        let message = Scene::load(path).map(|_| ()).unwrap_err().to_string();
+        assert!(
+            message.starts_with(&format!("{}: ", path.display())),
+            "{message}"
+        );
+        assert!(!message.chars().any(char::is_control), "{message:?}");
+    }
+    let message = Scene::load(&huge).map(|_| ()).unwrap_err().to_string();
+    assert!(message.contains("limited to 67108864 bytes"), "{message}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Soak.
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// A small deterministic generator (the soak needs reproducible spawns, not proptest).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64) / ((1u64 << 53) as f64)
+    }
+}
+
+/// End RSS may exceed the middle RSS by at most this much (the spawned balls and their contacts need a few
+/// hundred kB; anything past this is a leak).
+const SOAK_RSS_MARGIN_KIB: u64 = 16 * 1024;
+
+/// 10⁵ steps (`CONTACT_SANDBOX_SOAK_STEPS` to change) of an IPC ball pit, N = 1000 in a 20 m box, with spawns
+/// and setting changes every few thousand steps: no fault, no NaN, no ball lost, energy bounded by what was
+/// put in, memory flat.
+#[test]
+#[ignore = "soak: cargo test --release --test it soak -- --ignored --nocapture"]
+fn soak_ipc_ball_pit_stays_finite_bounded_and_flat() {
+    let steps: u64 = std::env::var("CONTACT_SANDBOX_SOAK_STEPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let half_width = 10.0;
+    let walls = vec![
+        Wall {
+            center: DVec2::new(0.0, -0.5),
+            half_extents: DVec2::new(half_width + 1.0, 0.5),
+            angle: 0.0,
+        },
+        Wall {
+            center: DVec2::new(-half_width - 0.5, 5.0),
+            half_extents: DVec2::new(0.5, 5.0),
+            angle: 0.0,
+        },
+        Wall {
+            center: DVec2::new(half_width + 0.5, 5.0),
+            half_extents: DVec2::new(0.5, 5.0),
+            angle: 0.0,
+        },
+    ];
+    let settings = ContactSettings {
+        dhat: Some(1e-3),
+        kappa: 1e4,
+        h: 1.0 / 60.0,
+        ..ContactSettings::default()
+    };
+    let mut lane = LaneWorld::new("soak", settings, walls, vec![]);
+    let mut rng = Lcg(0x5eed);
+    let random_ball = |rng: &mut Lcg, x: f64, y: f64| Ball {
+        position: DVec2::new(x, y),
+        velocity: DVec2::new(rng.next() * 2.0 - 1.0, rng.next() * 2.0 - 1.0),
+        radius: 0.05 * (0.8 + 0.4 * rng.next()),
+        mass: 0.5 + rng.next(),
+    };
+    // N = 1000 on a 0.15 m grid: 125 per row, 8 rows.
+    for k in 0..1000 {
+        let (col, row) = (k % 125, k / 125);
+        let x = -9.3 + 0.15 * col as f64;
+        let y = 0.2 + 0.15 * row as f64;
+        let ball = random_ball(&mut rng, x, y);
+        lane.add_ball(ball).expect("the grid is feasible");
+    }
+    let mut injected = 0.0;
+    let energy_start = lane.energy();
+    let scale = energy_start.abs();
+    let mut max_energy = energy_start;
+    let mut spawned = 0;
+    let mut refused = 0;
+    let mut rss_start = 0;
+    let mut rss_middle = 0;
+    let started = Instant::now();
+    let settings_cycle = [
+        (1e4, 1e-3, 0.0),
+        (1e5, 2e-3, 0.3),
+        (1e3, 5e-4, 0.6),
+        (1e4, 1e-3, 0.1),
+    ];
+    for step in 1..=steps {
+        if step % 2_500 == 0 {
+            // Spawn ten balls above the pile; the energy they bring is budgeted.
+            let before = lane.energy();
+            for _ in 0..10 {
+                let (x, y) = (-9.0 + 18.0 * rng.next(), 3.0 + 2.0 * rng.next());
+                let ball = random_ball(&mut rng, x, y);
+                if lane.add_ball(ball).is_ok() {
+                    spawned += 1;
+                } else {
+                    refused += 1;
+                }
+            }
+            injected += (lane.energy() - before).max(0.0);
+        }
+        if step % 4_000 == 0 {
+            let (kappa, dhat, friction) =
+                settings_cycle[(step / 4_000) as usize % settings_cycle.len()];
+            let before = lane.energy();
+            lane.settings.kappa = kappa;
+            lane.settings.dhat = Some(dhat);
+            lane.settings.friction = friction;
+            injected += (lane.energy() - before).max(0.0);
+        }
+        let diagnostics = lane.step();
+        assert!(diagnostics.is_some(), "step {step}: {:?}", lane.fault);
+        let energy = lane.energy();
+        assert!(energy.is_finite(), "step {step}: energy {energy}");
+        max_energy = max_energy.max(energy);
+        assert!(
+            energy <= energy_start + injected + 0.05 * scale,
+            "step {step}: energy {energy} J above the start {energy_start} J + injected {injected} J"
+        );
+        if step == 100 {
+            rss_start = rss_kib();
+        }
+        if step == steps / 2 {
+            rss_middle = rss_kib();
+        }
+        if step % 10_000 == 0 || step == steps {
+            assert!(all_finite(&lane), "step {step}: non-finite state");
+            for (i, b) in lane.balls.iter().enumerate() {
+                assert!(
+                    b.position.x.abs() < half_width && b.position.y > 0.0,
+                    "step {step}: ball {i} left the box at {}",
+                    b.position
+                );
+            }
+            eprintln!(
+                "soak step {step}: {} balls, energy {energy:.1} J, mean Newton {:.2}, min gap {:.3e} m, \
+                 {:.2} ms/step, RSS {} KiB",
+                lane.balls.len(),
+                lane.stats.mean_newton(),
+                lane.stats.min_gap.unwrap_or(f64::NAN),
+                started.elapsed().as_secs_f64() * 1e3 / step as f64,
+                rss_kib()
+            );
+        }
+    }
+    let rss_end = rss_kib();
+    let elapsed = started.elapsed().as_secs_f64();
+    eprintln!(
+        "soak: {steps} steps in {elapsed:.0} s ({:.1} steps/s), {} balls ({spawned} spawned, {refused} refused), \
+         energy start {energy_start:.1} J, max {max_energy:.1} J, injected {injected:.1} J, end {:.1} J; \
+         Newton mean {:.2} max {}, caps {}, stalls {}; min gap {:.3e} m; tunnelled {}; \
+         RSS start {rss_start} / middle {rss_middle} / end {rss_end} KiB",
+        steps as f64 / elapsed,
+        lane.balls.len(),
+        lane.energy(),
+        lane.stats.mean_newton(),
+        lane.stats.max_newton,
+        lane.stats.iteration_caps,
+        lane.stats.stalled_line_searches,
+        lane.stats.min_gap.unwrap_or(f64::NAN),
+        lane.stats.tunneled,
+    );
+    assert_eq!(lane.stats.tunneled, 0);
+    assert!(lane.stats.min_gap.is_some_and(|g| g > 0.0));
+    assert!(
+        rss_end <= rss_middle + SOAK_RSS_MARGIN_KIB,
+        "RSS grew from {rss_middle} KiB (middle) to {rss_end} KiB (end)"
+    );
+}
