@@ -5,6 +5,7 @@ use glam::DVec2;
 use serde::{Deserialize, Serialize};
 
 use super::broad_phase::BroadPhase;
+use super::ccd::time_of_impact_ball_wall;
 use super::geometry::{Ball, Wall, ball_wall_gap};
 use super::newton::{NewtonReport, NewtonSettings, NewtonWorkspace, StopReason, minimize};
 use super::potential::{ContactModel, ContactSet, IncrementalPotential, WallIndex};
@@ -367,7 +368,7 @@ impl LaneWorld {
             .map(|rod| step_rod(rod, self.rod_floor_y, g, h))
             .collect();
         self.time += h;
-        let tunneled = self.update_tunnelling();
+        let tunneled = self.update_tunnelling(&x_start);
         let (min_gap, max_penetration) = self.gap_and_penetration();
         let energy = self.energy();
         let stats = &mut self.stats;
@@ -460,9 +461,10 @@ impl LaneWorld {
         (min_gap, penetration)
     }
 
-    /// Marks balls that crossed a wall since the last step: they were outside the wall's slab on one side of
-    /// its thickness axis and are now outside it on the other side, within the wall's lateral extent.
-    fn update_tunnelling(&mut self) -> u32 {
+    /// Marks balls that crossed a wall during the last step: they were outside the wall's slab on one side of
+    /// its thickness axis, are now outside it on the other side, and the centre's straight path `xᵗ → x` passes
+    /// through the box (so a ball that went round a wall's end is not counted).
+    fn update_tunnelling(&mut self, x_start: &[DVec2]) -> u32 {
         let n_walls = self.walls.len();
         let mut count = 0;
         for (i, ball) in self.balls.iter().enumerate() {
@@ -474,7 +476,8 @@ impl LaneWorld {
                 }
                 if *before != 0
                     && now != *before
-                    && within_lateral_extent(wall, ball.position, ball.radius)
+                    && time_of_impact_ball_wall(x_start[i], ball.position - x_start[i], 0.0, wall)
+                        .is_some()
                 {
                     if !self.tunneled[i] {
                         count += 1;
@@ -535,11 +538,6 @@ fn side_of(wall: &Wall, p: DVec2) -> i8 {
     } else {
         0
     }
-}
-
-fn within_lateral_extent(wall: &Wall, p: DVec2, radius: f64) -> bool {
-    let lateral = 1 - wall.thickness_axis();
-    wall.to_local(p)[lateral].abs() <= wall.half_extents[lateral] + radius
 }
 
 /// Everything fixed during one step's solve.

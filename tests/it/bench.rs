@@ -22,7 +22,10 @@ fn ipc_stays_penetration_free_in_the_bench_pit() {
     for _ in 0..90 {
         lane.step().expect("the IPC pit steps");
         let (gap, _) = lane.gap_and_penetration();
-        assert!(gap.is_none_or(|g| g > 0.0), "a pair touched or overlapped: {gap:?}");
+        assert!(
+            gap.is_none_or(|g| g > 0.0),
+            "a pair touched or overlapped: {gap:?}"
+        );
     }
     assert_eq!(lane.stats.tunneled, 0);
     assert_eq!(lane.stats.max_penetration, 0.0);

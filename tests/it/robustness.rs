@@ -707,7 +707,6 @@ fn ipc_never_crosses_a_wall_at_any_speed() {
 /// accepts any end position within `half-length + radius` laterally, which a ball that went round the end
 /// reaches. (Found by `ipc_random_throws_stay_feasible_finite_and_never_tunnel`, shrunk by hand.)
 #[test]
-#[ignore = "bug: src/physics/world.rs update_tunnelling/within_lateral_extent report a ball that went round a wall end as tunnelled"]
 fn the_tunnelling_report_ignores_a_ball_going_round_a_wall_end() {
     let wall = Wall {
         center: DVec2::ZERO,
