@@ -18,6 +18,20 @@ use crate::sim::{
     SpawnBall, SpawnRod, UNITS_PER_METRE,
 };
 
+/// Bodies a click can select: their transform, lane and kind.
+type PickableBodies<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static Transform,
+        &'static LaneMember,
+        Option<&'static Ball>,
+        Option<&'static Rod>,
+    ),
+    (With<BodyState>, Without<MainCamera>),
+>;
+
 /// Throw speed per logical pixel of drag [m/s]: a 100 px drag throws at 5 m/s.
 pub const DRAG_SPEED_PER_PIXEL: f64 = 0.05;
 /// Fastest throw [m/s].
@@ -127,10 +141,7 @@ fn mouse_buttons(
     camera: Query<(&Camera, &GlobalTransform, &Projection), With<MainCamera>>,
     mut camera_transform: Query<&mut Transform, With<MainCamera>>,
     lanes: Query<(Entity, &Lane)>,
-    bodies: Query<
-        (Entity, &Transform, &LaneMember, Option<&Ball>, Option<&Rod>),
-        (With<BodyState>, Without<MainCamera>),
-    >,
+    bodies: PickableBodies,
     mut drag: ResMut<DragState>,
     mut ui: ResMut<UiState>,
     mut view: ResMut<CameraView>,

@@ -23,6 +23,19 @@ use crate::sim::{
     UNITS_PER_METRE,
 };
 
+/// Bodies as the selected-body panel lists them.
+type BodyRows<'w, 's> = Query<
+    'w,
+    's,
+    (
+        &'static Name,
+        &'static LaneMember,
+        &'static BodyState,
+        Option<&'static Ball>,
+        Option<&'static Rod>,
+    ),
+>;
+
 pub struct PanelsPlugin;
 
 impl Plugin for PanelsPlugin {
@@ -97,7 +110,7 @@ fn sandbox_ui(
     mut ui_state: ResMut<UiState>,
     mut view: ResMut<CameraView>,
     mut lanes: Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
-    bodies: Query<(&Name, &LaneMember, &BodyState, Option<&Ball>, Option<&Rod>)>,
+    bodies: BodyRows,
     camera: Query<(&Camera, &GlobalTransform), With<MainCamera>>,
     rod_log: Res<RodImpactLog>,
     mut actions: Actions,
@@ -493,7 +506,7 @@ fn next_unit(seed: &mut u64) -> f64 {
 fn selected_body_panel(
     ui: &mut egui::Ui,
     ui_state: &UiState,
-    bodies: &Query<(&Name, &LaneMember, &BodyState, Option<&Ball>, Option<&Rod>)>,
+    bodies: &BodyRows,
     lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
 ) {
     ui.strong("Selected body (click one)");

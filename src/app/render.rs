@@ -224,6 +224,7 @@ fn collect_impulses(
 }
 
 /// Rods, velocity arrows, impulse arrows, contact markers, the rod floor and the selection ring.
+#[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
 fn draw_gizmos(
     mut gizmos: Gizmos,
     camera: Query<&Projection, With<MainCamera>>,

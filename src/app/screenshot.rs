@@ -68,6 +68,7 @@ impl Plugin for ScreenshotPlugin {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
 fn drive_screenshot(
     mut commands: Commands,
     plan: Res<ScreenshotPlan>,

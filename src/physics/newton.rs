@@ -53,6 +53,20 @@ pub struct NewtonReport {
 }
 
 impl NewtonReport {
+    /// The report of a solve that computed no direction (an empty problem).
+    pub fn nothing_solved(model: ContactModel) -> NewtonReport {
+        NewtonReport {
+            iterations: 0,
+            alphas: Vec::new(),
+            stop: StopReason::Converged,
+            kappa: match model {
+                ContactModel::Barrier { kappa, .. } => Some(kappa),
+                ContactModel::Penalty { .. } => None,
+            },
+            stalled_line_searches: 0,
+        }
+    }
+
     /// Appends a later solve of the same step (a friction lagging pass): counts add, the last stop wins.
     pub fn absorb(&mut self, later: NewtonReport) {
         self.iterations += later.iterations;
@@ -86,14 +100,8 @@ pub fn minimize(
     ws: &mut NewtonWorkspace,
 ) -> NewtonReport {
     let mut report = NewtonReport {
-        iterations: 0,
-        alphas: Vec::new(),
         stop: StopReason::IterationCap,
-        kappa: match potential.model {
-            ContactModel::Barrier { kappa, .. } => Some(kappa),
-            ContactModel::Penalty { .. } => None,
-        },
-        stalled_line_searches: 0,
+        ..NewtonReport::nothing_solved(potential.model)
     };
     let use_ccd = matches!(potential.model, ContactModel::Barrier { .. });
     let mut previous_min_distance = f64::INFINITY;

@@ -5,7 +5,6 @@ use glam::DVec2;
 use serde::{Deserialize, Serialize};
 
 use super::broad_phase::BroadPhase;
-use super::ccd::time_of_impact_ball_wall;
 use super::geometry::{Ball, Wall, ball_wall_gap};
 use super::newton::{NewtonReport, NewtonSettings, NewtonWorkspace, StopReason, minimize};
 use super::potential::{ContactModel, ContactSet, IncrementalPotential, WallIndex};
@@ -169,8 +168,9 @@ pub struct LaneWorld {
     pub fault: Option<String>,
     bbox_diagonal: f64,
     wall_index: WallIndex,
-    /// `sides[i * walls + k]`: which side of wall `k` ball `i` was last seen on (−1, +1, or 0 unknown).
-    sides: Vec<i8>,
+    /// `sides[i * walls + k]`: which side of wall `k` ball `i` was last seen on (−1, +1, or 0 unknown), and
+    /// where its centre was then.
+    sides: Vec<(i8, DVec2)>,
     tunneled: Vec<bool>,
     workspace: NewtonWorkspace,
     report_broad_phase: BroadPhase,
@@ -267,7 +267,8 @@ impl LaneWorld {
         let index = self.balls.len();
         self.balls.push(ball);
         for wall in &self.walls {
-            self.sides.push(side_of(wall, ball.position));
+            self.sides
+                .push((side_of(wall, ball.position), ball.position));
         }
         self.tunneled.push(false);
         index
@@ -368,7 +369,7 @@ impl LaneWorld {
             .map(|rod| step_rod(rod, self.rod_floor_y, g, h))
             .collect();
         self.time += h;
-        let tunneled = self.update_tunnelling(&x_start);
+        let tunneled = self.update_tunnelling();
         let (min_gap, max_penetration) = self.gap_and_penetration();
         let energy = self.energy();
         let stats = &mut self.stats;
@@ -462,22 +463,23 @@ impl LaneWorld {
     }
 
     /// Marks balls that crossed a wall during the last step: they were outside the wall's slab on one side of
-    /// its thickness axis, are now outside it on the other side, and the centre's straight path `xᵗ → x` passes
-    /// through the box (so a ball that went round a wall's end is not counted).
-    fn update_tunnelling(&mut self, x_start: &[DVec2]) -> u32 {
+    /// its thickness axis, are now outside it on the other side, and the centre's straight path from where it was
+    /// last seen outside to where it is now crossed the wall's mid-plane where the ball could not have gone round
+    /// an end ([`crosses_within_extent`]). A penalty ball that lands inside a wall and is pushed out of the back
+    /// a step later counts.
+    fn update_tunnelling(&mut self) -> u32 {
         let n_walls = self.walls.len();
         let mut count = 0;
         for (i, ball) in self.balls.iter().enumerate() {
             for (k, wall) in self.walls.iter().enumerate() {
                 let now = side_of(wall, ball.position);
-                let before = &mut self.sides[i * n_walls + k];
+                let (before, seen_at) = &mut self.sides[i * n_walls + k];
                 if now == 0 {
                     continue;
                 }
                 if *before != 0
                     && now != *before
-                    && time_of_impact_ball_wall(x_start[i], ball.position - x_start[i], 0.0, wall)
-                        .is_some()
+                    && crosses_within_extent(wall, *seen_at, ball.position, ball.radius)
                 {
                     if !self.tunneled[i] {
                         count += 1;
@@ -485,6 +487,7 @@ impl LaneWorld {
                     self.tunneled[i] = true;
                 }
                 *before = now;
+                *seen_at = ball.position;
             }
         }
         count
@@ -524,6 +527,22 @@ fn check_ball(ball: &Ball) -> Result<(), SpawnError> {
         });
     }
     Ok(())
+}
+
+/// Does the centre's straight path `a → b` cross the wall's mid-plane at a point where the whole ball lies within
+/// the wall's length (`|lateral| ≤ half-length − r`)? Then the ball cannot have gone round the wall's end: it went
+/// through. A ball passing near an end (or a ball longer than the wall) is not counted.
+fn crosses_within_extent(wall: &Wall, a: DVec2, b: DVec2, radius: f64) -> bool {
+    let axis = wall.thickness_axis();
+    let lateral = 1 - axis;
+    let (la, lb) = (wall.to_local(a), wall.to_local(b));
+    let (ua, ub) = (la[axis], lb[axis]);
+    if ua == ub || ua.signum() == ub.signum() {
+        return false;
+    }
+    let t = ua / (ua - ub);
+    let crossing = la[lateral] + t * (lb[lateral] - la[lateral]);
+    crossing.abs() <= wall.half_extents[lateral] - radius
 }
 
 /// −1 / +1 when `p` is outside the wall's slab on the negative / positive side of its thickness axis, else 0.
@@ -637,16 +656,7 @@ fn solve_by_islands(
             break;
         }
     }
-    let report = report.unwrap_or(NewtonReport {
-        iterations: 1,
-        alphas: Vec::new(),
-        stop: StopReason::Converged,
-        kappa: match model {
-            ContactModel::Barrier { kappa, .. } => Some(kappa),
-            ContactModel::Penalty { .. } => None,
-        },
-        stalled_line_searches: 0,
-    });
+    let report = report.unwrap_or_else(|| NewtonReport::nothing_solved(model));
     (x, report)
 }
 
@@ -729,21 +739,8 @@ fn solve_island(
         }
         friction_anchor.clone_from(&x);
     }
-    let report = report.unwrap_or_else(|| unreachable_report(model));
+    let report = report.unwrap_or_else(|| NewtonReport::nothing_solved(model));
     (x, report)
-}
-
-fn unreachable_report(model: ContactModel) -> NewtonReport {
-    NewtonReport {
-        iterations: 0,
-        alphas: Vec::new(),
-        stop: StopReason::Converged,
-        kappa: match model {
-            ContactModel::Barrier { kappa, .. } => Some(kappa),
-            ContactModel::Penalty { .. } => None,
-        },
-        stalled_line_searches: 0,
-    }
 }
 
 /// Disjoint sets with path halving; groups come out ordered by their smallest member.

@@ -500,8 +500,10 @@ fn check_ipc_throw(case: &ThrowCase, tally: &RefCell<Tally>) -> Result<(), TestC
             }
         }
         let n = diagnostics.newton_iterations;
+        // A lane whose every ball was refused has nothing to solve: 0 directions.
+        let least = u32::from(!lane.balls.is_empty());
         prop_assert!(
-            n >= 1 && n <= cap * passes,
+            n >= least && n <= cap * passes,
             "step {step}: {n} Newton iterations, cap {cap} × {passes} passes"
         );
         if passes == 1 {
@@ -759,7 +761,6 @@ fn the_tunnelling_report_ignores_a_ball_going_round_a_wall_end() {
 /// `LaneWorld::update_tunnelling` (after 50b8b58) judges by that chord, so it still reports tunnelling.
 /// (Found by `ipc_random_throws_stay_feasible_finite_and_never_tunnel`, counted there as a false report.)
 #[test]
-#[ignore = "bug: src/physics/world.rs update_tunnelling judges by the chord x_start -> x, which crosses a wall the Newton path went round"]
 fn the_tunnelling_report_ignores_a_newton_path_round_a_wall_corner() {
     let wall = Wall {
         center: DVec2::ZERO,
