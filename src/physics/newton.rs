@@ -89,6 +89,10 @@ pub struct NewtonWorkspace {
     trial: Vec<DVec2>,
     linear: LinearWorkspace,
     candidates: ContactSet,
+    /// When set, every accepted Newton piece `(ball, from, to)` is appended to `pieces` (for tests that check
+    /// the path itself, not only its end).
+    pub record_pieces: bool,
+    pub pieces: Vec<(u32, DVec2, DVec2)>,
 }
 
 /// Minimises `potential` starting from `x` (which must be feasible for the barrier), in place.
@@ -152,6 +156,13 @@ pub fn minimize(
             report.stalled_line_searches += 1;
         }
         std::mem::swap(x, &mut ws.trial);
+        if ws.record_pieces {
+            for (i, (from, to)) in ws.trial.iter().zip(x.iter()).enumerate() {
+                if from != to {
+                    ws.pieces.push((i as u32, *from, *to));
+                }
+            }
+        }
         report.alphas.push(alpha);
         if let (Some(adaptive), ContactModel::Barrier { kappa, dhat }) =
             (adaptive.as_deref_mut(), potential.model)

@@ -100,6 +100,9 @@ pub struct StepDiagnostics {
     pub tunneled: u32,
     /// What each rod did this step (impacts with their impulses, sink depth).
     pub rods: Vec<RodStepReport>,
+    /// Every accepted Newton piece `(ball, from, to)` of the solves that produced this step's state; filled only
+    /// while [`LaneWorld::record_newton_path`] is set.
+    pub newton_path: Vec<(u32, DVec2, DVec2)>,
 }
 
 /// Totals over every step since the lane was built.
@@ -166,6 +169,8 @@ pub struct LaneWorld {
     pub last: Option<StepDiagnostics>,
     /// Set when a step produced a non-finite state; the lane stops stepping until restarted.
     pub fault: Option<String>,
+    /// Record each step's Newton path in [`StepDiagnostics::newton_path`] (tests; costs memory).
+    pub record_newton_path: bool,
     bbox_diagonal: f64,
     wall_index: WallIndex,
     /// `sides[i * walls + k]`: which side of wall `k` ball `i` was last seen on (−1, +1, or 0 unknown), and
@@ -196,6 +201,7 @@ impl LaneWorld {
             stats: LaneStats::default(),
             last: None,
             fault: None,
+            record_newton_path: false,
             bbox_diagonal,
             wall_index,
             sides: Vec::new(),
@@ -351,7 +357,9 @@ impl LaneWorld {
             friction_passes: self.settings.friction_iterations.max(1),
             newton,
         };
-        let (x, report) = solve_by_islands(&problem, model, adaptive, &mut self.workspace);
+        self.workspace.record_pieces = self.record_newton_path;
+        let (x, report, newton_path) =
+            solve_by_islands(&problem, model, adaptive, &mut self.workspace);
         if let Some(i) = x.iter().position(|p| !p.is_finite()) {
             self.fault = Some(format!(
                 "step {}: ball {i} reached a non-finite position; the lane is paused (restart to continue)",
@@ -403,6 +411,7 @@ impl LaneWorld {
             energy,
             tunneled,
             rods: rod_reports,
+            newton_path,
         });
         self.last.as_ref()
     }
@@ -588,8 +597,11 @@ fn solve_by_islands(
     model: ContactModel,
     adaptive: Option<AdaptiveKappa>,
     workspace: &mut NewtonWorkspace,
-) -> (Vec<DVec2>, NewtonReport) {
+) -> (Vec<DVec2>, NewtonReport, Vec<(u32, DVec2, DVec2)>) {
     let n = problem.x_start.len();
+    // Pieces per ball, from the solve whose result the ball kept (a re-solved island replaces its pieces).
+    let mut pieces: Vec<Vec<(u32, DVec2, DVec2)>> =
+        vec![Vec::new(); if workspace.record_pieces { n } else { 0 }];
     let reach = model.reach();
     let mut islands = UnionFind::new(n);
     let mut centre = Vec::with_capacity(n);
@@ -610,9 +622,19 @@ fn solve_by_islands(
     for round in 0..8 {
         let groups = islands.groups();
         for members in groups.iter().filter(|m| dirty[m[0]]) {
+            workspace.pieces.clear();
             let (positions, pass) = solve_island(problem, members, model, adaptive, workspace);
             for (&i, p) in members.iter().zip(positions) {
                 x[i] = p;
+            }
+            if workspace.record_pieces {
+                for &i in members {
+                    pieces[i].clear();
+                }
+                for &(local, from, to) in &workspace.pieces {
+                    let i = members[local as usize];
+                    pieces[i].push((i as u32, from, to));
+                }
             }
             report = Some(match report.take() {
                 None => pass,
@@ -650,14 +672,21 @@ fn solve_by_islands(
         if round == 6 {
             // Give up on islands: one solve of everything.
             let all: Vec<usize> = (0..n).collect();
+            workspace.pieces.clear();
             let (positions, pass) = solve_island(problem, &all, model, adaptive, workspace);
             x = positions;
             report = Some(pass);
+            if workspace.record_pieces {
+                pieces.iter_mut().for_each(Vec::clear);
+                for &(i, from, to) in &workspace.pieces {
+                    pieces[i as usize].push((i, from, to));
+                }
+            }
             break;
         }
     }
     let report = report.unwrap_or_else(|| NewtonReport::nothing_solved(model));
-    (x, report)
+    (x, report, pieces.into_iter().flatten().collect())
 }
 
 /// The step's Newton statistics are those of its hardest island (islands are independent solves).
