@@ -483,6 +483,14 @@ impl LaneWorld {
             for (k, wall) in self.walls.iter().enumerate() {
                 let now = side_of(wall, ball.position);
                 let (before, seen_at) = &mut self.sides[i * n_walls + k];
+                let lateral = 1 - wall.thickness_axis();
+                if wall.to_local(ball.position)[lateral].abs()
+                    > wall.half_extents[lateral] + ball.radius
+                {
+                    // Beside the wall's end: whichever side it comes back on, it went round, not through.
+                    *before = 0;
+                    continue;
+                }
                 if now == 0 {
                     continue;
                 }
