@@ -1276,23 +1276,8 @@ fn soak_ipc_ball_pit_stays_finite_bounded_and_flat() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
     let half_width = 10.0;
-    let walls = vec![
-        Wall {
-            center: DVec2::new(0.0, -0.5),
-            half_extents: DVec2::new(half_width + 1.0, 0.5),
-            angle: 0.0,
-        },
-        Wall {
-            center: DVec2::new(-half_width - 0.5, 5.0),
-            half_extents: DVec2::new(0.5, 5.0),
-            angle: 0.0,
-        },
-        Wall {
-            center: DVec2::new(half_width + 0.5, 5.0),
-            half_extents: DVec2::new(0.5, 5.0),
-            angle: 0.0,
-        },
-    ];
+    // The bench's reference pit box: a floor and two side walls 20 m apart.
+    let walls = contact_sandbox::cli::bench::pit_walls();
     let settings = ContactSettings {
         dhat: Some(1e-3),
         kappa: 1e4,
