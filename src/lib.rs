@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod demo;
 pub mod physics;
 pub mod scene;
 pub mod sim;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use contact_sandbox::cli::{bench, rod, run, throw};
+use contact_sandbox::cli::{bench, demo, rod, run, throw};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -26,6 +26,10 @@ enum Command {
     Run(run::RunArgs),
     /// The reference ball pit for IPC, penalty and rapier2d (SPEC §6).
     Bench(bench::BenchArgs),
+    /// Record a demo headless from a scene and a script of timed actions (SPEC §5).
+    Record(demo::RecordArgs),
+    /// Re-simulate a demo headless and check every stored state hash.
+    Replay(demo::ReplayArgs),
     /// One benchmark run in this process (used by `bench`).
     #[command(hide = true)]
     BenchOne(bench::BenchOneArgs),
@@ -56,6 +60,8 @@ fn main() -> ExitCode {
         Some(Command::Rod(args)) => rod::run_rod(&args),
         Some(Command::Run(args)) => run::run_run(&args),
         Some(Command::Bench(args)) => bench::run_bench(&args),
+        Some(Command::Record(args)) => demo::run_record(&args),
+        Some(Command::Replay(args)) => demo::run_replay(&args),
         Some(Command::BenchOne(args)) => bench::run_bench_one(&args),
         None => contact_sandbox::app::run_gui(),
     };

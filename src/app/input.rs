@@ -85,11 +85,10 @@ fn keyboard_controls(
     mut cycle: MessageWriter<CycleScene>,
 ) {
     if keys.just_pressed(KeyCode::KeyP) {
-        control.paused = !control.paused;
+        control.toggle_pause();
     }
     if keys.just_pressed(KeyCode::KeyO) {
-        control.paused = true;
-        control.pending_steps += 1;
+        control.single_step();
     }
     if keys.just_pressed(KeyCode::KeyR) {
         restart.write(RestartScene);

@@ -268,11 +268,10 @@ fn run_controls(
             "⏸ Pause (P)"
         };
         if ui.button(label).clicked() {
-            control.paused = !control.paused;
+            control.toggle_pause();
         }
         if ui.button("Step (O)").clicked() {
-            control.paused = true;
-            control.pending_steps += 1;
+            control.single_step();
         }
         if ui.button("Restart (R)").clicked() {
             actions.restart.write(RestartScene);

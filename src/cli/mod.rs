@@ -2,6 +2,7 @@
 //! [`crate::physics::world::LaneWorld`] the sandbox runs.
 
 pub mod bench;
+pub mod demo;
 pub mod rod;
 pub mod run;
 pub mod throw;

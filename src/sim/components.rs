@@ -160,6 +160,33 @@ pub struct SimControl {
     pub stop_at_step: Option<u64>,
     /// Steps taken through the plugin since the last restart.
     pub steps_taken: u64,
+    /// Pause and single-step requests not yet seen by the recorder.
+    pub pace_log: Vec<crate::demo::Action>,
+    /// Fixed ticks that stepped (or would have, had no lane reached the step limit) since the app started;
+    /// never reset. Demos time their actions by it.
+    pub ticks: u64,
+}
+
+impl SimControl {
+    /// Pauses or resumes (P, the Pause button).
+    pub fn toggle_pause(&mut self) {
+        self.paused = !self.paused;
+        self.pace_log.push(if self.paused {
+            crate::demo::Action::Pause
+        } else {
+            crate::demo::Action::Resume
+        });
+    }
+
+    /// Pauses and asks for one step (O, the Step button).
+    pub fn single_step(&mut self) {
+        if !self.paused {
+            self.paused = true;
+            self.pace_log.push(crate::demo::Action::Pause);
+        }
+        self.pending_steps = self.pending_steps.saturating_add(1);
+        self.pace_log.push(crate::demo::Action::SingleStep);
+    }
 }
 
 /// Readable messages for the UI: refused spawns, rejected edits, failed loads, lane faults. Never a panic.

@@ -3,16 +3,18 @@
 //! [`LaneWorld::step`], every check is the core's or the scene module's.
 //!
 //! ```text
-//! Update:      SimSet::ApplyMessages  (SpawnBall, ThrowBall, SpawnRod, RestartScene, LoadScene, CycleScene)
+//! Update:      SimSet::ApplyMessages  (Start/StopRecording, Start/StopReplay, SpawnBall, ThrowBall, SpawnRod,
+//!                                     RestartScene, LoadScene, CycleScene, replay seeks)
 //!              SimSet::Writeback      (mirror new bodies at once, so a paused lane shows its spawns)
 //!              SimSet::Interpolate    (Transform = lerp(previous, current, overstep fraction))
-//! FixedUpdate: SimSet::Gather → SimSet::Step → SimSet::Writeback
+//! FixedUpdate: SimSet::Gather → record_hash → SimSet::Step (step_lanes, or drive_replay) → SimSet::Writeback
 //! ```
 //!
 //! [`SimPlugin`] runs under `MinimalPlugins` (tests, headless) and `DefaultPlugins` (the window) alike.
 
 mod components;
 mod messages;
+mod recording;
 
 use std::path::{Path, PathBuf};
 
@@ -20,12 +22,14 @@ use bevy::prelude::*;
 
 pub use components::*;
 pub use messages::*;
+pub use recording::*;
 
+use crate::demo::{
+    Action, apply_settings, spawn_ball_everywhere, spawn_rod_everywhere, thrown_scene,
+};
 use crate::physics::DVec2;
-use crate::physics::geometry::Ball as PhysicsBall;
-use crate::physics::rod_flight::Rod as PhysicsRod;
 use crate::physics::world::{ContactMethod, LaneWorld};
-use crate::scene::{Scene, SceneError, check_contact};
+use crate::scene::{BallSpec, RodSpec, Scene, SceneError};
 
 /// The scene the sandbox opens on.
 pub const DEFAULT_SCENE: &str = "assets/scenes/wall_throw.ron";
@@ -68,6 +72,11 @@ impl Plugin for SimPlugin {
             .add_message::<RestartScene>()
             .add_message::<LoadScene>()
             .add_message::<CycleScene>()
+            .init_resource::<Recorder>()
+            .add_message::<StartRecording>()
+            .add_message::<StopRecording>()
+            .add_message::<StartReplay>()
+            .add_message::<StopReplay>()
             .register_type::<Ball>()
             .register_type::<Rod>()
             .register_type::<Wall>()
@@ -88,14 +97,25 @@ impl Plugin for SimPlugin {
                 (SimSet::Gather, SimSet::Step, SimSet::Writeback).chain(),
             )
             .add_systems(Startup, spawn_active_scene)
-            .add_systems(Update, apply_messages.in_set(SimSet::ApplyMessages))
+            .add_systems(
+                Update,
+                (
+                    recording_messages,
+                    replay_messages,
+                    apply_messages,
+                    seek_replay,
+                )
+                    .chain()
+                    .in_set(SimSet::ApplyMessages),
+            )
             .add_systems(Update, write_back_bodies.in_set(SimSet::Writeback))
             .add_systems(Update, interpolate_transforms.in_set(SimSet::Interpolate))
             .add_systems(
                 FixedUpdate,
                 (
                     (gather_settings, remember_previous_states).in_set(SimSet::Gather),
-                    step_lanes.in_set(SimSet::Step),
+                    record_hash.after(SimSet::Gather).before(SimSet::Step),
+                    (step_lanes, drive_replay).in_set(SimSet::Step),
                     write_back_bodies.in_set(SimSet::Writeback),
                 ),
             );
@@ -218,18 +238,17 @@ fn build_lanes(
     control: &mut SimControl,
     fixed: &mut Time<Fixed>,
 ) {
-    let worlds = scene.build();
-    let bounds: Vec<(DVec2, DVec2)> = worlds.iter().map(lane_bounds).collect();
-    let offsets = lane_offsets(&bounds);
-    if let Some(h) = worlds.first().map(|w| w.settings.h)
-        && h.is_finite()
-        && h > 0.0
-    {
-        fixed.set_timestep_hz((1.0 / h).clamp(1.0, 1000.0));
-    }
+    fixed.set_timestep_hz(crate::demo::fixed_rate_hz(scene));
     control.stop_at_step = scene.steps;
     control.steps_taken = 0;
     control.pending_steps = 0;
+    spawn_lane_entities(commands, scene.build());
+}
+
+/// Spawns one lane entity per world, with wall, ball and rod entities, laid out side by side.
+fn spawn_lane_entities(commands: &mut Commands, worlds: Vec<LaneWorld>) {
+    let bounds: Vec<(DVec2, DVec2)> = worlds.iter().map(lane_bounds).collect();
+    let offsets = lane_offsets(&bounds);
     for (index, ((world, bounds), offset)) in
         worlds.into_iter().zip(bounds).zip(offsets).enumerate()
     {
@@ -334,24 +353,35 @@ fn mirror_new_bodies(commands: &mut Commands, lane_entity: Entity, lane: &mut La
 }
 
 /// Gather: copies each valid settings edit into its lane; an invalid one is reverted and reported.
+/// While a demo replays, the lanes follow the demo and edits are reverted.
 pub fn gather_settings(
     mut lanes: Query<(&mut Lane, &mut LaneSettings), Changed<LaneSettings>>,
     mut log: ResMut<SimLog>,
+    mut recorder: ResMut<Recorder>,
+    control: Res<SimControl>,
+    replay: Option<Res<Replay>>,
 ) {
     for (mut lane, mut settings) in &mut lanes {
         if settings.0 == lane.world.settings {
             continue;
         }
-        match check_contact(&settings.0) {
+        if replay.is_some() {
+            settings.0 = lane.world.settings.clone();
+            continue;
+        }
+        match apply_settings(&mut lane.world, &settings.0) {
             Ok(()) => {
-                lane.world.settings = settings.0.clone();
                 log.info(format!("lane '{}': settings applied", lane.world.name));
+                recorder.record(
+                    control.ticks,
+                    Action::Settings {
+                        lane: lane.index,
+                        settings: settings.0.clone(),
+                    },
+                );
             }
-            Err((field, problem)) => {
-                log.error(format!(
-                    "lane '{}': {field} {problem}; the edit was not applied",
-                    lane.world.name
-                ));
+            Err(message) => {
+                log.error(message);
                 settings.0 = lane.world.settings.clone();
             }
         }
@@ -367,47 +397,60 @@ pub fn remember_previous_states(mut bodies: Query<(&BodyState, &mut PreviousBody
     }
 }
 
-/// Step: one [`LaneWorld::step`] per lane, then the diagnostics sample; a new fault is reported.
+/// Step: one [`LaneWorld::step`] per lane (through [`crate::demo::step_lanes`], as a replay does), then the
+/// diagnostics sample; a new fault is reported. A replaying demo steps the lanes instead.
 pub fn step_lanes(
     mut lanes: Query<(&mut Lane, &mut LaneDiagnostics)>,
     mut control: ResMut<SimControl>,
     mut log: ResMut<SimLog>,
+    replay: Option<Res<Replay>>,
 ) {
-    if !control.steps_this_tick() {
+    if replay.is_some() || !control.steps_this_tick() {
         return;
     }
     if control.paused {
         control.pending_steps -= 1;
     }
-    let mut stepped = false;
-    for (mut lane, mut diagnostics) in &mut lanes {
-        if control
-            .stop_at_step
-            .is_some_and(|stop| lane.world.stats.steps >= stop)
-        {
-            continue;
+    control.ticks += 1;
+    let mut sorted: Vec<(Mut<Lane>, Mut<LaneDiagnostics>)> = lanes.iter_mut().collect();
+    sorted.sort_by_key(|(lane, _)| lane.index);
+    let had_fault: Vec<bool> = sorted
+        .iter()
+        .map(|(l, _)| l.world.fault.is_some())
+        .collect();
+    let stepped_before: Vec<u64> = sorted.iter().map(|(l, _)| l.world.stats.steps).collect();
+    let stepped = {
+        let mut worlds: Vec<&mut LaneWorld> =
+            sorted.iter_mut().map(|(l, _)| &mut l.world).collect();
+        crate::demo::step_lanes(&mut worlds, control.stop_at_step)
+    };
+    for (k, (lane, diagnostics)) in sorted.iter_mut().enumerate() {
+        if lane.world.stats.steps > stepped_before[k] {
+            push_sample(&lane.world, diagnostics);
         }
-        let had_fault = lane.world.fault.is_some();
-        let sample = lane.world.step().map(|d| DiagnosticSample {
+        if !had_fault[k]
+            && let Some(fault) = &lane.world.fault
+        {
+            log.error(format!("lane '{}': {fault}", lane.world.name));
+        }
+    }
+    if stepped {
+        control.steps_taken += 1;
+    }
+}
+
+/// Adds the lane's last step to its diagnostics history.
+fn push_sample(world: &LaneWorld, diagnostics: &mut LaneDiagnostics) {
+    if let Some(d) = &world.last {
+        diagnostics.push(DiagnosticSample {
             step: d.step,
-            time: 0.0,
+            time: world.time,
             min_gap: d.min_gap,
             max_penetration: d.max_penetration,
             newton_iterations: d.newton_iterations,
             energy: d.energy,
             rod_impacts: d.rods.iter().map(|r| r.impacts.len()).sum(),
         });
-        if let Some(mut sample) = sample {
-            sample.time = lane.world.time;
-            diagnostics.push(sample);
-            stepped = true;
-        }
-        if !had_fault && let Some(fault) = &lane.world.fault {
-            log.error(format!("lane '{}': {fault}", lane.world.name));
-        }
-    }
-    if stepped {
-        control.steps_taken += 1;
     }
 }
 
@@ -474,6 +517,16 @@ pub fn interpolate_transforms(
     }
 }
 
+/// The resources [`apply_messages`] changes besides the lanes.
+#[derive(bevy::ecs::system::SystemParam)]
+struct Controls<'w> {
+    control: ResMut<'w, SimControl>,
+    log: ResMut<'w, SimLog>,
+    recorder: ResMut<'w, Recorder>,
+    fixed: ResMut<'w, Time<Fixed>>,
+    replay: Option<Res<'w, Replay>>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn apply_messages(
     mut commands: Commands,
@@ -487,10 +540,23 @@ fn apply_messages(
     members: Query<Entity, With<LaneMember>>,
     active: Option<ResMut<ActiveScene>>,
     catalogue: Res<SceneCatalogue>,
-    mut control: ResMut<SimControl>,
-    mut log: ResMut<SimLog>,
-    mut fixed: ResMut<Time<Fixed>>,
+    mut c: Controls,
 ) {
+    if c.replay.is_some() {
+        // A replay owns the lanes: user actions would make it a different run.
+        let ignored = spawns.read().count()
+            + throws.read().count()
+            + rods.read().count()
+            + restarts.read().count()
+            + loads.read().count()
+            + cycles.read().count();
+        if ignored > 0 {
+            c.log
+                .error("a demo is replaying: stop the replay to change the simulation");
+        }
+        return;
+    }
+    let tick = c.control.ticks;
     let mut active = active;
     // Scene changes first: a spawn in the same frame lands in the new scene's lanes next frame at worst.
     let mut next_scene: Option<PathBuf> = loads.read().last().map(|l| l.0.clone());
@@ -508,55 +574,58 @@ fn apply_messages(
     if let Some(path) = next_scene {
         match ActiveScene::load(&path) {
             Ok(scene) => {
-                log.info(format!("loaded {}", path.display()));
+                c.log.info(format!("loaded {}", path.display()));
+                c.recorder
+                    .record(tick, Action::Scene(Box::new(scene.current.clone())));
                 rebuild = Some(scene.current.clone());
                 match active.as_mut() {
                     Some(a) => **a = scene,
                     None => commands.insert_resource(scene),
                 }
             }
-            Err(e) => log.error(format!("{e}; keeping the current scene")),
+            Err(e) => c.log.error(format!("{e}; keeping the current scene")),
         }
     }
     for throw in throws.read() {
         let Some(a) = active.as_mut() else {
-            log.error("no scene is loaded; nothing to throw");
+            c.log.error("no scene is loaded; nothing to throw");
             continue;
         };
-        let mut scene = a.current.clone();
-        for lane in &mut scene.lanes {
-            for ball in &mut lane.balls {
-                ball.velocity = DVec2::new(throw.v0, 0.0);
-            }
-            if let Some(h) = throw.h {
-                lane.contact.h = h;
-            }
-            match lane.contact.method {
-                ContactMethod::Penalty => {
-                    if let Some(k) = throw.stiffness {
-                        lane.contact.stiffness = k;
-                    }
-                }
-                ContactMethod::Ipc => {
-                    if throw.dhat.is_some() {
-                        lane.contact.dhat = throw.dhat;
-                    }
-                }
-            }
-        }
-        match scene.validate(&a.path.display().to_string()) {
-            Ok(()) => {
+        let file = a.path.display().to_string();
+        match thrown_scene(
+            &a.current,
+            throw.v0,
+            throw.h,
+            throw.stiffness,
+            throw.dhat,
+            &file,
+        ) {
+            Ok(scene) => {
                 a.current = scene.clone();
                 rebuild = Some(scene);
-                log.info(format!("throw at {} m/s", throw.v0));
+                c.log.info(format!("throw at {} m/s", throw.v0));
+                c.recorder.record(
+                    tick,
+                    Action::Throw {
+                        v0: throw.v0,
+                        h: throw.h,
+                        stiffness: throw.stiffness,
+                        dhat: throw.dhat,
+                    },
+                );
             }
-            Err(e) => log.error(format!("throw refused: {e}")),
+            Err(e) => c.log.error(format!("throw refused: {e}")),
         }
     }
-    if restarts.read().count() > 0 && rebuild.is_none() {
+    if restarts.read().count() > 0 {
         match active.as_ref() {
-            Some(a) => rebuild = Some(a.current.clone()),
-            None => log.error("no scene is loaded; nothing to restart"),
+            Some(a) => {
+                c.recorder.record(tick, Action::Restart);
+                if rebuild.is_none() {
+                    rebuild = Some(a.current.clone());
+                }
+            }
+            None => c.log.error("no scene is loaded; nothing to restart"),
         }
     }
     if let Some(scene) = rebuild {
@@ -566,40 +635,34 @@ fn apply_messages(
         for entity in &members {
             commands.entity(entity).despawn();
         }
-        build_lanes(&mut commands, &scene, &mut control, &mut fixed);
+        build_lanes(&mut commands, &scene, &mut c.control, &mut c.fixed);
+        if c.recorder.armed {
+            let hz = c.fixed.timestep().as_secs_f64().recip();
+            c.recorder.begin(scene, hz, tick);
+            c.log.info("recording");
+        }
         // Spawns this frame were aimed at the old lanes.
         spawns.clear();
         rods.clear();
         return;
     }
+    let mut sorted: Vec<Mut<Lane>> = lanes.iter_mut().map(|(_, lane)| lane).collect();
+    sorted.sort_by_key(|lane| lane.index);
     for spawn in spawns.read() {
-        let ball = PhysicsBall {
+        let ball = BallSpec {
             position: spawn.position,
             velocity: spawn.velocity,
             radius: spawn.radius,
             mass: spawn.mass,
         };
-        // Every lane must accept the ball, or none gets it: comparisons stay like-for-like. A clone is the
-        // probe because the lane's own `add_ball` is the one authority on what is refused.
-        let refusal = lanes.iter().find_map(|(_, lane)| {
-            let mut probe = lane.world.clone();
-            probe
-                .add_ball(ball)
-                .err()
-                .map(|e| format!("spawn refused in lane '{}': {e}", lane.world.name))
-        });
-        if let Some(message) = refusal {
-            log.error(message);
-            continue;
-        }
-        for (_, mut lane) in &mut lanes {
-            if let Err(e) = lane.world.add_ball(ball) {
-                log.error(format!("spawn refused in lane '{}': {e}", lane.world.name));
-            }
+        let mut worlds: Vec<&mut LaneWorld> = sorted.iter_mut().map(|l| &mut l.world).collect();
+        match spawn_ball_everywhere(&mut worlds, &ball) {
+            Ok(()) => c.recorder.record(tick, Action::Spawn(ball)),
+            Err(message) => c.log.error(message),
         }
     }
     for spawn in rods.read() {
-        let rod = PhysicsRod {
+        let rod = RodSpec {
             center: spawn.center,
             angle: spawn.angle,
             length: spawn.length,
@@ -608,22 +671,10 @@ fn apply_messages(
             velocity: spawn.velocity,
             omega: spawn.omega,
         };
-        if let Err(e) = rod.validate() {
-            log.error(format!(
-                "rod refused: {} {} (got {})",
-                e.field, e.reason, e.value
-            ));
-            continue;
-        }
-        for (_, mut lane) in &mut lanes {
-            if lane.world.rods.len() >= crate::scene::MAX_RODS_PER_LANE {
-                log.error(format!(
-                    "lane '{}' already holds the most rods it can",
-                    lane.world.name
-                ));
-                continue;
-            }
-            lane.world.rods.push(rod);
+        let mut worlds: Vec<&mut LaneWorld> = sorted.iter_mut().map(|l| &mut l.world).collect();
+        match spawn_rod_everywhere(&mut worlds, &rod) {
+            Ok(()) => c.recorder.record(tick, Action::Rod(rod)),
+            Err(message) => c.log.error(message),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! All integration tests live in this one crate, so Bevy is linked once.
 
 mod bench;
+mod demo;
 mod friction;
 mod robustness;
 mod rod;

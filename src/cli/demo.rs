@@ -1,0 +1,154 @@
+//! `contact-sandbox record --scene FILE --script ACTIONS.ron --out DEMO` and
+//! `contact-sandbox replay DEMO [--verify] [--json]` (SPEC §5).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use crate::demo::{Demo, Player, Script, record_script};
+use crate::scene::Scene;
+use crate::sim::{lane_outcome, lane_summary};
+
+/// Arguments of `contact-sandbox record`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// The scene the demo starts from (RON; see docs/scenes.md).
+    #[arg(long)]
+    pub scene: PathBuf,
+    /// The timed actions to record (RON; see docs/demos.md).
+    #[arg(long)]
+    pub script: PathBuf,
+    /// Where to write the demo (written atomically).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Arguments of `contact-sandbox replay`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReplayArgs {
+    /// The demo file.
+    pub demo: PathBuf,
+    /// Stop at the first hash that differs and print only the verdict (exit 1 on a mismatch either way).
+    #[arg(long)]
+    pub verify: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn progress_bar(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ticks, {per_sec}, ETA {eta}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what.to_string());
+    bar
+}
+
+pub fn run_record(args: &RecordArgs) -> Result<()> {
+    let scene = Scene::load(&args.scene)?;
+    let script = Script::load(&args.script)?;
+    let bar = progress_bar(script.ticks, "recording");
+    let started = Instant::now();
+    let demo = record_script(
+        &scene,
+        &script,
+        &args.script.display().to_string(),
+        |tick, _| bar.set_position(tick),
+    )?;
+    bar.finish_and_clear();
+    demo.save(&args.out)?;
+    let size = std::fs::metadata(&args.out).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "recorded {} ticks ({:.1} s of play at {} Hz), {} actions, {} hashes in {:.2} s -> {} ({} bytes)",
+        demo.ticks,
+        demo.ticks as f64 / demo.fixed_hz,
+        demo.fixed_hz,
+        demo.actions.len(),
+        demo.hashes.len(),
+        started.elapsed().as_secs_f64(),
+        args.out.display(),
+        size
+    );
+    Ok(())
+}
+
+pub fn run_replay(args: &ReplayArgs) -> Result<()> {
+    let file = args.demo.display().to_string();
+    let demo = Demo::load(&args.demo)?;
+    let (ticks, hashes) = (demo.ticks, demo.hashes.len());
+    let bar = if args.json {
+        ProgressBar::hidden()
+    } else {
+        progress_bar(ticks, "replaying")
+    };
+    let started = Instant::now();
+    let mut player = Player::new(demo, file.clone());
+    player.start()?;
+    while !(args.verify && player.verdict.mismatch.is_some()) && player.advance()? {
+        if player.tick() % 64 == 0 {
+            bar.set_position(player.tick());
+        }
+    }
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    let verdict = player.verdict.clone();
+    if args.json {
+        let lanes: Vec<_> = player
+            .session
+            .lanes
+            .iter()
+            .map(
+                |l| json!({"name": l.name, "outcome": lane_outcome(l), "summary": lane_summary(l)}),
+            )
+            .collect();
+        let out = json!({
+            "demo": file,
+            "ticks": ticks,
+            "replayed_ticks": player.tick(),
+            "hashes": hashes,
+            "matched": verdict.matched,
+            "match": verdict.mismatch.is_none(),
+            "first_mismatch_tick": verdict.mismatch.as_ref().map(|m| m.0),
+            "seconds": seconds,
+            "lanes": lanes,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "{file}: scene '{}', {ticks} ticks at {} Hz, {} actions",
+            player.demo.scene.name,
+            player.demo.fixed_hz,
+            player.demo.actions.len()
+        );
+        if !args.verify {
+            for l in &player.session.lanes {
+                println!(
+                    "  lane '{}': {}; {}",
+                    l.name,
+                    lane_outcome(l),
+                    lane_summary(l)
+                );
+            }
+        }
+        println!(
+            "replayed {} ticks in {seconds:.2} s; hashes: {verdict}",
+            player.tick()
+        );
+    }
+    if let Some((tick, _, _)) = verdict.mismatch {
+        bail!("{file}: the replay differs from the recording at tick {tick}");
+    }
+    if verdict.matched != hashes {
+        bail!(
+            "{file}: only {} of {hashes} stored hashes were checked",
+            verdict.matched
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,482 @@
+//! Demos (SPEC §5): a scene, the user actions applied to it tick by tick, and state hashes that prove a
+//! replay is the same run. Plain Rust: the CLI, the GUI's replay viewer and the exporter all replay through
+//! [`Player`].
+//!
+//! Timeline: tick `T` is the state after `T` fixed steps *and* after the actions tagged `T`. Replaying is
+//! `for T in 0..=ticks { apply actions tagged T; check the hash stored for T; if T < ticks { step } }`.
+//! Only ticks that step count (a paused window records no ticks), so pauses do not change the physics.
+
+mod script;
+mod session;
+
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+pub use script::{Script, ScriptAction, fixed_rate_hz, record_script};
+pub use session::*;
+
+use crate::scene::{MAX_SCENE_BYTES, Scene, SceneError};
+
+/// The demo format this build writes and reads.
+pub const DEMO_VERSION: u32 = 1;
+/// Most actions in one demo.
+pub const MAX_ACTIONS: usize = 1_000_000;
+/// Longest demo, in ticks (about 46 hours at 60 Hz).
+pub const MAX_TICKS: u64 = 10_000_000;
+/// Most stored hashes in one demo.
+pub const MAX_HASHES: usize = 1_000_000;
+/// Default spacing of stored hashes, in ticks.
+pub const DEFAULT_HASH_EVERY: u64 = 60;
+
+/// A recorded session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Demo {
+    /// Format version; this build reads [`DEMO_VERSION`].
+    pub version: u32,
+    /// What wrote it (informational).
+    #[serde(default)]
+    pub written_by: String,
+    /// The fixed-step rate the recording ran at [Hz]: replays and exports use it to pace ticks in real time.
+    pub fixed_hz: f64,
+    /// A hash is stored every this many ticks (and at the end).
+    pub hash_every: u64,
+    /// Length of the demo in ticks.
+    pub ticks: u64,
+    /// The scene as it was when recording started.
+    pub scene: Scene,
+    /// Every action, in the order it was applied.
+    pub actions: Vec<TimedAction>,
+    /// State hashes, by tick, increasing.
+    pub hashes: Vec<TickHash>,
+}
+
+/// An action and the tick it was applied at.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimedAction {
+    pub tick: u64,
+    pub action: Action,
+}
+
+/// The state hash at a tick, as 16 hex digits.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TickHash {
+    pub tick: u64,
+    pub hash: String,
+}
+
+/// Formats a state hash as stored in demos.
+pub fn hash_hex(hash: u64) -> String {
+    format!("{hash:016x}")
+}
+
+/// A demo that cannot be read or replayed: the file, the place in it, and the problem.
+pub type DemoError = SceneError;
+
+impl Demo {
+    /// Reads, parses and validates a demo file.
+    pub fn load(path: &Path) -> Result<Demo, DemoError> {
+        let file = path.display().to_string();
+        let error = |problem: String| SceneError {
+            file: file.clone(),
+            place: String::new(),
+            problem,
+        };
+        let size = std::fs::metadata(path)
+            .map_err(|e| error(format!("cannot read the file: {e}")))?
+            .len();
+        if size > MAX_SCENE_BYTES {
+            return Err(error(format!(
+                "the file is {size} bytes; demos are limited to {MAX_SCENE_BYTES} bytes"
+            )));
+        }
+        let bytes = std::fs::read(path).map_err(|e| error(format!("cannot read the file: {e}")))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| error(format!("the file is not UTF-8 text: {e}")))?;
+        Demo::parse(&text, &file)
+    }
+
+    /// Parses and validates demo text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Demo, DemoError> {
+        // Read the version first, so a demo from another version says so rather than failing on a field.
+        let lenient = ron::Options::default()
+            .with_recursion_limit(64)
+            .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
+        if let Ok(v) = lenient.from_str::<ron::Value>(text)
+            && let Ok(v) = v.into_rust::<VersionOnlyMap>()
+            && v.version != DEMO_VERSION
+        {
+            return Err(SceneError {
+                file: file.to_string(),
+                place: "version".into(),
+                problem: format!(
+                    "the demo has format version {}; this build reads version {DEMO_VERSION}",
+                    v.version
+                ),
+            });
+        }
+        let demo: Demo = lenient.from_str(text).map_err(|e| SceneError {
+            file: file.to_string(),
+            place: format!("line {}, column {}", e.span.start.line, e.span.start.col),
+            problem: e.code.to_string(),
+        })?;
+        demo.validate(file)?;
+        Ok(demo)
+    }
+
+    /// Checks every field; errors name the field.
+    pub fn validate(&self, file: &str) -> Result<(), DemoError> {
+        let fail = |place: String, problem: String| SceneError {
+            file: file.to_string(),
+            place,
+            problem,
+        };
+        if self.version != DEMO_VERSION {
+            return Err(fail(
+                "version".into(),
+                format!(
+                    "the demo has format version {}; this build reads version {DEMO_VERSION}",
+                    self.version
+                ),
+            ));
+        }
+        if !(self.fixed_hz.is_finite() && self.fixed_hz > 0.0 && self.fixed_hz <= 10_000.0) {
+            return Err(fail(
+                "fixed_hz".into(),
+                format!("must be in (0, 10000] Hz, got {}", self.fixed_hz),
+            ));
+        }
+        if self.hash_every == 0 {
+            return Err(fail("hash_every".into(), "must be at least 1".into()));
+        }
+        if self.ticks > MAX_TICKS {
+            return Err(fail(
+                "ticks".into(),
+                format!("{} ticks; demos are limited to {MAX_TICKS}", self.ticks),
+            ));
+        }
+        self.scene.validate(file).map_err(|e| SceneError {
+            place: format!("scene.{}", e.place),
+            ..e
+        })?;
+        if self.actions.len() > MAX_ACTIONS {
+            return Err(fail(
+                "actions".into(),
+                format!(
+                    "{} actions; demos are limited to {MAX_ACTIONS}",
+                    self.actions.len()
+                ),
+            ));
+        }
+        let mut previous = 0;
+        for (i, a) in self.actions.iter().enumerate() {
+            if a.tick < previous {
+                return Err(fail(
+                    format!("actions[{i}].tick"),
+                    format!(
+                        "{} comes before the previous action's tick {previous}; actions must be in order",
+                        a.tick
+                    ),
+                ));
+            }
+            if a.tick > self.ticks {
+                return Err(fail(
+                    format!("actions[{i}].tick"),
+                    format!("{} is after the demo's end (ticks: {})", a.tick, self.ticks),
+                ));
+            }
+            previous = a.tick;
+        }
+        if self.hashes.len() > MAX_HASHES {
+            return Err(fail(
+                "hashes".into(),
+                format!(
+                    "{} hashes; demos are limited to {MAX_HASHES}",
+                    self.hashes.len()
+                ),
+            ));
+        }
+        let mut previous: Option<u64> = None;
+        for (i, h) in self.hashes.iter().enumerate() {
+            if previous.is_some_and(|p| h.tick <= p) {
+                return Err(fail(
+                    format!("hashes[{i}].tick"),
+                    format!("{} does not come after the previous hash's tick", h.tick),
+                ));
+            }
+            if h.tick > self.ticks {
+                return Err(fail(
+                    format!("hashes[{i}].tick"),
+                    format!("{} is after the demo's end (ticks: {})", h.tick, self.ticks),
+                ));
+            }
+            if h.hash.len() != 16 || !h.hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(fail(
+                    format!("hashes[{i}].hash"),
+                    format!("'{}' is not 16 hex digits", h.hash),
+                ));
+            }
+            previous = Some(h.tick);
+        }
+        Ok(())
+    }
+
+    /// The demo as pretty RON.
+    pub fn to_ron(&self) -> Result<String, ron::Error> {
+        ron::ser::to_string_pretty(
+            self,
+            ron::ser::PrettyConfig::default()
+                .struct_names(true)
+                .depth_limit(6),
+        )
+    }
+
+    /// Writes the demo atomically: a crash never leaves a half-written demo where a good one was.
+    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
+        let text = self
+            .to_ron()
+            .map_err(|e| anyhow::anyhow!("cannot serialise the demo: {e}"))?;
+        write_atomic(path, text.as_bytes())
+    }
+}
+
+/// Just the version of a demo of any version.
+#[derive(Deserialize)]
+struct VersionOnlyMap {
+    version: u32,
+}
+
+/// Writes `bytes` to a temporary file beside `path`, flushes it to disk and renames it over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .with_context(|| format!("{}: not a file name", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| -> anyhow::Result<()> {
+        let mut f = std::fs::File::create(&tmp)
+            .with_context(|| format!("{}: cannot create a file there", tmp.display()))?;
+        f.write_all(bytes)
+            .with_context(|| format!("{}: write failed", tmp.display()))?;
+        f.sync_all()
+            .with_context(|| format!("{}: flush to disk failed", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| {
+            format!(
+                "{}: cannot move the finished file into place",
+                path.display()
+            )
+        })
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Where a replay stands against the demo's stored hashes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Verdict {
+    /// Stored hashes that matched so far.
+    pub matched: usize,
+    /// The first tick whose state differed: (tick, stored, computed).
+    pub mismatch: Option<(u64, String, String)>,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.mismatch {
+            None => write!(f, "match ({} hashes)", self.matched),
+            Some((tick, stored, got)) => write!(
+                f,
+                "MISMATCH at tick {tick}: the demo stores {stored}, this replay computed {got} ({} earlier hashes matched)",
+                self.matched
+            ),
+        }
+    }
+}
+
+/// Plays a demo forward tick by tick, checking every stored hash, and seeks by replaying from checkpoints.
+#[derive(Clone, Debug)]
+pub struct Player {
+    pub demo: Demo,
+    /// Names the demo in errors.
+    pub file: String,
+    pub session: Session,
+    /// Index of the next action to apply.
+    next_action: usize,
+    /// Index of the next stored hash to check.
+    next_hash: usize,
+    /// Have the actions and hash of the current tick been applied and checked?
+    settled: bool,
+    pub verdict: Verdict,
+    /// The last action applied, for the viewer.
+    pub last_action: Option<(u64, String)>,
+    checkpoints: Vec<Checkpoint>,
+}
+
+#[derive(Clone, Debug)]
+struct Checkpoint {
+    session: Session,
+    next_action: usize,
+    next_hash: usize,
+    verdict: Verdict,
+}
+
+/// Ticks between seek checkpoints.
+const CHECKPOINT_EVERY: u64 = 300;
+/// At most this many checkpoints are kept (older ones are thinned out).
+const MAX_CHECKPOINTS: usize = 64;
+
+impl Player {
+    pub fn new(demo: Demo, file: impl Into<String>) -> Player {
+        let session = Session::new(demo.scene.clone());
+        Player {
+            demo,
+            file: file.into(),
+            session,
+            next_action: 0,
+            next_hash: 0,
+            settled: false,
+            verdict: Verdict::default(),
+            last_action: None,
+            checkpoints: Vec::new(),
+        }
+    }
+
+    pub fn tick(&self) -> u64 {
+        self.session.tick
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.settled && self.session.tick >= self.demo.ticks
+    }
+
+    /// Applies the current tick's actions and checks its hash (once).
+    fn settle(&mut self) -> Result<(), DemoError> {
+        if self.settled {
+            return Ok(());
+        }
+        let tick = self.session.tick;
+        while let Some(a) = self.demo.actions.get(self.next_action) {
+            if a.tick != tick {
+                break;
+            }
+            let index = self.next_action;
+            self.session
+                .apply(&a.action)
+                .map_err(|problem| SceneError {
+                    file: self.file.clone(),
+                    place: format!("actions[{index}] (tick {tick})"),
+                    problem,
+                })?;
+            self.last_action = Some((tick, a.action.label()));
+            self.next_action += 1;
+        }
+        if let Some(h) = self.demo.hashes.get(self.next_hash)
+            && h.tick == tick
+        {
+            let got = hash_hex(self.session.hash());
+            if self.verdict.mismatch.is_none() {
+                if got.eq_ignore_ascii_case(&h.hash) {
+                    self.verdict.matched += 1;
+                } else {
+                    self.verdict.mismatch = Some((tick, h.hash.clone(), got));
+                }
+            }
+            self.next_hash += 1;
+        }
+        self.settled = true;
+        if tick.is_multiple_of(CHECKPOINT_EVERY)
+            && self
+                .checkpoints
+                .last()
+                .is_none_or(|c| c.session.tick < tick)
+        {
+            if self.checkpoints.len() >= MAX_CHECKPOINTS {
+                // Keep every other checkpoint: seeking stays bounded in memory and in time.
+                let mut k = 0;
+                self.checkpoints.retain(|_| {
+                    k += 1;
+                    k % 2 == 1
+                });
+            }
+            self.checkpoints.push(Checkpoint {
+                session: self.session.clone(),
+                next_action: self.next_action,
+                next_hash: self.next_hash,
+                verdict: self.verdict.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Brings the player to the state of its current tick (actions applied, hash checked).
+    pub fn start(&mut self) -> Result<(), DemoError> {
+        self.settle()
+    }
+
+    /// Advances one tick; returns `false` at the end of the demo.
+    pub fn advance(&mut self) -> Result<bool, DemoError> {
+        self.settle()?;
+        if self.session.tick >= self.demo.ticks {
+            return Ok(false);
+        }
+        self.session.step();
+        self.settled = false;
+        self.settle()?;
+        Ok(true)
+    }
+
+    /// Plays to the end (or, with `stop_at_mismatch`, to the first mismatch).
+    pub fn run_to_end(&mut self, stop_at_mismatch: bool) -> Result<&Verdict, DemoError> {
+        self.settle()?;
+        while !(stop_at_mismatch && self.verdict.mismatch.is_some()) && self.advance()? {}
+        Ok(&self.verdict)
+    }
+
+    /// Moves to `tick` (clamped to the demo), backwards by restarting from the nearest checkpoint.
+    pub fn seek(&mut self, tick: u64) -> Result<(), DemoError> {
+        let tick = tick.min(self.demo.ticks);
+        if tick < self.session.tick {
+            match self
+                .checkpoints
+                .iter()
+                .rev()
+                .find(|c| c.session.tick <= tick)
+            {
+                Some(c) => {
+                    self.session = c.session.clone();
+                    self.next_action = c.next_action;
+                    self.next_hash = c.next_hash;
+                    self.verdict = c.verdict.clone();
+                    self.settled = true;
+                }
+                None => {
+                    self.session = Session::new(self.demo.scene.clone());
+                    self.next_action = 0;
+                    self.next_hash = 0;
+                    self.verdict = Verdict::default();
+                    self.settled = false;
+                }
+            }
+        }
+        self.settle()?;
+        while self.session.tick < tick {
+            self.advance()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,200 @@
+//! Scripted demos: a list of timed actions, recorded headless into a [`Demo`] (`contact-sandbox record`).
+//!
+//! ```ron
+//! Script(
+//!     ticks: 300,          // length of the demo in fixed ticks
+//!     hash_every: 30,      // optional; default 60
+//!     actions: [
+//!         (tick: 0, action: Throw(v0: 1.0)),
+//!         (tick: 100, action: Spawn(BallSpec(position: (0.2, 0.1), velocity: (3.0, 0.0), radius: 0.01))),
+//!     ],
+//! )
+//! ```
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, DemoError, MAX_ACTIONS, MAX_HASHES, MAX_TICKS, Session,
+    TickHash, TimedAction, hash_hex,
+};
+use crate::scene::{MAX_SCENE_BYTES, Scene, SceneError};
+
+/// A timed action of a script (the same shape as a demo's).
+pub type ScriptAction = TimedAction;
+
+/// A list of timed actions to record without a window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    /// Length of the demo in fixed ticks.
+    pub ticks: u64,
+    /// Store a state hash every this many ticks (default 60) and at the end.
+    #[serde(default)]
+    pub hash_every: Option<u64>,
+    /// Actions in tick order; several may share a tick and apply in the order given.
+    pub actions: Vec<ScriptAction>,
+}
+
+impl Script {
+    /// Reads, parses and validates a script file.
+    pub fn load(path: &Path) -> Result<Script, DemoError> {
+        let file = path.display().to_string();
+        let error = |problem: String| SceneError {
+            file: file.clone(),
+            place: String::new(),
+            problem,
+        };
+        let size = std::fs::metadata(path)
+            .map_err(|e| error(format!("cannot read the file: {e}")))?
+            .len();
+        if size > MAX_SCENE_BYTES {
+            return Err(error(format!(
+                "the file is {size} bytes; scripts are limited to {MAX_SCENE_BYTES} bytes"
+            )));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| error(format!("cannot read the file: {e}")))?;
+        Script::parse(&text, &file)
+    }
+
+    /// Parses and validates script text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Script, DemoError> {
+        let script: Script = ron::Options::default()
+            .with_recursion_limit(64)
+            .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+            .from_str(text)
+            .map_err(|e| SceneError {
+                file: file.to_string(),
+                place: format!("line {}, column {}", e.span.start.line, e.span.start.col),
+                problem: e.code.to_string(),
+            })?;
+        script.validate(file)?;
+        Ok(script)
+    }
+
+    pub fn validate(&self, file: &str) -> Result<(), DemoError> {
+        let fail = |place: String, problem: String| SceneError {
+            file: file.to_string(),
+            place,
+            problem,
+        };
+        if self.ticks > MAX_TICKS {
+            return Err(fail(
+                "ticks".into(),
+                format!("{} ticks; demos are limited to {MAX_TICKS}", self.ticks),
+            ));
+        }
+        if self.hash_every == Some(0) {
+            return Err(fail("hash_every".into(), "must be at least 1".into()));
+        }
+        if self.ticks / self.hash_every() >= MAX_HASHES as u64 {
+            return Err(fail(
+                "hash_every".into(),
+                format!(
+                    "{} ticks at one hash every {} would store more than {MAX_HASHES} hashes",
+                    self.ticks,
+                    self.hash_every()
+                ),
+            ));
+        }
+        if self.actions.len() > MAX_ACTIONS {
+            return Err(fail(
+                "actions".into(),
+                format!(
+                    "{} actions; scripts are limited to {MAX_ACTIONS}",
+                    self.actions.len()
+                ),
+            ));
+        }
+        let mut previous = 0;
+        for (i, a) in self.actions.iter().enumerate() {
+            if a.tick < previous {
+                return Err(fail(
+                    format!("actions[{i}].tick"),
+                    format!(
+                        "{} comes before the previous action's tick {previous}; list actions in tick order",
+                        a.tick
+                    ),
+                ));
+            }
+            if a.tick > self.ticks {
+                return Err(fail(
+                    format!("actions[{i}].tick"),
+                    format!(
+                        "{} is after the end of the script (ticks: {})",
+                        a.tick, self.ticks
+                    ),
+                ));
+            }
+            previous = a.tick;
+        }
+        Ok(())
+    }
+
+    pub fn hash_every(&self) -> u64 {
+        self.hash_every.unwrap_or(DEFAULT_HASH_EVERY).max(1)
+    }
+}
+
+/// The fixed-step rate a scene runs at in the sandbox: `1/h` of its first lane, clamped to 1–1000 Hz.
+pub fn fixed_rate_hz(scene: &Scene) -> f64 {
+    match scene.lanes.first().map(|l| l.contact.h) {
+        Some(h) if h.is_finite() && h > 0.0 => (1.0 / h).clamp(1.0, 1000.0),
+        _ => 60.0,
+    }
+}
+
+/// Records `script` on `scene` headless. A refused action is an error naming it (`script_file` names the
+/// script). `progress` is called with (tick, ticks) now and then.
+pub fn record_script(
+    scene: &Scene,
+    script: &Script,
+    script_file: &str,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<Demo, DemoError> {
+    let mut session = Session::new(scene.clone());
+    let every = script.hash_every();
+    let mut hashes = Vec::new();
+    let mut next = 0;
+    for tick in 0..=script.ticks {
+        while let Some(a) = script.actions.get(next) {
+            if a.tick != tick {
+                break;
+            }
+            session.apply(&a.action).map_err(|problem| SceneError {
+                file: script_file.to_string(),
+                place: format!("actions[{next}] (tick {tick})"),
+                problem,
+            })?;
+            next += 1;
+        }
+        if tick.is_multiple_of(every) || tick == script.ticks {
+            hashes.push(TickHash {
+                tick,
+                hash: hash_hex(session.hash()),
+            });
+        }
+        if tick < script.ticks {
+            session.step();
+        }
+        if tick % 256 == 0 {
+            progress(tick, script.ticks);
+        }
+    }
+    progress(script.ticks, script.ticks);
+    Ok(Demo {
+        version: DEMO_VERSION,
+        written_by: format!(
+            "contact-sandbox {} (record --script)",
+            env!("CARGO_PKG_VERSION")
+        ),
+        fixed_hz: fixed_rate_hz(scene),
+        hash_every: every,
+        ticks: script.ticks,
+        scene: scene.clone(),
+        actions: script.actions.clone(),
+        hashes,
+    })
+}

@@ -1,0 +1,357 @@
+//! A headless sandbox session: the lanes of a scene, the user actions that change them, and one fixed tick at
+//! a time. The ECS layer ([`crate::sim`]) calls the same functions for the same actions, so what a window
+//! recorded and what [`Session`] replays are the same arithmetic in the same order.
+
+use serde::{Deserialize, Serialize};
+
+use crate::physics::DVec2;
+use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld};
+use crate::scene::{BallSpec, MAX_RODS_PER_LANE, RodSpec, Scene, SceneError, check_contact};
+
+/// One user action that changes the simulation. Demo files and scripts hold these; the GUI's messages map
+/// onto them one to one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Action {
+    /// Spawn a ball at the same lane-local spot in every lane; refused everywhere if any lane refuses it.
+    Spawn(BallSpec),
+    /// The seed's throw: restart with every scene ball's velocity `(v0, 0)` and, optionally, a new `h`,
+    /// penalty stiffness `k` (penalty lanes) and `d̂` (IPC lanes).
+    Throw {
+        v0: f64,
+        #[serde(default)]
+        h: Option<f64>,
+        #[serde(default)]
+        stiffness: Option<f64>,
+        #[serde(default)]
+        dhat: Option<f64>,
+    },
+    /// Drop a rod into every lane.
+    Rod(RodSpec),
+    /// Rebuild every lane from the current scene.
+    Restart,
+    /// Switch to this scene (stored whole, so a demo never depends on a file that may change).
+    Scene(Box<Scene>),
+    /// Replace lane `lane`'s contact settings (an edit in the inspector).
+    Settings {
+        lane: usize,
+        settings: ContactSettings,
+    },
+    /// The user paused. The timeline counts only ticks that step, so this does not change the physics.
+    Pause,
+    /// The user resumed.
+    Resume,
+    /// The user asked for a single step while paused (the step itself is the next tick).
+    SingleStep,
+}
+
+impl Action {
+    /// A short name for messages and the replay viewer.
+    pub fn label(&self) -> String {
+        match self {
+            Action::Spawn(b) => format!(
+                "spawn ball at ({:.3}, {:.3}) m, v = ({:.3}, {:.3}) m/s",
+                b.position.x, b.position.y, b.velocity.x, b.velocity.y
+            ),
+            Action::Throw { v0, .. } => format!("throw at {v0} m/s"),
+            Action::Rod(r) => format!("drop rod at ({:.3}, {:.3}) m", r.center.x, r.center.y),
+            Action::Restart => "restart".into(),
+            Action::Scene(s) => format!("switch to scene '{}'", s.name),
+            Action::Settings { lane, .. } => format!("settings of lane {lane}"),
+            Action::Pause => "pause".into(),
+            Action::Resume => "resume".into(),
+            Action::SingleStep => "single step".into(),
+        }
+    }
+
+    /// Does this action change the physics (as opposed to only the clock's pace)?
+    pub fn changes_physics(&self) -> bool {
+        !matches!(self, Action::Pause | Action::Resume | Action::SingleStep)
+    }
+}
+
+/// What applying an action needs the caller to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Every lane must be rebuilt from this scene (which is now the current scene).
+    Rebuild(Scene),
+    /// The lanes were changed in place (or, for pace-only actions, nothing changed).
+    InPlace,
+}
+
+/// The scene a throw produces from `current`: every ball's velocity `(v0, 0)`, with the optional overrides.
+/// `file` names the scene in a validation error.
+pub fn thrown_scene(
+    current: &Scene,
+    v0: f64,
+    h: Option<f64>,
+    stiffness: Option<f64>,
+    dhat: Option<f64>,
+    file: &str,
+) -> Result<Scene, SceneError> {
+    let mut scene = current.clone();
+    for lane in &mut scene.lanes {
+        for ball in &mut lane.balls {
+            ball.velocity = DVec2::new(v0, 0.0);
+        }
+        if let Some(h) = h {
+            lane.contact.h = h;
+        }
+        match lane.contact.method {
+            ContactMethod::Penalty => {
+                if let Some(k) = stiffness {
+                    lane.contact.stiffness = k;
+                }
+            }
+            ContactMethod::Ipc => {
+                if dhat.is_some() {
+                    lane.contact.dhat = dhat;
+                }
+            }
+        }
+    }
+    scene.validate(file)?;
+    Ok(scene)
+}
+
+/// Spawns `ball` in every lane, or in none: each lane is probed first, and the first refusal is the error.
+pub fn spawn_ball_everywhere(lanes: &mut [&mut LaneWorld], ball: &BallSpec) -> Result<(), String> {
+    let ball = ball.to_ball();
+    for lane in lanes.iter() {
+        let mut probe = (**lane).clone();
+        if let Err(e) = probe.add_ball(ball) {
+            return Err(format!("spawn refused in lane '{}': {e}", lane.name));
+        }
+    }
+    for lane in lanes.iter_mut() {
+        lane.add_ball(ball)
+            .map_err(|e| format!("spawn refused in lane '{}': {e}", lane.name))?;
+    }
+    Ok(())
+}
+
+/// Drops `rod` into every lane, or into none.
+pub fn spawn_rod_everywhere(lanes: &mut [&mut LaneWorld], rod: &RodSpec) -> Result<(), String> {
+    let rod = rod.to_rod();
+    rod.validate()
+        .map_err(|e| format!("rod refused: {} {} (got {})", e.field, e.reason, e.value))?;
+    if let Some(full) = lanes.iter().find(|l| l.rods.len() >= MAX_RODS_PER_LANE) {
+        return Err(format!(
+            "rod refused: lane '{}' already holds {MAX_RODS_PER_LANE} rods, the most it can",
+            full.name
+        ));
+    }
+    for lane in lanes.iter_mut() {
+        lane.rods.push(rod);
+    }
+    Ok(())
+}
+
+/// Replaces a lane's contact settings after checking them.
+pub fn apply_settings(lane: &mut LaneWorld, settings: &ContactSettings) -> Result<(), String> {
+    check_contact(settings).map_err(|(field, problem)| {
+        format!(
+            "lane '{}': {field} {problem}; the edit was not applied",
+            lane.name
+        )
+    })?;
+    lane.settings = settings.clone();
+    Ok(())
+}
+
+/// One fixed tick: every lane that has not reached the scene's step limit takes one step.
+/// Returns whether any lane stepped.
+pub fn step_lanes(lanes: &mut [&mut LaneWorld], stop_at_step: Option<u64>) -> bool {
+    let mut stepped = false;
+    for lane in lanes.iter_mut() {
+        if stop_at_step.is_some_and(|stop| lane.stats.steps >= stop) {
+            continue;
+        }
+        stepped |= lane.step().is_some();
+    }
+    stepped
+}
+
+/// A 64-bit FNV-1a hash: stable across runs, builds and platforms (unlike `std`'s `DefaultHasher`).
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv64(u64);
+
+impl Default for Fnv64 {
+    fn default() -> Self {
+        Fnv64(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv64 {
+    pub fn bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    pub fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_le_bytes());
+    }
+
+    /// The exact bits: `-0.0` and `0.0` differ, and so does every NaN payload.
+    pub fn f64(&mut self, v: f64) {
+        self.u64(v.to_bits());
+    }
+
+    pub fn vec(&mut self, v: DVec2) {
+        self.f64(v.x);
+        self.f64(v.y);
+    }
+
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Hashes everything that decides a lane's future: settings, walls, every body's full state, the clock,
+/// the step count (the scene's step limit reads it), the fault and the tunnelling record.
+pub fn hash_lane(hasher: &mut Fnv64, lane: &LaneWorld) {
+    hasher.bytes(lane.name.as_bytes());
+    hasher.u64(lane.name.len() as u64);
+    // The settings' RON text is deterministic and covers every field, including ones added later.
+    hasher.bytes(
+        ron::to_string(&lane.settings)
+            .unwrap_or_else(|e| format!("unserialisable settings: {e}"))
+            .as_bytes(),
+    );
+    hasher.u64(lane.walls.len() as u64);
+    for w in &lane.walls {
+        hasher.vec(w.center);
+        hasher.vec(w.half_extents);
+        hasher.f64(w.angle);
+    }
+    hasher.u64(lane.balls.len() as u64);
+    for (i, b) in lane.balls.iter().enumerate() {
+        hasher.vec(b.position);
+        hasher.vec(b.velocity);
+        hasher.f64(b.radius);
+        hasher.f64(b.mass);
+        hasher.u64(u64::from(lane.ball_tunneled(i)));
+    }
+    hasher.u64(lane.rods.len() as u64);
+    for r in &lane.rods {
+        hasher.vec(r.center);
+        hasher.f64(r.angle);
+        hasher.f64(r.length);
+        hasher.f64(r.mass);
+        hasher.f64(r.restitution);
+        hasher.vec(r.velocity);
+        hasher.f64(r.omega);
+    }
+    hasher.f64(lane.rod_floor_y);
+    hasher.f64(lane.time);
+    hasher.u64(lane.stats.steps);
+    hasher.u64(u64::from(lane.fault.is_some()));
+}
+
+/// The state hash of a set of lanes, in lane order.
+pub fn hash_lanes<'a>(lanes: impl IntoIterator<Item = &'a LaneWorld>) -> u64 {
+    let mut hasher = Fnv64::default();
+    let mut count = 0u64;
+    for lane in lanes {
+        hash_lane(&mut hasher, lane);
+        count += 1;
+    }
+    hasher.u64(count);
+    hasher.finish()
+}
+
+/// The lanes of a scene and the actions applied to them, advanced one fixed tick at a time.
+#[derive(Clone, Debug)]
+pub struct Session {
+    /// The scene a restart rebuilds (a throw or a scene switch replaces it).
+    pub scene: Scene,
+    pub lanes: Vec<LaneWorld>,
+    /// Fixed ticks taken so far (a tick in which every lane had reached the scene's step limit still counts).
+    pub tick: u64,
+    /// Bumped whenever the lanes are rebuilt, so a viewer knows to rebuild its entities.
+    pub generation: u64,
+    /// Is the recorded user paused at this point? (The replay viewer shows it; the physics ignores it.)
+    pub paused: bool,
+}
+
+impl Session {
+    /// A session on a validated scene.
+    pub fn new(scene: Scene) -> Session {
+        let lanes = scene.build();
+        Session {
+            scene,
+            lanes,
+            tick: 0,
+            generation: 0,
+            paused: false,
+        }
+    }
+
+    /// Applies one action; a refused action changes nothing and says why.
+    pub fn apply(&mut self, action: &Action) -> Result<(), String> {
+        let effect = self.effect(action)?;
+        if let Effect::Rebuild(scene) = effect {
+            self.lanes = scene.build();
+            self.scene = scene;
+            self.generation += 1;
+        }
+        Ok(())
+    }
+
+    fn effect(&mut self, action: &Action) -> Result<Effect, String> {
+        match action {
+            Action::Spawn(ball) => {
+                let mut lanes: Vec<&mut LaneWorld> = self.lanes.iter_mut().collect();
+                spawn_ball_everywhere(&mut lanes, ball)?;
+            }
+            Action::Rod(rod) => {
+                let mut lanes: Vec<&mut LaneWorld> = self.lanes.iter_mut().collect();
+                spawn_rod_everywhere(&mut lanes, rod)?;
+            }
+            Action::Throw {
+                v0,
+                h,
+                stiffness,
+                dhat,
+            } => {
+                let scene = thrown_scene(&self.scene, *v0, *h, *stiffness, *dhat, "the throw")
+                    .map_err(|e| format!("throw refused: {e}"))?;
+                return Ok(Effect::Rebuild(scene));
+            }
+            Action::Restart => return Ok(Effect::Rebuild(self.scene.clone())),
+            Action::Scene(scene) => {
+                scene
+                    .validate("the scene switched to")
+                    .map_err(|e| e.to_string())?;
+                return Ok(Effect::Rebuild((**scene).clone()));
+            }
+            Action::Settings { lane, settings } => {
+                let count = self.lanes.len();
+                let Some(world) = self.lanes.get_mut(*lane) else {
+                    return Err(format!(
+                        "lane {lane} does not exist (the scene has {count} lanes)"
+                    ));
+                };
+                apply_settings(world, settings)?;
+            }
+            Action::Pause => self.paused = true,
+            Action::Resume => self.paused = false,
+            Action::SingleStep => {}
+        }
+        Ok(Effect::InPlace)
+    }
+
+    /// One fixed tick.
+    pub fn step(&mut self) {
+        let stop = self.scene.steps;
+        let mut lanes: Vec<&mut LaneWorld> = self.lanes.iter_mut().collect();
+        step_lanes(&mut lanes, stop);
+        self.tick += 1;
+    }
+
+    /// The state hash of every lane.
+    pub fn hash(&self) -> u64 {
+        hash_lanes(&self.lanes)
+    }
+}

@@ -1,0 +1,456 @@
+//! Demos in the ECS (SPEC §5): the [`Recorder`] logs every applied user action with its tick and hashes the
+//! lanes every N ticks; a [`Replay`] drives the lanes from a [`Player`] instead of the user.
+//!
+//! Timing (see [`crate::demo`]): an action applied in `Update` or in `SimSet::Gather` before fixed tick
+//! `T + 1` steps is tagged `T`; the hash of tick `T` is taken just before that step, after every action tagged
+//! `T`. [`crate::demo::Session`] replays the same order.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use bevy::prelude::*;
+
+use super::{
+    ActiveScene, Lane, LaneDiagnostics, LaneMember, LaneSettings, RestartScene, SimControl, SimLog,
+    build_lanes, push_sample, spawn_lane_entities,
+};
+use crate::demo::{
+    Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, Player, TickHash, TimedAction, Verdict,
+    hash_hex, hash_lanes,
+};
+use crate::physics::world::LaneWorld;
+use crate::scene::Scene;
+
+/// Start recording: the scene restarts and the demo begins at its first tick.
+#[derive(Message, Clone, Copy, Debug, Default, PartialEq)]
+pub struct StartRecording;
+
+/// Stop recording and save the demo here (atomically).
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct StopRecording(pub PathBuf);
+
+/// Load a demo and replay it in the lanes (user input is disabled until [`StopReplay`]).
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct StartReplay(pub PathBuf);
+
+/// Leave the replay and restart the active scene.
+#[derive(Message, Clone, Copy, Debug, Default, PartialEq)]
+pub struct StopReplay;
+
+/// The demo being recorded, if any.
+#[derive(Resource, Debug)]
+pub struct Recorder {
+    /// The next rebuild of the lanes starts a recording.
+    pub armed: bool,
+    pub recording: Option<Recording>,
+    /// Store a hash every this many ticks.
+    pub hash_every: u64,
+    /// Where the last demo was saved.
+    pub last_saved: Option<PathBuf>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder {
+            armed: false,
+            recording: None,
+            hash_every: DEFAULT_HASH_EVERY,
+            last_saved: None,
+        }
+    }
+}
+
+/// A recording in progress.
+#[derive(Clone, Debug)]
+pub struct Recording {
+    pub demo: Demo,
+    /// `SimControl::ticks` when it started.
+    pub start_tick: u64,
+}
+
+impl Recorder {
+    pub fn is_recording(&self) -> bool {
+        self.recording.is_some()
+    }
+
+    /// Starts a recording on freshly built lanes of `scene`.
+    pub fn begin(&mut self, scene: Scene, fixed_hz: f64, now: u64) {
+        self.armed = false;
+        self.recording = Some(Recording {
+            demo: Demo {
+                version: DEMO_VERSION,
+                written_by: format!("contact-sandbox {} (window)", env!("CARGO_PKG_VERSION")),
+                fixed_hz: if fixed_hz.is_finite() && fixed_hz > 0.0 {
+                    fixed_hz
+                } else {
+                    60.0
+                },
+                hash_every: self.hash_every.max(1),
+                ticks: 0,
+                scene,
+                actions: Vec::new(),
+                hashes: Vec::new(),
+            },
+            start_tick: now,
+        });
+    }
+
+    /// Logs an applied action at `SimControl::ticks == now` (nothing when not recording).
+    pub fn record(&mut self, now: u64, action: Action) {
+        if let Some(r) = &mut self.recording
+            && r.demo.actions.len() < crate::demo::MAX_ACTIONS
+        {
+            r.demo.actions.push(TimedAction {
+                tick: now.saturating_sub(r.start_tick),
+                action,
+            });
+        }
+    }
+
+    /// Ticks recorded so far.
+    pub fn ticks(&self, now: u64) -> u64 {
+        self.recording
+            .as_ref()
+            .map_or(0, |r| now.saturating_sub(r.start_tick))
+    }
+
+    /// Actions recorded so far.
+    pub fn actions(&self) -> usize {
+        self.recording.as_ref().map_or(0, |r| r.demo.actions.len())
+    }
+}
+
+/// The lanes' worlds in lane order.
+fn lanes_in_order<'a>(lanes: impl Iterator<Item = &'a Lane>) -> Vec<&'a LaneWorld> {
+    let mut sorted: Vec<&Lane> = lanes.collect();
+    sorted.sort_by_key(|l| l.index);
+    sorted.into_iter().map(|l| &l.world).collect()
+}
+
+/// FixedUpdate, between Gather and Step: the hash of the tick about to be left, every `hash_every` ticks.
+pub fn record_hash(
+    control: Res<SimControl>,
+    mut recorder: ResMut<Recorder>,
+    lanes: Query<&Lane>,
+    replay: Option<Res<Replay>>,
+) {
+    if replay.is_some() || !control.steps_this_tick() {
+        return;
+    }
+    let Some(r) = &mut recorder.recording else {
+        return;
+    };
+    let tick = control.ticks.saturating_sub(r.start_tick);
+    if tick.is_multiple_of(r.demo.hash_every) && r.demo.hashes.len() < crate::demo::MAX_HASHES {
+        let hash = hash_lanes(lanes_in_order(lanes.iter()));
+        r.demo.hashes.push(TickHash {
+            tick,
+            hash: hash_hex(hash),
+        });
+    }
+}
+
+/// Update, before the other messages: pause and single-step requests are logged (they do not change the
+/// physics, but a viewer shows them); Start/StopRecording arm or finish the recorder.
+#[allow(clippy::too_many_arguments)]
+pub fn recording_messages(
+    mut starts: MessageReader<StartRecording>,
+    mut stops: MessageReader<StopRecording>,
+    mut restarts: MessageWriter<RestartScene>,
+    mut control: ResMut<SimControl>,
+    mut recorder: ResMut<Recorder>,
+    mut log: ResMut<SimLog>,
+    lanes: Query<&Lane>,
+    replay: Option<Res<Replay>>,
+) {
+    let now = control.ticks;
+    for action in std::mem::take(&mut control.pace_log) {
+        recorder.record(now, action);
+    }
+    for stop in stops.read() {
+        let Some(mut r) = recorder.recording.take() else {
+            log.error("not recording; nothing to save");
+            continue;
+        };
+        let tick = now.saturating_sub(r.start_tick);
+        r.demo.ticks = tick;
+        if r.demo.hashes.last().is_none_or(|h| h.tick < tick) {
+            r.demo.hashes.push(TickHash {
+                tick,
+                hash: hash_hex(hash_lanes(lanes_in_order(lanes.iter()))),
+            });
+        }
+        match r.demo.save(&stop.0) {
+            Ok(()) => {
+                log.info(format!(
+                    "saved {} ({} ticks, {} actions)",
+                    stop.0.display(),
+                    tick,
+                    r.demo.actions.len()
+                ));
+                recorder.last_saved = Some(stop.0.clone());
+            }
+            Err(e) => {
+                // Keep the recording so nothing is lost: the user can save it elsewhere.
+                log.error(format!("{e:#}; the recording is kept, save it elsewhere"));
+                recorder.recording = Some(r);
+            }
+        }
+    }
+    if starts.read().count() > 0 {
+        if replay.is_some() {
+            log.error("a demo is replaying: stop the replay before recording");
+        } else if recorder.is_recording() {
+            log.error("already recording");
+        } else {
+            recorder.armed = true;
+            restarts.write(RestartScene);
+        }
+    }
+}
+
+/// A demo being replayed in the lanes: the GUI's replay viewer and the exporter drive the lanes through it.
+#[derive(Resource)]
+pub struct Replay {
+    pub player: Player,
+    /// Advance with the fixed clock?
+    pub playing: bool,
+    /// Demo ticks per fixed tick (0.25 to 8).
+    pub speed: f64,
+    /// Jump to this tick at the next `Update`.
+    pub seek: Option<u64>,
+    /// A demo that could not be replayed further (a refused action): the replay stops here.
+    pub error: Option<String>,
+    /// The whole demo checked once in the background: `None` while it runs.
+    pub full_check: Arc<Mutex<Option<Result<Verdict, String>>>>,
+    accumulator: f64,
+    synced_generation: Option<u64>,
+}
+
+impl Replay {
+    /// Starts replaying at tick 0 and verifies the whole demo on a background thread.
+    pub fn new(player: Player) -> Replay {
+        let full_check = Arc::new(Mutex::new(None));
+        let mut checker = player.clone();
+        let slot = Arc::clone(&full_check);
+        std::thread::spawn(move || {
+            let result = checker
+                .run_to_end(true)
+                .map(|v| v.clone())
+                .map_err(|e| e.to_string());
+            if let Ok(mut slot) = slot.lock() {
+                *slot = Some(result);
+            }
+        });
+        Replay {
+            player,
+            playing: true,
+            speed: 1.0,
+            seek: None,
+            error: None,
+            full_check,
+            accumulator: 0.0,
+            synced_generation: None,
+        }
+    }
+
+    /// Starts replaying without the background check (the exporter checks as it goes).
+    pub fn without_check(player: Player) -> Replay {
+        Replay {
+            player,
+            playing: false,
+            speed: 1.0,
+            seek: None,
+            error: None,
+            full_check: Arc::new(Mutex::new(None)),
+            accumulator: 0.0,
+            synced_generation: None,
+        }
+    }
+
+    /// The badge: "match", "MISMATCH at tick T", or "checking…".
+    pub fn badge(&self) -> String {
+        if let Some((tick, _, _)) = &self.player.verdict.mismatch {
+            return format!("MISMATCH at tick {tick}");
+        }
+        match self.full_check.lock().ok().and_then(|s| s.clone()) {
+            Some(Ok(v)) => match v.mismatch {
+                Some((tick, _, _)) => format!("MISMATCH at tick {tick}"),
+                None => format!("match ({} hashes)", v.matched),
+            },
+            Some(Err(e)) => format!("cannot replay: {e}"),
+            None => format!(
+                "checking… ({} hashes match so far)",
+                self.player.verdict.matched
+            ),
+        }
+    }
+}
+
+/// Update: StartReplay / StopReplay, and seeks.
+#[allow(clippy::too_many_arguments)]
+pub fn replay_messages(
+    mut commands: Commands,
+    mut starts: MessageReader<StartReplay>,
+    mut stops: MessageReader<StopReplay>,
+    replay: Option<ResMut<Replay>>,
+    mut recorder: ResMut<Recorder>,
+    mut log: ResMut<SimLog>,
+    mut control: ResMut<SimControl>,
+    lanes: Query<Entity, With<Lane>>,
+    members: Query<Entity, With<LaneMember>>,
+    active: Option<Res<ActiveScene>>,
+    mut fixed: ResMut<Time<Fixed>>,
+) {
+    if stops.read().count() > 0 && replay.is_some() {
+        commands.remove_resource::<Replay>();
+        for entity in lanes.iter().chain(members.iter()) {
+            commands.entity(entity).despawn();
+        }
+        if let Some(active) = active {
+            build_lanes(&mut commands, &active.current, &mut control, &mut fixed);
+        }
+        log.info("replay stopped; the scene restarted");
+        return;
+    }
+    if let Some(start) = starts.read().last() {
+        if recorder.is_recording() {
+            log.error("recording: stop the recording before replaying a demo");
+            return;
+        }
+        recorder.armed = false;
+        match Demo::load(&start.0) {
+            Ok(demo) => {
+                let mut player = Player::new(demo, start.0.display().to_string());
+                match player.start() {
+                    Ok(()) => {
+                        control.paused = false;
+                        control.stop_at_step = None;
+                        commands.insert_resource(Replay::new(player));
+                        log.info(format!("replaying {}", start.0.display()));
+                    }
+                    Err(e) => log.error(e.to_string()),
+                }
+            }
+            Err(e) => log.error(e.to_string()),
+        }
+    }
+}
+
+/// Brings the ECS lanes to the player's state: rebuilt when the player rebuilt its lanes (or after a seek),
+/// copied in place otherwise.
+fn sync_lanes(
+    commands: &mut Commands,
+    replay: &mut Replay,
+    lanes: &mut Query<(Entity, &mut Lane, &mut LaneSettings, &mut LaneDiagnostics)>,
+    members: &Query<Entity, With<LaneMember>>,
+    fixed: &mut Time<Fixed>,
+) {
+    let session = &replay.player.session;
+    if replay.synced_generation != Some(session.generation) {
+        for (entity, ..) in lanes.iter() {
+            commands.entity(entity).despawn();
+        }
+        for entity in members {
+            commands.entity(entity).despawn();
+        }
+        fixed.set_timestep_hz(replay.player.demo.fixed_hz);
+        spawn_lane_entities(commands, session.lanes.clone());
+        replay.synced_generation = Some(session.generation);
+        return;
+    }
+    for (_, mut lane, mut settings, _) in lanes.iter_mut() {
+        if let Some(world) = session.lanes.get(lane.index) {
+            if world.balls.len() < lane.world.balls.len()
+                || world.rods.len() < lane.world.rods.len()
+            {
+                // Fewer bodies than shown (cannot happen within one generation); rebuild next time.
+                replay.synced_generation = None;
+            }
+            lane.world.clone_from(world);
+            if settings.0 != world.settings {
+                settings.0 = world.settings.clone();
+            }
+        }
+    }
+}
+
+/// Update: applies a pending seek.
+pub fn seek_replay(
+    mut commands: Commands,
+    replay: Option<ResMut<Replay>>,
+    mut lanes: Query<(Entity, &mut Lane, &mut LaneSettings, &mut LaneDiagnostics)>,
+    members: Query<Entity, With<LaneMember>>,
+    mut fixed: ResMut<Time<Fixed>>,
+    mut log: ResMut<SimLog>,
+) {
+    let Some(mut replay) = replay else {
+        return;
+    };
+    let replay = &mut *replay;
+    let first_sync = replay.synced_generation.is_none();
+    let Some(tick) = replay.seek.take() else {
+        if first_sync {
+            sync_lanes(&mut commands, replay, &mut lanes, &members, &mut fixed);
+        }
+        return;
+    };
+    if let Err(e) = replay.player.seek(tick) {
+        log.error(e.to_string());
+        replay.error = Some(e.to_string());
+        replay.playing = false;
+    }
+    // Bodies may be fewer after seeking backwards: rebuild the entities.
+    replay.synced_generation = None;
+    for (_, _, _, mut diagnostics) in lanes.iter_mut() {
+        diagnostics.history.clear();
+    }
+    sync_lanes(&mut commands, replay, &mut lanes, &members, &mut fixed);
+}
+
+/// FixedUpdate (Step): advances the player by `speed` ticks per fixed tick while playing.
+pub fn drive_replay(
+    mut commands: Commands,
+    replay: Option<ResMut<Replay>>,
+    mut lanes: Query<(Entity, &mut Lane, &mut LaneSettings, &mut LaneDiagnostics)>,
+    members: Query<Entity, With<LaneMember>>,
+    mut fixed: ResMut<Time<Fixed>>,
+    mut log: ResMut<SimLog>,
+) {
+    let Some(mut replay) = replay else {
+        return;
+    };
+    let replay = &mut *replay;
+    if !replay.playing || replay.error.is_some() {
+        return;
+    }
+    replay.accumulator += replay.speed.clamp(0.0, 64.0);
+    let mut advanced = false;
+    while replay.accumulator >= 1.0 {
+        replay.accumulator -= 1.0;
+        match replay.player.advance() {
+            Ok(true) => {
+                advanced = true;
+                for (_, lane, _, mut diagnostics) in lanes.iter_mut() {
+                    if let Some(world) = replay.player.session.lanes.get(lane.index) {
+                        push_sample(world, &mut diagnostics);
+                    }
+                }
+            }
+            Ok(false) => {
+                replay.playing = false;
+                replay.accumulator = 0.0;
+                break;
+            }
+            Err(e) => {
+                log.error(e.to_string());
+                replay.error = Some(e.to_string());
+                replay.playing = false;
+                break;
+            }
+        }
+    }
+    if advanced {
+        sync_lanes(&mut commands, replay, &mut lanes, &members, &mut fixed);
+    }
+}
