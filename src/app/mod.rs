@@ -1,4 +1,5 @@
-//! The windowed sandbox: rendering ([`render`]), input ([`input`]), egui panels ([`panels`]), the seed's energy
+//! The windowed sandbox: rendering ([`render`]), input ([`input`]), egui panels ([`panels`]), the Demo window
+//! (record, replay viewer, export: [`demo_panel`]), the seed's energy
 //! landscape ([`landscape`]) and the scripted screenshot mode ([`screenshot`]). It drives the same
 //! [`SimPlugin`] as the tests and never steps physics itself.
 //!
@@ -10,7 +11,9 @@
 //!   gauntlet: a fast ball), saves the window to this PNG after `CONTACT_SANDBOX_FRAMES` frames and exits 0
 //!   (non-zero if the capture never arrives).
 //! - `CONTACT_SANDBOX_FRAMES=N`: frames before the screenshot (default 15).
+//! - `CONTACT_SANDBOX_REPLAY=demo.ron`: open this demo in the replay viewer at start.
 
+pub mod demo_panel;
 pub mod input;
 pub mod landscape;
 pub mod panels;
@@ -151,7 +154,17 @@ pub fn run_gui() -> anyhow::Result<()> {
         render::RenderPlugin,
         input::InputPlugin,
         panels::PanelsPlugin,
+        demo_panel::DemoPanelPlugin,
     ));
+    if let Some(demo) = std::env::var_os("CONTACT_SANDBOX_REPLAY") {
+        let demo = PathBuf::from(demo);
+        app.add_systems(
+            Startup,
+            move |mut replay: MessageWriter<crate::sim::StartReplay>| {
+                replay.write(crate::sim::StartReplay(demo.clone()));
+            },
+        );
+    }
     if let Some(plan) = screenshot {
         app.add_plugins(screenshot::ScreenshotPlugin { plan });
     }

@@ -91,7 +91,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     let mut player = Player::new(demo, file.clone());
     player.start()?;
     while !(args.verify && player.verdict.mismatch.is_some()) && player.advance()? {
-        if player.tick() % 64 == 0 {
+        if player.tick().is_multiple_of(64) {
             bar.set_position(player.tick());
         }
     }

@@ -179,7 +179,7 @@ pub fn record_script(
         if tick < script.ticks {
             session.step();
         }
-        if tick % 256 == 0 {
+        if tick.is_multiple_of(256) {
             progress(tick, script.ticks);
         }
     }

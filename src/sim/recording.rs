@@ -234,10 +234,7 @@ impl Replay {
         let mut checker = player.clone();
         let slot = Arc::clone(&full_check);
         std::thread::spawn(move || {
-            let result = checker
-                .run_to_end(true)
-                .map(|v| v.clone())
-                .map_err(|e| e.to_string());
+            let result = checker.run_to_end(true).cloned().map_err(|e| e.to_string());
             if let Ok(mut slot) = slot.lock() {
                 *slot = Some(result);
             }
