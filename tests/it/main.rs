@@ -2,6 +2,7 @@
 
 mod bench;
 mod demo;
+mod demo_fuzz;
 mod friction;
 mod robustness;
 mod rod;

@@ -35,7 +35,7 @@ fn config(default: u32) -> Config {
     }
 }
 
-fn runner(default: u32) -> TestRunner {
+pub(crate) fn runner(default: u32) -> TestRunner {
     TestRunner::new(config(default))
 }
 
@@ -930,7 +930,7 @@ const NUMBER_REPLACEMENTS: &[&str] = &[
     "1e",
 ];
 
-const TOKENS: &[&str] = &[
+pub(crate) const TOKENS: &[&str] = &[
     "Scene(",
     "LaneSpec(",
     "ContactSettings(",
@@ -993,7 +993,7 @@ const TOKENS: &[&str] = &[
 ];
 
 #[derive(Clone, Debug)]
-enum Mutation {
+pub(crate) enum Mutation {
     FlipByte(Index, u8),
     Truncate(Index),
     DeleteRange(Index, usize),
@@ -1003,7 +1003,7 @@ enum Mutation {
     DuplicateRange(Index, usize),
 }
 
-fn mutation() -> impl Strategy<Value = Mutation> {
+pub(crate) fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         1 => (any::<Index>(), 1..=255u8).prop_map(|(i, x)| Mutation::FlipByte(i, x)),
         1 => any::<Index>().prop_map(Mutation::Truncate),
@@ -1016,7 +1016,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
     ]
 }
 
-fn apply(text: &mut Vec<u8>, m: &Mutation) {
+pub(crate) fn apply(text: &mut Vec<u8>, m: &Mutation) {
     if text.is_empty() {
         return;
     }
