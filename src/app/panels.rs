@@ -15,7 +15,7 @@ use super::render::{CameraView, MainCamera};
 use super::{IPC_RGB, PENALTY_RGB, UiState};
 use crate::physics::DVec2;
 use crate::physics::geometry::ball_wall_gap;
-use crate::physics::newton::NewtonSettings;
+use crate::physics::newton::{NewtonSettings, StopReason};
 use crate::physics::world::{ContactMethod, LaneWorld};
 use crate::sim::{
     ActiveScene, Ball, BodyState, CycleScene, Lane, LaneDiagnostics, LaneMember, LaneSettings,
@@ -687,6 +687,29 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics) {
         ui.colored_label(egui::Color32::from_rgb(255, 180, 60), newton);
     } else {
         ui.label(newton);
+    }
+    // How the solves end (issue 8): a capped or stalled solve still returns a feasible state, but say so.
+    let stop = w.last.as_ref().map(|d| match &d.stop {
+        StopReason::Converged => "converged".to_string(),
+        StopReason::IterationCap => "hit the iteration cap (state kept feasible)".to_string(),
+        StopReason::LineSearchStalled => {
+            "line search stalled, α < 1e-12 (last feasible state kept)".to_string()
+        }
+        StopReason::LinearSolveFailed(why) => {
+            format!("linear solve failed: {why} (last feasible state kept)")
+        }
+    });
+    let troubled = w.stats.iteration_caps > 0 || w.stats.stalled_line_searches > 0;
+    let solves = format!(
+        "last solve {}; caps {} · stalls {} so far",
+        stop.unwrap_or_else(|| "not yet run".into()),
+        w.stats.iteration_caps,
+        w.stats.stalled_line_searches
+    );
+    if troubled {
+        ui.colored_label(egui::Color32::from_rgb(255, 180, 60), solves);
+    } else {
+        ui.label(solves);
     }
     ui.label(format!(
         "tunnelled {} · {} · {}",
