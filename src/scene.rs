@@ -179,7 +179,9 @@ impl Scene {
                 ),
             ));
         }
+        check_name(&self.name).map_err(|problem| fail("name".into(), problem))?;
         for (l, lane) in self.lanes.iter().enumerate() {
+            check_name(&lane.name).map_err(|problem| fail(format!("lanes[{l}].name"), problem))?;
             lane.validate()
                 .map_err(|(place, problem)| fail(format!("lanes[{l}].{place}"), problem))?;
         }
@@ -199,6 +201,26 @@ impl Scene {
 }
 
 type FieldError = (String, String);
+
+/// Longest scene or lane name, in characters.
+pub const MAX_NAME_CHARS: usize = 200;
+
+/// Names are labels and appear in messages: one line of printable text.
+fn check_name(name: &str) -> Result<(), String> {
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "contains the control character U+{:04X}; a name is one line of text",
+            u32::from(c)
+        ));
+    }
+    let count = name.chars().count();
+    if count > MAX_NAME_CHARS {
+        return Err(format!(
+            "is {count} characters long; at most {MAX_NAME_CHARS} are allowed"
+        ));
+    }
+    Ok(())
+}
 
 fn positive(place: &str, value: f64) -> Result<(), FieldError> {
     finite(place, value)?;

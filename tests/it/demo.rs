@@ -183,7 +183,12 @@ fn bad_demos_are_refused_with_the_file_the_field_and_the_problem() {
         .to_ron()
         .expect("ron")
         .replacen(&demo.hashes[2].hash, "xyz", 1);
-    expect_error(&bad_hash, &["hashes[2].hash", "xyz"]);
+    expect_error(&bad_hash, &["hashes[2].hash", "\"xyz\""]);
+    // Names are one line of text: they appear in messages.
+    expect_error(
+        &good.replacen("name: \"Wall throw\"", "name: \"Wall\u{1b}throw\"", 1),
+        &["scene.name", "U+001B"],
+    );
     // A scene error inside a demo names its place in the scene.
     expect_error(
         &good.replacen("h: 0.01", "h: -0.01", 1),
