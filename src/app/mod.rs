@@ -1,5 +1,6 @@
 //! The windowed sandbox: rendering ([`render`]), input ([`input`]), egui panels ([`panels`]), the seed's energy
-//! landscape ([`landscape`]) and the scripted screenshot mode ([`screenshot`]). It drives the same
+//! landscape ([`landscape`]), the scripted screenshot mode ([`screenshot`]) and the offscreen demo exporter
+//! ([`export`]). It drives the same
 //! [`SimPlugin`] as the tests and never steps physics itself.
 //!
 //! Environment variables read by [`run_gui`] (the binary's argument parsing belongs to `main.rs`):
@@ -11,6 +12,7 @@
 //!   (non-zero if the capture never arrives).
 //! - `CONTACT_SANDBOX_FRAMES=N`: frames before the screenshot (default 15).
 
+pub mod export;
 pub mod input;
 pub mod landscape;
 pub mod panels;
