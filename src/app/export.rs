@@ -7,9 +7,9 @@
 //! lanes' build-time bounds, holds still; the lanes are rebuilt only when the demo rebuilds them (a restart or
 //! a scene switch). Interpolation is pinned to the current state, so frame k shows exactly its tick.
 //!
-//! bevy_capture 0.6's GIF encoder leaves every frame delay at 0 and its openh264 MP4 encoder stamps frames
-//! 100 ms apart whatever the rate, so the writers fix the timing in the finished file: the GIF's graphic
-//! control extensions get the delays of `fps`, the MP4's media time scale becomes `100 · fps` units per second.
+//! GIFs are written by [`GifWriter`] (bevy_capture 0.6's GIF encoder leaves every delay at 0 and quantises far
+//! too slowly in a debug build). Its openh264 MP4 encoder stamps frames 100 ms apart whatever the rate, so the
+//! finished MP4 is retimed: its media time scale becomes `100 · fps` units per second.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -28,7 +28,6 @@ use bevy::sprite::Anchor;
 use bevy::transform::TransformSystems;
 use bevy::window::ExitCondition;
 use bevy::winit::WinitPlugin;
-use bevy_capture::encoder::gif::{GifEncoder, Repeat};
 use bevy_capture::encoder::mp4_openh264::{Mp4Openh264Encoder, openh264};
 use bevy_capture::{Capture, CaptureBundle, CapturePlugin, Encoder, RenderTargetHeadless};
 use indicatif::ProgressBar;
@@ -46,8 +45,6 @@ use crate::sim::{
 const WARMUP_FRAMES: u32 = 4;
 /// Give up when the offscreen camera has no target after this many frames.
 const WARMUP_LIMIT: u32 = 600;
-/// GIF colour quantisation speed (1 = best, 30 = fastest); 10 keeps the quality at a fraction of the time.
-const GIF_SPEED: i32 = 10;
 /// openh264 bit budget per pixel per frame; 0.1 bit gives clean edges on this flat-coloured scene.
 const H264_BITS_PER_PIXEL: f64 = 0.1;
 /// libx264 constant rate factor (18 = visually lossless, 23 = ffmpeg's default).
@@ -67,7 +64,7 @@ pub enum ClipFormat {
 /// The text drawn in the top-left corner of every frame.
 #[derive(Clone, Debug)]
 pub struct Overlay {
-    /// First line, e.g. "wall_throw.demo.ron · Wall throw".
+    /// First line, e.g. "wall_throw.demo.ron - Wall throw" (the default font has no middle dot).
     pub title: String,
     /// The demo's hash verdict, e.g. "match (4 hashes)" or "MISMATCH at tick 120".
     pub verdict: String,
@@ -107,10 +104,13 @@ trait ClipWriter: Send + Sync {
 fn open_writer(plan: &ExportPlan) -> Result<Box<dyn ClipWriter>> {
     let path = plan.temp.clone();
     Ok(match plan.format {
-        ClipFormat::Gif => Box::new(GifClip::create(path, plan.fps)?),
-        ClipFormat::Mp4Openh264 => {
-            Box::new(Openh264Clip::create(path, plan.width, plan.height, plan.fps)?)
-        }
+        ClipFormat::Gif => Box::new(GifClip::create(path, plan.width, plan.height, plan.fps)?),
+        ClipFormat::Mp4Openh264 => Box::new(Openh264Clip::create(
+            path,
+            plan.width,
+            plan.height,
+            plan.fps,
+        )?),
         ClipFormat::Mp4Ffmpeg => {
             Box::new(FfmpegClip::spawn(path, plan.width, plan.height, plan.fps)?)
         }
@@ -129,40 +129,61 @@ fn sync_file(path: &Path) -> Result<()> {
         .with_context(|| format!("cannot sync '{}'", path.display()))
 }
 
-/// GIF through bevy_capture (image's encoder, infinite loop), delays set afterwards.
+/// GIF through [`GifWriter`], frame k shown for [`gif_delay_cs`]`(k, fps)`.
 struct GifClip {
-    encoder: GifEncoder<BufWriter<File>>,
+    writer: GifWriter<BufWriter<File>>,
     path: PathBuf,
     fps: u32,
+    frames: u64,
 }
 
 impl GifClip {
-    fn create(path: PathBuf, fps: u32) -> Result<GifClip> {
-        let encoder =
-            GifEncoder::new_with_speed(create_file(&path)?, GIF_SPEED).with_repeat(Repeat::Infinite);
-        Ok(GifClip { encoder, path, fps })
+    fn create(path: PathBuf, width: u32, height: u32, fps: u32) -> Result<GifClip> {
+        let (w, h) = (
+            u16::try_from(width).context("GIF width")?,
+            u16::try_from(height).context("GIF height")?,
+        );
+        let writer = GifWriter::new(create_file(&path)?, w, h)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+        Ok(GifClip {
+            writer,
+            path,
+            fps,
+            frames: 0,
+        })
     }
 }
 
 impl ClipWriter for GifClip {
     fn frame(&mut self, image: &Image) -> Result<()> {
-        self.encoder
-            .encode(image)
-            .map_err(|e| anyhow!("GIF encoder: {e}"))
+        let data = image
+            .data
+            .as_deref()
+            .context("a frame arrived without pixels")?;
+        self.writer
+            .frame(data, gif_delay_cs(self.frames, self.fps))
+            .with_context(|| format!("cannot write '{}'", self.path.display()))?;
+        self.frames += 1;
+        Ok(())
     }
 
     fn close(self: Box<Self>, frames: u64) -> Result<()> {
-        let GifClip { encoder, path, fps } = *self;
-        // Dropping the encoder writes the trailer and flushes the file.
-        drop(encoder);
-        let mut bytes = fs::read(&path).with_context(|| format!("cannot read '{}'", path.display()))?;
-        let written = set_gif_delays(&mut bytes, |k| gif_delay_cs(k, fps))
-            .map_err(|e| anyhow!("the GIF encoder wrote a broken file: {e}"))?;
+        let GifClip { writer, path, .. } = *self;
+        let file = writer
+            .finish()
+            .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+        file.sync_all()
+            .with_context(|| format!("cannot sync '{}'", path.display()))?;
+        drop(file);
+        let bytes = fs::read(&path).with_context(|| format!("cannot read '{}'", path.display()))?;
+        let written = gif_frame_delays(&bytes)
+            .map_err(|e| anyhow!("'{}' is not a valid GIF: {e}", path.display()))?
+            .len() as u64;
         if written != frames {
             bail!("the GIF holds {written} frames, {frames} were encoded");
         }
-        fs::write(&path, &bytes).with_context(|| format!("cannot write '{}'", path.display()))?;
-        sync_file(&path)
+        Ok(())
     }
 }
 
@@ -256,16 +277,16 @@ impl FfmpegClip {
     }
 
     fn stderr_tail(&self) -> String {
-        self.stderr
-            .lock()
-            .map(|l| l.join("; "))
-            .unwrap_or_default()
+        self.stderr.lock().map(|l| l.join("; ")).unwrap_or_default()
     }
 }
 
 impl ClipWriter for FfmpegClip {
     fn frame(&mut self, image: &Image) -> Result<()> {
-        let data = image.data.as_deref().context("a frame arrived without pixels")?;
+        let data = image
+            .data
+            .as_deref()
+            .context("a frame arrived without pixels")?;
         if data.len() != self.frame_bytes {
             bail!(
                 "a frame of {} bytes arrived, {} expected",
@@ -275,7 +296,10 @@ impl ClipWriter for FfmpegClip {
         }
         let stdin = self.stdin.as_mut().context("ffmpeg's input is closed")?;
         if let Err(e) = stdin.write_all(data) {
-            bail!("ffmpeg stopped reading frames ({e}): {}", self.stderr_tail());
+            bail!(
+                "ffmpeg stopped reading frames ({e}): {}",
+                self.stderr_tail()
+            );
         }
         Ok(())
     }
@@ -468,7 +492,8 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
             })
             .set(LogPlugin {
                 level: bevy::log::Level::WARN,
-                filter: "wgpu=error,naga=warn".into(),
+                // llvmpipe is expected on machines without a GPU; its "software rendering" warning is noise here.
+                filter: "wgpu=error,naga=warn,bevy_render::renderer=error".into(),
                 ..default()
             }),
     )
@@ -686,8 +711,7 @@ fn place_overlay(
             text.0.clone_from(&label);
         }
         let corner = Vec2::new(-size.x / 2.0 + margin, size.y / 2.0 - margin) * scale;
-        transform.translation =
-            camera_transform.translation + corner.extend(0.0) + Vec3::Z * 50.0;
+        transform.translation = camera_transform.translation + corner.extend(0.0) + Vec3::Z * 50.0;
         transform.scale = Vec3::splat(scale);
     }
 }
@@ -703,7 +727,8 @@ fn gif_skip_sub_blocks(gif: &[u8], mut pos: usize) -> Result<usize, String> {
     loop {
         let n = *gif
             .get(pos)
-            .ok_or_else(|| format!("truncated in a data block at byte {pos}"))? as usize;
+            .ok_or_else(|| format!("truncated in a data block at byte {pos}"))?
+            as usize;
         pos += 1 + n;
         if n == 0 {
             return Ok(pos);
@@ -714,9 +739,9 @@ fn gif_skip_sub_blocks(gif: &[u8], mut pos: usize) -> Result<usize, String> {
     }
 }
 
-/// Walks a GIF stream, sets the delay of frame k's graphic control extension to `delay(k)` [cs] and returns
-/// the number of frames (image descriptors). Errors name the byte where the stream breaks.
-pub fn set_gif_delays(gif: &mut [u8], delay: impl Fn(u64) -> u16) -> Result<u64, String> {
+/// Walks a GIF stream and returns the delay of each frame [cs] (0 for a frame without a graphic control
+/// extension). Errors name the byte where the stream breaks.
+pub fn gif_frame_delays(gif: &[u8]) -> Result<Vec<u16>, String> {
     if gif.len() < 13 || &gif[..3] != b"GIF" {
         return Err("not a GIF (no GIF header)".into());
     }
@@ -728,7 +753,8 @@ pub fn set_gif_delays(gif: &mut [u8], delay: impl Fn(u64) -> u16) -> Result<u64,
         }
     };
     let mut pos = 13 + table(gif[10]);
-    let mut frames = 0u64;
+    let mut delays = Vec::new();
+    let mut pending = 0u16;
     loop {
         match gif.get(pos) {
             Some(0x21) => {
@@ -738,7 +764,7 @@ pub fn set_gif_delays(gif: &mut [u8], delay: impl Fn(u64) -> u16) -> Result<u64,
                     if gif.get(pos) != Some(&4) || pos + 5 > gif.len() {
                         return Err(format!("malformed graphic control extension at byte {pos}"));
                     }
-                    gif[pos + 2..pos + 4].copy_from_slice(&delay(frames).to_le_bytes());
+                    pending = u16::from_le_bytes([gif[pos + 2], gif[pos + 3]]);
                 }
                 pos = gif_skip_sub_blocks(gif, pos)?;
             }
@@ -748,17 +774,232 @@ pub fn set_gif_delays(gif: &mut [u8], delay: impl Fn(u64) -> u16) -> Result<u64,
                     .ok_or_else(|| format!("truncated image descriptor at byte {pos}"))?;
                 pos += 10 + table(flags) + 1;
                 pos = gif_skip_sub_blocks(gif, pos)?;
-                frames += 1;
+                delays.push(std::mem::take(&mut pending));
             }
-            Some(0x3B) => return Ok(frames),
+            Some(0x3B) => return Ok(delays),
             Some(b) => return Err(format!("unexpected block 0x{b:02x} at byte {pos}")),
-            None => return Err(format!("truncated after {frames} frames (no trailer)")),
+            None => {
+                return Err(format!(
+                    "truncated after {} frames (no trailer)",
+                    delays.len()
+                ));
+            }
         }
     }
 }
 
+/// A GIF89a writer for the exporter, compiled with the crate's optimisation (the image crate's NeuQuant
+/// encoder runs at well under one frame per second in a debug build). Each frame stores only the rectangle
+/// that changed since the previous one (drawn over it: disposal "do not dispose"), with a local palette that
+/// is exact when the rectangle has at most 256 colours; otherwise the 256 most frequent colours are kept and
+/// the rest (antialiased edges) map to the nearest of them. Loops forever.
+pub struct GifWriter<W: Write> {
+    out: W,
+    width: usize,
+    height: usize,
+    previous: Vec<u32>,
+    /// LZW trie: `trie[code · 256 + index]` = the code for string(code) + index, 0 when absent.
+    trie: Vec<u16>,
+}
+
+/// Largest LZW code in a GIF (12-bit codes).
+const LZW_MAX_CODE: u16 = 4095;
+
+impl<W: Write> GifWriter<W> {
+    /// Writes the header, the screen descriptor (no global palette) and the loop extension.
+    pub fn new(mut out: W, width: u16, height: u16) -> std::io::Result<GifWriter<W>> {
+        out.write_all(b"GIF89a")?;
+        out.write_all(&width.to_le_bytes())?;
+        out.write_all(&height.to_le_bytes())?;
+        out.write_all(&[0, 0, 0])?;
+        out.write_all(&[0x21, 0xFF, 11])?;
+        out.write_all(b"NETSCAPE2.0")?;
+        out.write_all(&[3, 1, 0, 0, 0])?;
+        Ok(GifWriter {
+            out,
+            width: width as usize,
+            height: height as usize,
+            previous: Vec::new(),
+            trie: vec![0; (LZW_MAX_CODE as usize + 1) * 256],
+        })
+    }
+
+    /// Appends a frame of `width · height` RGBA8 pixels (alpha ignored) shown for `delay_cs` centiseconds.
+    pub fn frame(&mut self, rgba: &[u8], delay_cs: u16) -> std::io::Result<()> {
+        let (w, h) = (self.width, self.height);
+        if rgba.len() != w * h * 4 {
+            return Err(std::io::Error::other(format!(
+                "a frame of {} bytes for {w}x{h} pixels",
+                rgba.len()
+            )));
+        }
+        let pixels: Vec<u32> = rgba
+            .chunks_exact(4)
+            .map(|p| u32::from_be_bytes([0, p[0], p[1], p[2]]))
+            .collect();
+        // The rectangle that differs from the previous frame (all of the first frame; one pixel when nothing
+        // changed, so the frame still carries its delay).
+        let (mut x0, mut y0, mut x1, mut y1) = (w, h, 0, 0);
+        if self.previous.len() == pixels.len() {
+            for y in 0..h {
+                let row = &pixels[y * w..(y + 1) * w];
+                let old = &self.previous[y * w..(y + 1) * w];
+                if row == old {
+                    continue;
+                }
+                let first = (0..w).find(|&x| row[x] != old[x]).unwrap_or(0);
+                let last = (0..w).rev().find(|&x| row[x] != old[x]).unwrap_or(w - 1);
+                x0 = x0.min(first);
+                x1 = x1.max(last + 1);
+                y0 = y0.min(y);
+                y1 = y + 1;
+            }
+            if x0 >= x1 {
+                (x0, y0, x1, y1) = (0, 0, 1, 1);
+            }
+        } else {
+            (x0, y0, x1, y1) = (0, 0, w, h);
+        }
+        let region: Vec<u32> = (y0..y1)
+            .flat_map(|y| pixels[y * w + x0..y * w + x1].iter().copied())
+            .collect();
+        let (palette, indices) = quantise(&region);
+        let bits = (usize::BITS - (palette.len().max(2) - 1).leading_zeros()) as u8;
+
+        self.out.write_all(&[0x21, 0xF9, 4, 1 << 2])?;
+        self.out.write_all(&delay_cs.to_le_bytes())?;
+        self.out.write_all(&[0, 0, 0x2C])?;
+        for v in [x0, y0, x1 - x0, y1 - y0] {
+            self.out.write_all(&(v as u16).to_le_bytes())?;
+        }
+        self.out.write_all(&[0x80 | (bits - 1)])?;
+        let mut table = vec![0u8; 3 << bits];
+        for (i, c) in palette.iter().enumerate() {
+            table[3 * i..3 * i + 3].copy_from_slice(&c.to_be_bytes()[1..]);
+        }
+        self.out.write_all(&table)?;
+        let min_code_size = bits.max(2);
+        self.out.write_all(&[min_code_size])?;
+        let data = lzw_encode(&indices, min_code_size, &mut self.trie);
+        for block in data.chunks(255) {
+            self.out.write_all(&[block.len() as u8])?;
+            self.out.write_all(block)?;
+        }
+        self.out.write_all(&[0])?;
+        self.previous = pixels;
+        Ok(())
+    }
+
+    /// Writes the trailer and returns the writer (flushed).
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.out.write_all(&[0x3B])?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// A palette (0x00RRGGBB, at most 256 entries) and each pixel's index in it.
+fn quantise(pixels: &[u32]) -> (Vec<u32>, Vec<u8>) {
+    use std::collections::HashMap;
+    let mut counts: HashMap<u32, u32> = HashMap::new();
+    for &p in pixels {
+        *counts.entry(p).or_insert(0) += 1;
+    }
+    let mut colours: Vec<(u32, u32)> = counts.into_iter().collect();
+    // Most frequent first; ties by colour so the palette does not depend on hash order.
+    colours.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let palette: Vec<u32> = colours.iter().take(256).map(|c| c.0).collect();
+    let mut index: HashMap<u32, u8> = palette
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| (c, i as u8))
+        .collect();
+    let channels = |c: u32| {
+        [
+            (c >> 16) as i32 & 255,
+            (c >> 8) as i32 & 255,
+            c as i32 & 255,
+        ]
+    };
+    for &(c, _) in colours.iter().skip(256) {
+        let [r, g, b] = channels(c);
+        let nearest = palette
+            .iter()
+            .enumerate()
+            .min_by_key(|&(_, &p)| {
+                let [pr, pg, pb] = channels(p);
+                (pr - r).pow(2) + (pg - g).pow(2) + (pb - b).pow(2)
+            })
+            .map_or(0, |(i, _)| i as u8);
+        index.insert(c, nearest);
+    }
+    let indices = pixels.iter().map(|p| index[p]).collect();
+    (palette, indices)
+}
+
+/// GIF's variable-width LZW (codes of `min_code_size + 1` to 12 bits, LSB first, a clear code when the table
+/// is full), the scheme of the widely used gif.h. `trie` is scratch space of 4096 · 256 entries.
+fn lzw_encode(indices: &[u8], min_code_size: u8, trie: &mut [u16]) -> Vec<u8> {
+    let clear = 1u16 << min_code_size;
+    let mut out = Vec::with_capacity(indices.len() / 2);
+    let mut acc = 0u32;
+    let mut nbits = 0u32;
+    let mut emit = |code: u16, width: u8, out: &mut Vec<u8>| {
+        acc |= (code as u32) << nbits;
+        nbits += width as u32;
+        while nbits >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            nbits -= 8;
+        }
+    };
+    trie.fill(0);
+    let mut width = min_code_size + 1;
+    let mut max_code = clear + 1;
+    emit(clear, width, &mut out);
+    let Some((&first, rest)) = indices.split_first() else {
+        emit(clear + 1, width, &mut out);
+        if nbits > 0 {
+            out.push(acc as u8);
+        }
+        return out;
+    };
+    let mut current = first as u16;
+    for &k in rest {
+        let slot = current as usize * 256 + k as usize;
+        if trie[slot] != 0 {
+            current = trie[slot];
+            continue;
+        }
+        emit(current, width, &mut out);
+        max_code += 1;
+        trie[slot] = max_code;
+        if max_code >= 1 << width {
+            width += 1;
+        }
+        if max_code == LZW_MAX_CODE {
+            emit(clear, width, &mut out);
+            trie.fill(0);
+            width = min_code_size + 1;
+            max_code = clear + 1;
+        }
+        current = k as u16;
+    }
+    emit(current, width, &mut out);
+    emit(clear, width, &mut out);
+    emit(clear + 1, min_code_size + 1, &mut out);
+    if nbits > 0 {
+        out.push(acc as u8);
+    }
+    out
+}
+
 /// Children of an MP4 box payload `data[start..end]`: (type, payload start, end).
-fn mp4_children(data: &[u8], start: usize, end: usize) -> Result<Vec<([u8; 4], usize, usize)>, String> {
+fn mp4_children(
+    data: &[u8],
+    start: usize,
+    end: usize,
+) -> Result<Vec<([u8; 4], usize, usize)>, String> {
     let mut children = Vec::new();
     let mut pos = start;
     while pos < end {
@@ -838,8 +1079,14 @@ pub fn retime_mp4_moov(moov: &mut [u8], track_timescale: u32) -> Result<(), Stri
             continue;
         }
         let parts = mp4_children(moov, trak, trak_end)?;
-        let tkhd = parts.iter().find(|c| &c.0 == b"tkhd").ok_or("trak without tkhd")?;
-        let mdia = parts.iter().find(|c| &c.0 == b"mdia").ok_or("trak without mdia")?;
+        let tkhd = parts
+            .iter()
+            .find(|c| &c.0 == b"tkhd")
+            .ok_or("trak without tkhd")?;
+        let mdia = parts
+            .iter()
+            .find(|c| &c.0 == b"mdia")
+            .ok_or("trak without mdia")?;
         let media = mp4_children(moov, mdia.1, mdia.2)?;
         let (_, mdhd, mdhd_end) = *media
             .iter()
@@ -922,16 +1169,18 @@ fn retime_mp4_file(path: &Path, track_timescale: u32) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// A 1×1 GIF89a with a 2-colour table, a NETSCAPE loop extension and `frames` frames of delay 0.
-    fn tiny_gif(frames: usize) -> Vec<u8> {
+    /// A 1×1 GIF89a with a 2-colour table, a NETSCAPE loop extension and frames of the given delays.
+    fn tiny_gif(delays: &[u16]) -> Vec<u8> {
         let mut g = b"GIF89a".to_vec();
         g.extend_from_slice(&[1, 0, 1, 0, 0x80, 0, 0]);
         g.extend_from_slice(&[0, 0, 0, 255, 255, 255]);
         g.extend_from_slice(&[0x21, 0xFF, 11]);
         g.extend_from_slice(b"NETSCAPE2.0");
         g.extend_from_slice(&[3, 1, 0, 0, 0]);
-        for _ in 0..frames {
-            g.extend_from_slice(&[0x21, 0xF9, 4, 0, 0, 0, 0, 0]);
+        for d in delays {
+            g.extend_from_slice(&[0x21, 0xF9, 4, 0]);
+            g.extend_from_slice(&d.to_le_bytes());
+            g.extend_from_slice(&[0, 0]);
             g.extend_from_slice(&[0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0]);
             g.extend_from_slice(&[2, 2, 0x44, 0x01, 0]);
         }
@@ -939,40 +1188,151 @@ mod tests {
         g
     }
 
-    fn gif_delays(g: &[u8]) -> Vec<u16> {
-        g.windows(3)
-            .enumerate()
-            .filter(|(_, w)| w == &[0x21, 0xF9, 4])
-            .map(|(i, _)| u16::from_le_bytes([g[i + 4], g[i + 5]]))
-            .collect()
-    }
-
     #[test]
     fn gif_delays_add_up_to_the_clip_length() {
         // 30 fps: 3.33 cs per frame, as 3, 4, 3, 3, 4, 3, …
         let delays: Vec<u16> = (0..6).map(|k| gif_delay_cs(k, 30)).collect();
         assert_eq!(delays, [3, 4, 3, 3, 4, 3]);
-        assert_eq!((0..30).map(|k| gif_delay_cs(k, 30) as u64).sum::<u64>(), 100);
+        assert_eq!(
+            (0..30).map(|k| gif_delay_cs(k, 30) as u64).sum::<u64>(),
+            100
+        );
         assert!((0..50).all(|k| gif_delay_cs(k, 25) == 4));
         assert_eq!(gif_delay_cs(0, 1), 100);
     }
 
     #[test]
-    fn gif_walker_sets_every_frame_delay_and_counts_frames() {
-        let mut g = tiny_gif(3);
-        assert_eq!(set_gif_delays(&mut g, |k| gif_delay_cs(k, 30)), Ok(3));
-        assert_eq!(gif_delays(&g), [3, 4, 3]);
-        assert_eq!(set_gif_delays(&mut tiny_gif(0), |_| 1), Ok(0));
+    fn gif_walker_reads_every_frame_delay() {
+        assert_eq!(gif_frame_delays(&tiny_gif(&[3, 4, 3])), Ok(vec![3, 4, 3]));
+        assert_eq!(gif_frame_delays(&tiny_gif(&[])), Ok(vec![]));
     }
 
     #[test]
     fn gif_walker_rejects_a_truncated_file() {
-        let mut g = tiny_gif(2);
+        let mut g = tiny_gif(&[1, 1]);
         g.pop();
-        assert!(set_gif_delays(&mut g, |_| 1).unwrap_err().contains("no trailer"));
-        let mut cut = tiny_gif(2)[..40].to_vec();
-        assert!(set_gif_delays(&mut cut, |_| 1).is_err());
-        assert!(set_gif_delays(&mut b"PNG".to_vec(), |_| 1).is_err());
+        assert!(gif_frame_delays(&g).unwrap_err().contains("no trailer"));
+        assert!(gif_frame_delays(&tiny_gif(&[1, 1])[..40]).is_err());
+        assert!(gif_frame_delays(b"PNG").is_err());
+    }
+
+    /// A plain GIF LZW decoder, written from the GIF89a specification, to check the encoder against.
+    fn lzw_decode(data: &[u8], min_code_size: u8) -> Vec<u8> {
+        let clear = 1usize << min_code_size;
+        let mut table: Vec<Vec<u8>> = Vec::new();
+        let reset = |table: &mut Vec<Vec<u8>>| {
+            table.clear();
+            table.extend((0..clear).map(|i| vec![i as u8]));
+            table.push(vec![]);
+            table.push(vec![]);
+        };
+        reset(&mut table);
+        let (mut width, mut pos, mut out) = (min_code_size as usize + 1, 0usize, Vec::new());
+        let mut previous: Option<Vec<u8>> = None;
+        loop {
+            let mut code = 0usize;
+            for i in 0..width {
+                let bit = (data[(pos + i) / 8] >> ((pos + i) % 8)) & 1;
+                code |= (bit as usize) << i;
+            }
+            pos += width;
+            if code == clear {
+                reset(&mut table);
+                width = min_code_size as usize + 1;
+                previous = None;
+                continue;
+            }
+            if code == clear + 1 {
+                return out;
+            }
+            let entry = match (&previous, table.get(code)) {
+                (_, Some(e)) => e.clone(),
+                (Some(p), None) => [p.clone(), vec![p[0]]].concat(),
+                (None, None) => panic!("code {code} before any string"),
+            };
+            out.extend_from_slice(&entry);
+            if let Some(p) = previous
+                && table.len() < 4096
+            {
+                table.push([p, vec![entry[0]]].concat());
+            }
+            if table.len() == 1 << width && width < 12 {
+                width += 1;
+            }
+            previous = Some(entry);
+        }
+    }
+
+    #[test]
+    fn lzw_round_trips_through_a_reference_decoder_across_table_resets() {
+        let mut trie = vec![0u16; 4096 * 256];
+        // A pseudo-random stream long enough to fill the 4096-entry table several times, and runs.
+        let mut state = 0x2545_f491_u32;
+        let noisy: Vec<u8> = (0..60_000)
+            .map(|_| {
+                state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (state >> 24) as u8
+            })
+            .collect();
+        for (indices, bits) in [
+            (noisy.clone(), 8u8),
+            (noisy.iter().map(|v| v & 3).collect(), 2),
+            (noisy.iter().map(|v| v & 1).collect(), 2),
+            (vec![5u8; 100_000], 3),
+            (vec![0u8], 2),
+        ] {
+            let data = lzw_encode(&indices, bits, &mut trie);
+            assert_eq!(lzw_decode(&data, bits), indices, "{bits}-bit indices");
+        }
+    }
+
+    #[test]
+    fn gif_writer_stores_changed_rectangles_with_their_delays() {
+        let (w, h) = (40usize, 30usize);
+        let background = [24u8, 26, 32, 255];
+        let mut frame = background.repeat(w * h);
+        let mut writer = GifWriter::new(Vec::new(), w as u16, h as u16).unwrap();
+        writer.frame(&frame, 3).unwrap();
+        // A red dot moves: frame 1 changes a small rectangle only.
+        for (x, y) in [(10, 10), (11, 10), (10, 11)] {
+            frame[4 * (y * w + x)..4 * (y * w + x) + 4].copy_from_slice(&[235, 64, 52, 255]);
+        }
+        writer.frame(&frame, 4).unwrap();
+        writer.frame(&frame, 3).unwrap();
+        let gif = writer.finish().unwrap();
+        assert_eq!(gif_frame_delays(&gif), Ok(vec![3, 4, 3]));
+        // Image descriptors: full frame, then the 2×2 rectangle at (10, 10), then one unchanged pixel.
+        let rects: Vec<[u16; 4]> = gif
+            .windows(3)
+            .enumerate()
+            .filter(|(_, win)| win[0] == 0 && win[1] == 0 && win[2] == 0x2C)
+            .map(|(i, _)| {
+                let v = |k: usize| u16::from_le_bytes([gif[i + 3 + 2 * k], gif[i + 4 + 2 * k]]);
+                [v(0), v(1), v(2), v(3)]
+            })
+            .collect();
+        assert_eq!(rects, [[0, 0, 40, 30], [10, 10, 2, 2], [0, 0, 1, 1]]);
+    }
+
+    #[test]
+    fn quantise_is_exact_up_to_256_colours_and_nearest_beyond() {
+        let few: Vec<u32> = (0..1000).map(|i| (i % 7) * 0x010203).collect();
+        let (palette, indices) = quantise(&few);
+        assert_eq!(palette.len(), 7);
+        assert!(
+            few.iter()
+                .zip(&indices)
+                .all(|(&p, &i)| palette[i as usize] == p)
+        );
+        // 300 colours: 256 reds twice each are kept, 44 reds with a touch of green map to their red.
+        let mut many: Vec<u32> = (0..256u32).flat_map(|r| [r << 16; 2]).collect();
+        many.extend((0..44u32).map(|r| (r * 5) << 16 | 1 << 8));
+        let (palette, indices) = quantise(&many);
+        assert_eq!(palette.len(), 256);
+        assert!(palette.iter().all(|c| c & 0xFFFF == 0));
+        for (&p, &i) in many.iter().zip(&indices) {
+            assert_eq!(palette[i as usize], p & 0xFF0000, "{p:06x}");
+        }
     }
 
     fn mp4_box(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
@@ -1008,7 +1368,8 @@ mod tests {
     fn mp4_retiming_makes_91_samples_of_100_units_last_91_frames_at_30_fps() {
         let mut moov = tiny_moov(91);
         retime_mp4_moov(&mut moov, 3000).unwrap();
-        let be = |at: usize| u32::from_be_bytes([moov[at], moov[at + 1], moov[at + 2], moov[at + 3]]);
+        let be =
+            |at: usize| u32::from_be_bytes([moov[at], moov[at + 1], moov[at + 2], moov[at + 3]]);
         // mvhd payload starts at 8: time scale at 8+12, duration at 8+16.
         assert_eq!(be(20), 1000);
         // 91 frames at 30 fps = 3.0333 s = 3033 movie units.
@@ -1020,13 +1381,21 @@ mod tests {
         let mdhd = tkhd + 8 + 4 + 8 + 4 + 4 + 4 + 60 + 8;
         assert_eq!(&moov[mdhd + 4..mdhd + 8], b"mdhd");
         assert_eq!(be(mdhd + 8 + 12), 3000);
-        assert_eq!(be(mdhd + 8 + 16), 9100, "media duration stays in samples' units");
+        assert_eq!(
+            be(mdhd + 8 + 16),
+            9100,
+            "media duration stays in samples' units"
+        );
     }
 
     #[test]
     fn mp4_retiming_refuses_a_moov_without_tracks_or_with_a_bad_box() {
         let mut mvhd_only = tiny_moov(3)[..8 + 4 + 8 + 8 + 80].to_vec();
-        assert!(retime_mp4_moov(&mut mvhd_only, 3000).unwrap_err().contains("no trak"));
+        assert!(
+            retime_mp4_moov(&mut mvhd_only, 3000)
+                .unwrap_err()
+                .contains("no trak")
+        );
         let mut broken = tiny_moov(3);
         broken[3] = 0xFF;
         assert!(retime_mp4_moov(&mut broken, 3000).is_err());

@@ -104,11 +104,9 @@ pub fn parse_fps(text: &str) -> Result<u32, String> {
 
 /// `--size`: `WIDTHxHEIGHT`, each side in [`SIDE_RANGE`].
 pub fn parse_size(text: &str) -> Result<FrameSize, String> {
-    let malformed = || format!("--size must look like 1280x720 (WIDTHxHEIGHT in pixels), got '{text}'");
-    let (w, h) = text
-        .trim()
-        .split_once(['x', 'X'])
-        .ok_or_else(malformed)?;
+    let malformed =
+        || format!("--size must look like 1280x720 (WIDTHxHEIGHT in pixels), got '{text}'");
+    let (w, h) = text.trim().split_once(['x', 'X']).ok_or_else(malformed)?;
     let width = w.trim().parse::<u32>().map_err(|_| malformed())?;
     let height = h.trim().parse::<u32>().map_err(|_| malformed())?;
     for (name, side) in [("width", width), ("height", height)] {
@@ -407,7 +405,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| file.clone());
     let overlay = (!args.no_overlay).then(|| Overlay {
-        title: format!("{demo_name} · {}", demo.scene.name),
+        title: format!("{demo_name} - {}", demo.scene.name),
         verdict: verdict_text,
         mismatch: verdict.mismatch.is_some(),
     });
@@ -492,7 +490,15 @@ mod tests {
                 height: 3840
             })
         );
-        for bad in ["1280", "1280x", "x720", "1280*720", "a x b", "1280x720x3", ""] {
+        for bad in [
+            "1280",
+            "1280x",
+            "x720",
+            "1280*720",
+            "a x b",
+            "1280x720x3",
+            "",
+        ] {
             let message = parse_size(bad).unwrap_err();
             assert!(message.contains("1280x720"), "{bad}: {message}");
         }
@@ -557,7 +563,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            message.contains("/nonexistent-contact-sandbox-dir") && message.contains("does not exist"),
+            message.contains("/nonexistent-contact-sandbox-dir")
+                && message.contains("does not exist"),
             "{message}"
         );
         let not_a_dir = Path::new("Cargo.toml/clip.gif");
@@ -581,7 +588,11 @@ mod tests {
             fs::write(&temp.temp, b"partial").unwrap();
         }
         assert_eq!(fs::read(&target).unwrap(), b"old");
-        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "temp file left behind");
+        assert_eq!(
+            fs::read_dir(&dir).unwrap().count(),
+            1,
+            "temp file left behind"
+        );
         let temp = TempOutput::create(&target, OutputKind::Gif).unwrap();
         fs::write(&temp.temp, b"new").unwrap();
         temp.commit().unwrap();
