@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use contact_sandbox::cli::{bench, demo, rod, run, throw};
+use contact_sandbox::cli::{bench, demo, export, rod, run, throw};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -30,6 +30,8 @@ enum Command {
     Record(demo::RecordArgs),
     /// Re-simulate a demo headless and check every stored state hash.
     Replay(demo::ReplayArgs),
+    /// Render a demo offscreen to a GIF, an MP4 or PNG frames.
+    Export(export::ExportArgs),
     /// One benchmark run in this process (used by `bench`).
     #[command(hide = true)]
     BenchOne(bench::BenchOneArgs),
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(args)) => bench::run_bench(&args),
         Some(Command::Record(args)) => demo::run_record(&args),
         Some(Command::Replay(args)) => demo::run_replay(&args),
+        Some(Command::Export(args)) => export::run_export(&args),
         Some(Command::BenchOne(args)) => bench::run_bench_one(&args),
         None => contact_sandbox::app::run_gui(),
     };

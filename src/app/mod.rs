@@ -1,6 +1,6 @@
 //! The windowed sandbox: rendering ([`render`]), input ([`input`]), egui panels ([`panels`]), the Demo window
-//! (record, replay viewer, export: [`demo_panel`]), the seed's energy
-//! landscape ([`landscape`]) and the scripted screenshot mode ([`screenshot`]). It drives the same
+//! (record, replay viewer, export: [`demo_panel`]), the seed's energy landscape ([`landscape`]), the scripted
+//! screenshot mode ([`screenshot`]) and the offscreen demo exporter ([`export`]). It drives the same
 //! [`SimPlugin`] as the tests and never steps physics itself.
 //!
 //! Environment variables read by [`run_gui`] (the binary's argument parsing belongs to `main.rs`):
@@ -14,6 +14,7 @@
 //! - `CONTACT_SANDBOX_REPLAY=demo.ron`: open this demo in the replay viewer at start.
 
 pub mod demo_panel;
+pub mod export;
 pub mod input;
 pub mod landscape;
 pub mod panels;

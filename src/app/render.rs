@@ -136,23 +136,30 @@ pub fn scene_bounds(lanes: &Query<&Lane>) -> Option<(Vec2, Vec2)> {
     Some((lo, hi))
 }
 
-/// While auto-fit is on, the camera frames all lanes inside the canvas left free by the panels.
+/// While auto-fit is on, the camera frames all lanes inside the canvas left free by the panels. Without a window
+/// (the offscreen exporter) the camera's image target is the canvas.
 fn fit_camera(
     view: Res<CameraView>,
     ui: Res<UiState>,
     lanes: Query<&Lane>,
     windows: Query<&Window>,
-    mut camera: Query<(&mut Transform, &mut Projection), With<MainCamera>>,
+    mut camera: Query<(&mut Transform, &mut Projection, &Camera), With<MainCamera>>,
 ) {
     if !view.auto_fit {
         return;
     }
-    let (Some((lo, hi)), Ok(window), Ok((mut transform, mut projection))) =
-        (scene_bounds(&lanes), windows.single(), camera.single_mut())
+    let (Some((lo, hi)), Ok((mut transform, mut projection, camera))) =
+        (scene_bounds(&lanes), camera.single_mut())
     else {
         return;
     };
-    let window_size = Vec2::new(window.width(), window.height());
+    let window_size = match windows.single() {
+        Ok(window) => Vec2::new(window.width(), window.height()),
+        Err(_) => match camera.logical_viewport_size() {
+            Some(size) => size,
+            None => return,
+        },
+    };
     let (c0, c1) = match ui.canvas {
         Some(rect) if ui.show_ui => rect,
         _ => (Vec2::ZERO, window_size),

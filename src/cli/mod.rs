@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod demo;
+pub mod export;
 pub mod rod;
 pub mod run;
 pub mod throw;
