@@ -1,14 +1,25 @@
 //! The Newton system `H Δx = −g` for a [`BlockHessian`].
 //!
-//! Balls that share no off-diagonal block are independent 2×2 systems and are solved in closed form
-//! (an isolated ball, as in the seed's experiment, never touches the sparse solver). The coupled balls are
-//! gathered into one sparse symmetric matrix and factorised with faer's sparse Cholesky (`LLᵀ`), whose
-//! fill-reducing ordering keeps the cost near the number of coupled pairs.
+//! Balls outside the sparsity pattern are independent 2×2 systems and are solved in closed form (an isolated
+//! ball, as in the seed's experiment, never touches the sparse solver). The balls of the pattern are gathered
+//! into one sparse symmetric matrix and factorised with faer's sparse Cholesky (`LLᵀ`).
+//!
+//! The pattern is a set of coupled ball pairs that only grows during one minimisation: it is seeded with the
+//! pairs predicted to come within reach during the step ([`LinearWorkspace::reset_pattern`]), and a Newton
+//! iteration that couples a pair outside it adds the pair. Pairs of the pattern that are not in contact hold
+//! explicit zero blocks. So the fill-reducing ordering (approximate minimum degree on the ball graph, expanded
+//! to both coordinates of each ball) and the symbolic factorisation are computed once per pattern, not once per
+//! iteration; each iteration only scatters its blocks into fixed slots and refactorises numerically.
+//! Everything runs sequentially (`Par::Seq`), so the result does not depend on the thread count.
 
-use faer::Side;
-use faer::prelude::*;
-use faer::sparse::linalg::solvers::{Llt, SymbolicLlt};
-use faer::sparse::{SparseColMat, Triplet};
+use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
+use faer::linalg::cholesky::llt::factor::LltRegularization;
+use faer::sparse::SymbolicSparseColMatRef;
+use faer::sparse::linalg::amd;
+use faer::sparse::linalg::cholesky::{
+    CholeskySymbolicParams, SymbolicCholesky, SymmetricOrdering, factorize_symbolic_cholesky,
+};
+use faer::{Conj, MatMut, Par, Side};
 use glam::DVec2;
 
 use super::geometry::Sym2;
@@ -23,18 +34,207 @@ pub enum LinearSolveError {
     Cholesky(String),
 }
 
-/// Reused buffers for the coupled part.
-#[derive(Default, Debug, Clone)]
+/// How often each phase of the sparse solve ran (for profiling).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinearCounters {
+    /// Orderings and symbolic factorisations (one per new pattern).
+    pub symbolic: u64,
+    /// Numeric factorisations and solves.
+    pub numeric: u64,
+}
+
+/// The sparsity pattern, its symbolic factorisation and reused buffers.
+#[derive(Default, Debug)]
 pub struct LinearWorkspace {
+    /// Number of balls the pattern indexes.
+    balls: usize,
+    /// Coupled pairs `(i < j)` of the pattern, sorted.
+    pairs: Vec<(u32, u32)>,
+    /// `compact[ball]`: the ball's index among the pattern's balls, or `UNCOUPLED`.
     compact: Vec<u32>,
+    /// The pattern's balls, ascending.
     coupled: Vec<u32>,
-    triplets: Vec<Triplet<usize, usize, f64>>,
-    /// The last symbolic factorisation (fill-reducing ordering and elimination tree) and the sparsity pattern
-    /// it was computed for: Newton iterations with an unchanged contact graph skip the symbolic phase.
-    symbolic: Option<(Vec<usize>, Vec<usize>, SymbolicLlt<usize>)>,
+    /// Block lower triangle: for compact column `c`, the compact rows `> c` are
+    /// `block_rows[block_col_ptr[c]..block_col_ptr[c + 1]]`, ascending.
+    block_col_ptr: Vec<usize>,
+    block_rows: Vec<u32>,
+    /// Scalar lower triangle (CSC) of the `2m × 2m` matrix.
+    col_ptr: Vec<usize>,
+    row_idx: Vec<usize>,
+    values: Vec<f64>,
+    symbolic: Option<SymbolicCholesky<usize>>,
+    factor: Vec<f64>,
+    stack: Option<Scratch>,
+    rhs: Vec<f64>,
+    scratch: Vec<(u32, u32)>,
+    /// `compact`, the triangles and `symbolic` match `pairs`.
+    analysed: bool,
+    pub counters: LinearCounters,
+}
+
+impl Clone for LinearWorkspace {
+    /// A fresh workspace: the symbolic factorisation is a cache, rebuilt on first use.
+    fn clone(&self) -> Self {
+        LinearWorkspace {
+            counters: self.counters,
+            ..LinearWorkspace::default()
+        }
+    }
 }
 
 const UNCOUPLED: u32 = u32::MAX;
+
+/// faer's scratch memory for the numeric factorisation and the solve.
+struct Scratch(MemBuffer);
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scratch")
+    }
+}
+
+impl LinearWorkspace {
+    /// Starts a new pattern for a system of `balls` balls, seeded with `pairs` (`i < j`, any order,
+    /// duplicates allowed).
+    pub fn reset_pattern(&mut self, balls: usize, pairs: &[(u32, u32)]) {
+        self.balls = balls;
+        self.pairs.clear();
+        self.pairs.extend_from_slice(pairs);
+        self.pairs.sort_unstable();
+        self.pairs.dedup();
+        self.analysed = false;
+    }
+
+    /// Adds pairs to the pattern; the symbolic factorisation is recomputed on the next solve.
+    fn grow_pattern(&mut self, extra: &[(u32, u32)]) {
+        self.pairs.extend_from_slice(extra);
+        self.pairs.sort_unstable();
+        self.pairs.dedup();
+        self.analysed = false;
+    }
+
+    /// Slot of the block `(i, j)` (`i < j`, ball indices) in the block lower triangle, if the pattern holds it.
+    fn block_slot(&self, i: u32, j: u32) -> Option<usize> {
+        let ci = self.compact[i as usize];
+        let cj = self.compact[j as usize];
+        if ci == UNCOUPLED || cj == UNCOUPLED {
+            return None;
+        }
+        let (col, row) = (ci.min(cj) as usize, ci.max(cj));
+        let range = self.block_col_ptr[col]..self.block_col_ptr[col + 1];
+        self.block_rows[range.clone()]
+            .binary_search(&row)
+            .ok()
+            .map(|k| range.start + k)
+    }
+
+    /// Builds the compact numbering, both lower triangles and the symbolic factorisation for `self.pairs`.
+    fn analyse(&mut self) -> Result<(), LinearSolveError> {
+        self.counters.symbolic += 1;
+        let n = self.balls;
+        self.compact.clear();
+        self.compact.resize(n, UNCOUPLED);
+        self.coupled.clear();
+        for &(i, j) in &self.pairs {
+            for b in [i, j] {
+                if self.compact[b as usize] == UNCOUPLED {
+                    self.compact[b as usize] = 0;
+                    self.coupled.push(b);
+                }
+            }
+        }
+        self.coupled.sort_unstable();
+        for (c, &b) in self.coupled.iter().enumerate() {
+            self.compact[b as usize] = c as u32;
+        }
+        let m = self.coupled.len();
+        // Block lower triangle: pairs sorted by (compact column, compact row). The compact numbering keeps the
+        // balls' order, so (i, j) sorted is already (column, row) sorted.
+        self.block_col_ptr.clear();
+        self.block_col_ptr.resize(m + 1, 0);
+        self.block_rows.clear();
+        for &(i, j) in &self.pairs {
+            let col = self.compact[i as usize] as usize;
+            self.block_col_ptr[col + 1] += 1;
+            self.block_rows.push(self.compact[j as usize]);
+        }
+        for c in 0..m {
+            self.block_col_ptr[c + 1] += self.block_col_ptr[c];
+        }
+        // Scalar lower triangle: column 2c holds rows 2c, 2c+1, then (2r, 2r+1) per block row r; column 2c+1
+        // holds row 2c+1, then (2r, 2r+1).
+        self.col_ptr.clear();
+        self.row_idx.clear();
+        self.col_ptr.push(0);
+        for c in 0..m {
+            let rows = &self.block_rows[self.block_col_ptr[c]..self.block_col_ptr[c + 1]];
+            for first in [true, false] {
+                if first {
+                    self.row_idx.push(2 * c);
+                }
+                self.row_idx.push(2 * c + 1);
+                for &r in rows {
+                    self.row_idx.push(2 * r as usize);
+                    self.row_idx.push(2 * r as usize + 1);
+                }
+                self.col_ptr.push(self.row_idx.len());
+            }
+        }
+        self.values.clear();
+        self.values.resize(self.row_idx.len(), 0.0);
+        self.symbolic = None;
+        self.analysed = true;
+        if m == 0 {
+            return Ok(());
+        }
+        // Approximate minimum degree on the ball graph, then both coordinates of a ball stay together.
+        let block_ptr: Vec<usize> = self.block_col_ptr.clone();
+        let block_rows: Vec<usize> = self.block_rows.iter().map(|&r| r as usize).collect();
+        let graph = SymbolicSparseColMatRef::new_checked(m, m, &block_ptr, None, &block_rows);
+        let mut block_fwd = vec![0usize; m];
+        let mut block_inv = vec![0usize; m];
+        let mut buffer = MemBuffer::try_new(amd::order_scratch::<usize>(m, block_rows.len()))
+            .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
+        amd::order(
+            &mut block_fwd,
+            &mut block_inv,
+            graph,
+            amd::Control::default(),
+            MemStack::new(&mut buffer),
+        )
+        .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
+        let mut fwd = vec![0usize; 2 * m];
+        let mut inv = vec![0usize; 2 * m];
+        for (k, &b) in block_fwd.iter().enumerate() {
+            fwd[2 * k] = 2 * b;
+            fwd[2 * k + 1] = 2 * b + 1;
+            inv[2 * b] = 2 * k;
+            inv[2 * b + 1] = 2 * k + 1;
+        }
+        let perm = faer::perm::PermRef::new_checked(&fwd, &inv, 2 * m);
+        let pattern =
+            SymbolicSparseColMatRef::new_checked(2 * m, 2 * m, &self.col_ptr, None, &self.row_idx);
+        let symbolic = factorize_symbolic_cholesky(
+            pattern,
+            Side::Lower,
+            SymmetricOrdering::Custom(perm),
+            CholeskySymbolicParams::default(),
+        )
+        .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
+        let scratch = StackReq::any_of(&[
+            symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
+            symbolic.solve_in_place_scratch::<f64>(1, Par::Seq),
+        ]);
+        self.stack = Some(Scratch(
+            MemBuffer::try_new(scratch)
+                .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?,
+        ));
+        self.factor.clear();
+        self.factor.resize(symbolic.len_val(), 0.0);
+        self.symbolic = Some(symbolic);
+        Ok(())
+    }
+}
 
 /// Solves `H Δx = −g`, writing `Δx` into `out`.
 pub fn solve_newton_direction(
@@ -46,20 +246,25 @@ pub fn solve_newton_direction(
     let n = gradient.len();
     out.clear();
     out.resize(n, DVec2::ZERO);
-    workspace.compact.clear();
-    workspace.compact.resize(n, UNCOUPLED);
-    workspace.coupled.clear();
+    if workspace.balls != n {
+        workspace.reset_pattern(n, &[]);
+    }
+    if !workspace.analysed {
+        workspace.analyse()?;
+    }
+    // Every coupled pair must have a slot; a new one grows the pattern.
+    workspace.scratch.clear();
     for &(i, j, _) in &hessian.off_diagonal {
-        for b in [i, j] {
-            if workspace.compact[b as usize] == UNCOUPLED {
-                workspace.compact[b as usize] = 0;
-                workspace.coupled.push(b);
-            }
+        let (i, j) = (i.min(j), i.max(j));
+        if workspace.block_slot(i, j).is_none() {
+            workspace.scratch.push((i, j));
         }
     }
-    workspace.coupled.sort_unstable();
-    for (c, &b) in workspace.coupled.iter().enumerate() {
-        workspace.compact[b as usize] = c as u32;
+    if !workspace.scratch.is_empty() {
+        let extra = std::mem::take(&mut workspace.scratch);
+        workspace.grow_pattern(&extra);
+        workspace.scratch = extra;
+        workspace.analyse()?;
     }
     for i in 0..n {
         if workspace.compact[i] == UNCOUPLED {
@@ -67,64 +272,65 @@ pub fn solve_newton_direction(
                 .ok_or(LinearSolveError::SingularBlock { ball: i })?;
         }
     }
-    if workspace.coupled.is_empty() {
+    let m = workspace.coupled.len();
+    if m == 0 {
         return Ok(());
     }
-    let m = 2 * workspace.coupled.len();
-    let triplets = &mut workspace.triplets;
-    triplets.clear();
-    for (c, &b) in workspace.coupled.iter().enumerate() {
-        let block = hessian.diagonal[b as usize];
-        let r = 2 * c;
-        triplets.push(Triplet::new(r, r, block.xx));
-        triplets.push(Triplet::new(r + 1, r, block.xy));
-        triplets.push(Triplet::new(r + 1, r + 1, block.yy));
+    workspace.counters.numeric += 1;
+    let ws = &mut *workspace;
+    ws.values.iter_mut().for_each(|v| *v = 0.0);
+    for (c, &b) in ws.coupled.iter().enumerate() {
+        let d = hessian.diagonal[b as usize];
+        let (p0, p1) = (ws.col_ptr[2 * c], ws.col_ptr[2 * c + 1]);
+        ws.values[p0] = d.xx;
+        ws.values[p0 + 1] = d.xy;
+        ws.values[p1] = d.yy;
     }
     for &(i, j, block) in &hessian.off_diagonal {
-        let ci = workspace.compact[i as usize] as usize;
-        let cj = workspace.compact[j as usize] as usize;
-        let (row, col) = if ci > cj {
-            (2 * ci, 2 * cj)
-        } else {
-            (2 * cj, 2 * ci)
-        };
-        triplets.push(Triplet::new(row, col, block.xx));
-        triplets.push(Triplet::new(row, col + 1, block.xy));
-        triplets.push(Triplet::new(row + 1, col, block.xy));
-        triplets.push(Triplet::new(row + 1, col + 1, block.yy));
+        let (lo, hi) = (i.min(j), i.max(j));
+        let slot = ws.block_slot(lo, hi).ok_or_else(|| {
+            LinearSolveError::Cholesky("coupled pair outside the sparsity pattern".into())
+        })?;
+        let col = ws.compact[lo as usize] as usize;
+        let k = slot - ws.block_col_ptr[col];
+        let (p0, p1) = (
+            ws.col_ptr[2 * col] + 2 + 2 * k,
+            ws.col_ptr[2 * col + 1] + 1 + 2 * k,
+        );
+        ws.values[p0] += block.xx;
+        ws.values[p0 + 1] += block.xy;
+        ws.values[p1] += block.xy;
+        ws.values[p1 + 1] += block.yy;
     }
-    let matrix = SparseColMat::<usize, f64>::try_new_from_triplets(m, m, triplets)
-        .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
-    let pattern = matrix.symbolic();
-    let reusable = matches!(&workspace.symbolic,
-        Some((col_ptr, row_idx, _)) if col_ptr.as_slice() == pattern.col_ptr() && row_idx.as_slice() == pattern.row_idx());
-    if !reusable {
-        let symbolic = SymbolicLlt::try_new(pattern, Side::Lower)
-            .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
-        workspace.symbolic = Some((
-            pattern.col_ptr().to_vec(),
-            pattern.row_idx().to_vec(),
-            symbolic,
+    let (Some(symbolic), Some(stack)) = (&ws.symbolic, &mut ws.stack) else {
+        return Err(LinearSolveError::Cholesky(
+            "no symbolic factorisation".into(),
         ));
-    }
-    let symbolic = match &workspace.symbolic {
-        Some((_, _, symbolic)) => symbolic.clone(),
-        None => {
-            return Err(LinearSolveError::Cholesky(
-                "no symbolic factorisation".into(),
-            ));
-        }
     };
-    let llt = Llt::try_new_with_symbolic(symbolic, matrix.rb(), Side::Lower)
+    let pattern =
+        SymbolicSparseColMatRef::new_checked(2 * m, 2 * m, &ws.col_ptr, None, &ws.row_idx);
+    let matrix = faer::sparse::SparseColMatRef::new(pattern, &ws.values);
+    let llt = symbolic
+        .factorize_numeric_llt::<f64>(
+            &mut ws.factor,
+            matrix,
+            Side::Lower,
+            LltRegularization::default(),
+            Par::Seq,
+            MemStack::new(&mut stack.0),
+            Default::default(),
+        )
         .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
-    let coupled = &workspace.coupled;
-    let rhs = Col::<f64>::from_fn(m, |r| {
-        let g = gradient[coupled[r / 2] as usize];
-        -(if r % 2 == 0 { g.x } else { g.y })
-    });
-    let solution = llt.solve(&rhs);
-    for (c, &b) in coupled.iter().enumerate() {
-        out[b as usize] = DVec2::new(solution[2 * c], solution[2 * c + 1]);
+    ws.rhs.clear();
+    for &b in &ws.coupled {
+        let g = gradient[b as usize];
+        ws.rhs.push(-g.x);
+        ws.rhs.push(-g.y);
+    }
+    let rhs = MatMut::from_column_major_slice_mut(&mut ws.rhs, 2 * m, 1);
+    llt.solve_in_place_with_conj(Conj::No, rhs, Par::Seq, MemStack::new(&mut stack.0));
+    for (c, &b) in ws.coupled.iter().enumerate() {
+        out[b as usize] = DVec2::new(ws.rhs[2 * c], ws.rhs[2 * c + 1]);
     }
     Ok(())
 }

@@ -1,16 +1,23 @@
 //! Newton's method on the incremental potential with the CCD-clamped backtracking line search (SPEC §1.3).
 //!
-//! Each iteration: gradient `g`, PSD-projected Hessian `H`, direction `Δx = −H⁻¹ g`. Stop when
-//! `‖Δx‖∞ < tol` (that direction counts but is not taken) or at the iteration cap. Otherwise `α = 1`; with the
-//! barrier, `α = s · t*` where `t*` is the earliest time of impact of `x → x + Δx` over all pairs; then halve `α`
-//! while `E(x + αΔx) > E(x)` and `α > 10⁻¹²` (plain decrease, as the seed). A trial with infinite energy is never
-//! accepted, so a solve that starts feasible stays feasible.
+//! Each iteration: gradient `g`, Hessian `H` (the exact one while it is positive definite, else contacts
+//! projected to PSD as IPC does), direction `Δx = −H⁻¹ g`. Stop when `‖Δx‖∞ < tol` (that direction counts but
+//! is not taken) or at the iteration cap. Otherwise `α = 1`; with the barrier, `α = s · t*` where `t*` is the
+//! earliest time of impact of `x → x + Δx` over all pairs; then halve `α` while `E(x + αΔx) > E(x)` and
+//! `α > 10⁻¹²` (plain decrease, as the seed). A trial with infinite energy is never accepted, so a solve that
+//! starts feasible stays feasible.
+//!
+//! Pairs come from one Verlet list per solve (a broad-phase query with each ball's skin covering its predicted
+//! motion), rebuilt only when a Newton segment leaves a skin; the CCD, the line search and the next iteration's
+//! contacts all filter the segment's candidates out of it.
 
 use glam::DVec2;
 
 use super::ccd::{time_of_impact_ball_ball, time_of_impact_ball_wall};
-use super::linear::{LinearWorkspace, solve_newton_direction};
-use super::potential::{BlockHessian, ContactModel, ContactSet, IncrementalPotential, Workspace};
+use super::linear::{LinearSolveError, LinearWorkspace, solve_newton_direction};
+use super::potential::{
+    BlockHessian, ContactModel, ContactSet, IncrementalPotential, VerletList, Workspace,
+};
 use super::stiffness::AdaptiveKappa;
 
 /// The smallest line-search step before the search gives up (SPEC §1.3).
@@ -87,8 +94,11 @@ pub struct NewtonWorkspace {
     hessian: BlockHessian,
     direction: Vec<DVec2>,
     trial: Vec<DVec2>,
-    linear: LinearWorkspace,
+    pub linear: LinearWorkspace,
     candidates: ContactSet,
+    verlet: VerletList,
+    skin: Vec<f64>,
+    seed_pairs: Vec<(u32, u32)>,
     /// When set, every accepted Newton piece `(ball, from, to)` is appended to `pieces` (for tests that check
     /// the path itself, not only its end).
     pub record_pieces: bool,
@@ -109,18 +119,59 @@ pub fn minimize(
     };
     let use_ccd = matches!(potential.model, ContactModel::Barrier { .. });
     let mut previous_min_distance = f64::INFINITY;
+    let mut project = false;
+    build_verlet_list(potential, x, false, ws);
+    potential.predicted_pairs(x, &ws.verlet, &mut ws.seed_pairs);
+    if let Some((friction, _)) = potential.friction {
+        ws.seed_pairs.extend(
+            friction
+                .contacts
+                .iter()
+                .filter_map(|c| c.j.map(|j| (c.i.min(j), c.i.max(j)))),
+        );
+    }
+    ws.linear.reset_pattern(x.len(), &ws.seed_pairs);
     for iteration in 1..=settings.max_iterations {
         if iteration == 1 {
-            potential.contacts(x, &mut ws.potential, &mut ws.contacts);
+            // x is the list's reference, so every pair within reach is in it.
+            potential.contacts_among(x, &ws.verlet.pairs, &mut ws.contacts);
         } else {
             // x lies on the previous segment, so every pair within reach is one of its candidates.
             potential.contacts_among(x, &ws.candidates, &mut ws.contacts);
         }
-        potential.gradient_and_hessian(x, &ws.contacts, &mut ws.gradient, &mut ws.hessian);
         report.iterations = iteration;
-        if let Err(e) =
-            solve_newton_direction(&ws.hessian, &ws.gradient, &mut ws.linear, &mut ws.direction)
-        {
+        // The exact Hessian first: where it is positive definite its direction descends and converges
+        // quadratically. Projecting each contact to PSD drops the negative tangential curvature `φ'/|p|` of
+        // every loaded ball–ball contact, which in a pile leaves Newton converging only linearly. When the
+        // exact system is not positive definite, fall back to the projected Hessian (SPEC §1) for the rest of
+        // the solve, as PolyFEM falls back from Newton to projected Newton.
+        let mut solved = Err(LinearSolveError::Cholesky(String::new()));
+        if !project {
+            potential.gradient_and_hessian_projected(
+                x,
+                &ws.contacts,
+                &mut ws.gradient,
+                &mut ws.hessian,
+                false,
+            );
+            solved = solve_newton_direction(
+                &ws.hessian,
+                &ws.gradient,
+                &mut ws.linear,
+                &mut ws.direction,
+            );
+            project = solved.is_err();
+        }
+        if project {
+            potential.gradient_and_hessian(x, &ws.contacts, &mut ws.gradient, &mut ws.hessian);
+            solved = solve_newton_direction(
+                &ws.hessian,
+                &ws.gradient,
+                &mut ws.linear,
+                &mut ws.direction,
+            );
+        }
+        if let Err(e) = solved {
             report.stop = StopReason::LinearSolveFailed(e.to_string());
             return report;
         }
@@ -136,7 +187,16 @@ pub fn minimize(
             report.stop = StopReason::LinearSolveFailed("non-finite Newton direction".into());
             return report;
         }
-        potential.segment_candidates(x, &ws.direction, &mut ws.potential, &mut ws.candidates);
+        if !ws.verlet.covers(x, &ws.direction) {
+            build_verlet_list(potential, x, true, ws);
+        }
+        potential.segment_candidates_among(
+            x,
+            &ws.direction,
+            &ws.verlet,
+            &mut ws.potential,
+            &mut ws.candidates,
+        );
         let mut alpha = 1.0;
         if use_ccd && let Some(t) = earliest_time_of_impact(potential, x, ws) {
             alpha = settings.ccd_factor * t;
@@ -180,6 +240,7 @@ pub fn minimize(
     report
 }
 
+/// `E(x + α Δx)`, leaving the trial point in `ws.trial`.
 fn trial_energy(
     potential: &IncrementalPotential<'_>,
     x: &[DVec2],
@@ -189,7 +250,32 @@ fn trial_energy(
     ws.trial.clear();
     ws.trial
         .extend(x.iter().zip(&ws.direction).map(|(x, d)| *x + *d * alpha));
-    potential.energy(&ws.trial, &mut ws.potential, &mut ws.trial_contacts)
+    // Every pair within reach anywhere on the segment is a candidate; the others contribute exactly 0.
+    potential.energy_over(&ws.trial, &ws.candidates)
+}
+
+/// Rebuilds the Verlet list around `x`. Each ball's skin covers its predicted motion `|x̃ᵢ − xᵢ|` plus a margin
+/// (a quarter radius and twice the reach) for the Newton iterates' wandering, and at least 1.5 × the current
+/// direction when one forces the rebuild, so the list usually serves the whole step.
+fn build_verlet_list(
+    potential: &IncrementalPotential<'_>,
+    x: &[DVec2],
+    around_direction: bool,
+    ws: &mut NewtonWorkspace,
+) {
+    let reach = potential.model.reach();
+    ws.skin.clear();
+    ws.skin.extend(x.iter().enumerate().map(|(i, &c)| {
+        let margin = 0.25 * potential.radius[i] + 2.0 * reach;
+        let motion = (potential.x_tilde[i] - c).length();
+        let forced = if around_direction {
+            1.5 * ws.direction[i].length()
+        } else {
+            0.0
+        };
+        (motion + margin).max(forced + margin)
+    }));
+    potential.verlet_list(x, &ws.skin, &mut ws.potential, &mut ws.verlet);
 }
 
 /// Earliest `t* ∈ [0, 1]` over all ball–wall and ball–ball pairs for the motion `x → x + Δx`; only the
@@ -238,7 +324,8 @@ fn min_contact_distance(
     x: &[DVec2],
     ws: &mut NewtonWorkspace,
 ) -> f64 {
-    potential.contacts(x, &mut ws.potential, &mut ws.trial_contacts);
+    // x lies on the last segment, so every pair within reach is a candidate.
+    potential.contacts_among(x, &ws.candidates, &mut ws.trial_contacts);
     let mut min = f64::INFINITY;
     for &(i, k) in &ws.trial_contacts.ball_wall {
         let i = i as usize;

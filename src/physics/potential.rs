@@ -86,6 +86,13 @@ impl WallIndex {
         }
     }
 
+    /// Does wall `k`'s bound come within `reach` of the circle `(c, r)`? (The test of [`Self::near`].)
+    pub fn is_near(&self, k: usize, c: DVec2, r: f64, reach: f64) -> bool {
+        let grow = r + reach;
+        let (lo, hi) = self.bounds[k];
+        c.x + grow >= lo.x && c.x - grow <= hi.x && c.y + grow >= lo.y && c.y - grow <= hi.y
+    }
+
     /// Walls whose bounds come within `reach` of the circle `(c, r)`.
     pub fn near<'a>(&'a self, c: DVec2, r: f64, reach: f64) -> impl Iterator<Item = usize> + 'a {
         let grow = r + reach;
@@ -99,6 +106,31 @@ impl WallIndex {
                     && c.y - grow <= hi.y)
                     .then_some(k)
             })
+    }
+}
+
+/// A Verlet list: the pairs that can come within reach while every ball stays inside its skin, a circle of
+/// radius `skin[i]` around `reference[i]`.
+#[derive(Clone, Debug, Default)]
+pub struct VerletList {
+    pub reference: Vec<DVec2>,
+    pub skin: Vec<f64>,
+    pub pairs: ContactSet,
+}
+
+impl VerletList {
+    /// Does every ball's segment `x → x + Δx`, bounded by the circle around its midpoint of radius `|Δx|/2`,
+    /// stay inside its skin? (`|mᵢ − pᵢ| + |Δxᵢ|/2 ≤ sᵢ`; then every pair within reach anywhere on the segment,
+    /// and every segment-candidate pair, is in the list.)
+    pub fn covers(&self, x: &[DVec2], direction: &[DVec2]) -> bool {
+        x.len() == self.reference.len()
+            && x.iter()
+                .zip(direction)
+                .zip(self.reference.iter().zip(&self.skin))
+                .all(|((&c, &d), (&p, &s))| {
+                    let half = d * 0.5;
+                    (c + half - p).length() + half.length() <= s
+                })
     }
 }
 
@@ -203,6 +235,104 @@ impl<'a> IncrementalPotential<'a> {
             reach,
             &mut out.ball_ball,
         );
+    }
+
+    /// Builds a Verlet list: every pair that can be within reach while each ball `i` stays within `skin[i]` of
+    /// `reference[i]` (ball–wall pairs whose wall bounds come within reach of the circle `(pᵢ, rᵢ + sᵢ)`,
+    /// ball–ball pairs with `|pᵢ − pⱼ| ≤ rᵢ + rⱼ + sᵢ + sⱼ + reach`). One broad-phase query then serves every
+    /// Newton iteration and line-search trial whose segments stay inside the skins ([`VerletList::covers`]).
+    pub fn verlet_list(
+        &self,
+        reference: &[DVec2],
+        skin: &[f64],
+        workspace: &mut Workspace,
+        out: &mut VerletList,
+    ) {
+        let reach = self.model.reach();
+        out.reference.clear();
+        out.reference.extend_from_slice(reference);
+        out.skin.clear();
+        out.skin.extend_from_slice(skin);
+        out.pairs.ball_wall.clear();
+        workspace.bounds.clear();
+        for (i, &p) in reference.iter().enumerate() {
+            // Grown by a hair so that roundoff in the containment argument can never drop a pair.
+            let bound = (self.radius[i] + skin[i]) * (1.0 + 1e-9) + 1e-12;
+            workspace.bounds.push(bound);
+            for k in self.wall_index.near(p, bound, reach) {
+                out.pairs.ball_wall.push((i as u32, k as u32));
+            }
+        }
+        workspace.broad_phase.near_pairs(
+            reference,
+            &workspace.bounds,
+            reach,
+            &mut out.pairs.ball_ball,
+        );
+    }
+
+    /// Ball pairs of `list` predicted to couple during the step: their straight motions `x → x̃` bring the
+    /// surfaces within `reach + margin`, `margin = reach + 5 % of the radii` (a seed for the Hessian's sparsity
+    /// pattern; pairs the prediction misses are added when they appear).
+    pub fn predicted_pairs(&self, x: &[DVec2], list: &VerletList, out: &mut Vec<(u32, u32)>) {
+        out.clear();
+        let reach = self.model.reach();
+        for &(i, j) in &list.pairs.ball_ball {
+            let (iu, ju) = (i as usize, j as usize);
+            let p = x[iu] - x[ju];
+            let dp = (self.x_tilde[iu] - x[iu]) - (self.x_tilde[ju] - x[ju]);
+            let a = dp.length_squared();
+            let t = if a > 0.0 {
+                (-p.dot(dp) / a).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            let radii = self.radius[iu] + self.radius[ju];
+            let gap = (p + dp * t).length() - radii;
+            if gap < 2.0 * reach + 0.05 * radii {
+                out.push((i, j));
+            }
+        }
+    }
+
+    /// As [`Self::segment_candidates`], filtered out of a Verlet list that [`VerletList::covers`] the segment:
+    /// the same pairs in the same order, without a broad-phase query.
+    pub fn segment_candidates_among(
+        &self,
+        x: &[DVec2],
+        direction: &[DVec2],
+        list: &VerletList,
+        workspace: &mut Workspace,
+        out: &mut ContactSet,
+    ) {
+        out.ball_wall.clear();
+        out.ball_ball.clear();
+        let reach = self.model.reach();
+        workspace.midpoints.clear();
+        workspace.bounds.clear();
+        for (i, (&c, &d)) in x.iter().zip(direction).enumerate() {
+            let half = d * 0.5;
+            workspace.midpoints.push(c + half);
+            workspace.bounds.push(self.radius[i] + half.length());
+        }
+        for &(i, k) in &list.pairs.ball_wall {
+            let iu = i as usize;
+            if self.wall_index.is_near(
+                k as usize,
+                workspace.midpoints[iu],
+                workspace.bounds[iu],
+                reach,
+            ) {
+                out.ball_wall.push((i, k));
+            }
+        }
+        for &(i, j) in &list.pairs.ball_ball {
+            let (iu, ju) = (i as usize, j as usize);
+            let limit = workspace.bounds[iu] + workspace.bounds[ju] + reach;
+            if workspace.midpoints[iu].distance_squared(workspace.midpoints[ju]) <= limit * limit {
+                out.ball_ball.push((i, j));
+            }
+        }
     }
 
     /// `E(x)` summed over the given candidate pairs (pairs beyond reach contribute exactly 0).
