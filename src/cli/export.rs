@@ -395,6 +395,10 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         None => format!("match ({} hashes)", verdict.matched),
     };
 
+    // From here a Ctrl-C stops the export cleanly: the app exits at its next frame and the temporary output is
+    // removed (Bevy's own handler, installed later, would leave a gap). Not installed when SIGINT is ignored.
+    let _ =
+        bevy::app::ctrlc::try_set_handler(bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit);
     let temp = TempOutput::create(&args.out, kind)?;
     let frame_ticks: Vec<u64> = (0..frames)
         .map(|k| frame_tick(k, demo.fixed_hz, args.fps, demo.ticks))
