@@ -39,13 +39,16 @@ impl BroadPhase {
         let max_bound = bound.iter().copied().fold(0.0f64, f64::max);
         let cell = (2.0 * max_bound + reach).max(1e-9);
         self.keyed.clear();
-        self.keyed.extend(centre.iter().enumerate().map(|(i, c)| {
-            (
-                (c.y / cell).floor() as i64,
-                (c.x / cell).floor() as i64,
-                i as u32,
-            )
-        }));
+        // Cell keys are clamped so that `key ± 1` cannot overflow for absurd coordinates (a fuzzed scene with
+        // balls at 1e300 m); far-away balls then share an edge cell, which costs time, not correctness.
+        const KEY_LIMIT: f64 = (1u64 << 40) as f64;
+        let key = |v: f64| (v / cell).floor().clamp(-KEY_LIMIT, KEY_LIMIT) as i64;
+        self.keyed.extend(
+            centre
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (key(c.y), key(c.x), i as u32)),
+        );
         self.keyed.sort_unstable();
         let keyed = &self.keyed;
         let find = |row: i64, col: i64| -> usize {
@@ -107,6 +110,30 @@ mod tests {
             }
         }
         assert!(!brute.is_empty());
+        assert_eq!(out, brute);
+    }
+
+    #[test]
+    fn absurd_coordinates_do_not_overflow_the_cell_keys() {
+        // 30 balls (past the brute-force cut-off) at coordinates whose cell index exceeds i64.
+        let centre: Vec<DVec2> = (0..30)
+            .map(|i| match i % 3 {
+                0 => DVec2::new(1e300, -1e300),
+                1 => DVec2::new(-1e300, 1e300 + f64::from(i)),
+                _ => DVec2::new(f64::from(i) * 0.1, 0.0),
+            })
+            .collect();
+        let bound = vec![0.05; centre.len()];
+        let mut out = Vec::new();
+        BroadPhase::default().near_pairs(&centre, &bound, 0.01, &mut out);
+        let mut brute = Vec::new();
+        for i in 0..centre.len() {
+            for j in i + 1..centre.len() {
+                if within(&centre, &bound, 0.01, i, j) {
+                    brute.push((i as u32, j as u32));
+                }
+            }
+        }
         assert_eq!(out, brute);
     }
 }
