@@ -680,11 +680,19 @@ fn show_tick(
     Ok(())
 }
 
+/// The export camera, read without the overlay's own transform.
+type ExportCamera<'w, 's> = Query<
+    'w,
+    's,
+    (&'static Camera, &'static Transform, &'static Projection),
+    (With<MainCamera>, Without<OverlayText>),
+>;
+
 /// PostUpdate: the overlay text in the camera's top-left corner, a fixed size in pixels.
 fn place_overlay(
     driver: Res<ExportDriver>,
     replay: Res<Replay>,
-    cameras: Query<(&Camera, &Transform, &Projection), (With<MainCamera>, Without<OverlayText>)>,
+    cameras: ExportCamera,
     mut texts: Query<(&mut Text2d, &mut Transform), With<OverlayText>>,
 ) {
     let (Some(overlay), Ok((camera, camera_transform, projection))) =

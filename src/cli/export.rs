@@ -371,7 +371,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     );
     checker.start()?;
     while checker.advance()? {
-        if checker.tick() % 64 == 0 {
+        if checker.tick().is_multiple_of(64) {
             bar.set_position(checker.tick());
         }
     }
