@@ -97,6 +97,25 @@ impl Sym2 {
         (l1, l2, v)
     }
 
+    /// Eigenvalues clamped from below at `floor` (`floor = 0` is [`Self::project_psd`]).
+    pub fn clamp_eigenvalues(self, floor: f64) -> Sym2 {
+        if self.xy == 0.0 {
+            return Sym2 {
+                xx: self.xx.max(floor),
+                xy: 0.0,
+                yy: self.yy.max(floor),
+            };
+        }
+        let (l1, l2, v2) = self.eigen();
+        if l1 >= floor {
+            return self;
+        }
+        let v1 = DVec2::new(-v2.y, v2.x);
+        Sym2::outer(v2)
+            .scale(l2.max(floor))
+            .plus(Sym2::outer(v1).scale(l1.max(floor)))
+    }
+
     /// The nearest positive semi-definite matrix: negative eigenvalues clamped to zero (IPC's projection).
     pub fn project_psd(self) -> Sym2 {
         if self.xy == 0.0 {

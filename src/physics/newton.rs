@@ -1,7 +1,7 @@
 //! Newton's method on the incremental potential with the CCD-clamped backtracking line search (SPEC §1.3).
 //!
 //! Each iteration: gradient `g`, Hessian `H` (the exact one while it is positive definite, else contacts
-//! projected to PSD as IPC does), direction `Δx = −H⁻¹ g`. Stop when `‖Δx‖∞ < tol` (that direction counts but
+//! projected as IPC does, ball–ball blocks down to a share of the mass), direction `Δx = −H⁻¹ g`. Stop when `‖Δx‖∞ < tol` (that direction counts but
 //! is not taken) or at the iteration cap. Otherwise `α = 1`; with the barrier, `α = s · t*` where `t*` is the
 //! earliest time of impact of `x → x + Δx` over all pairs; then halve `α` while `E(x + αΔx) > E(x)` and
 //! `α > 10⁻¹²` (plain decrease, as the seed). A trial with infinite energy is never accepted, so a solve that
@@ -19,6 +19,10 @@ use super::potential::{
     BlockHessian, ContactModel, ContactSet, IncrementalPotential, VerletList, Workspace,
 };
 use super::stiffness::AdaptiveKappa;
+
+/// Share `β` of the mass matrix that the negative curvature kept by the fallback Hessian may take away
+/// ([`IncrementalPotential::gradient_and_hessian_mass_floored`]); `H ⪰ (1 − β) M`.
+pub const MASS_FLOOR_SHARE: f64 = 0.9;
 
 /// The smallest line-search step before the search gives up (SPEC §1.3).
 pub const MIN_ALPHA: f64 = 1e-12;
@@ -144,7 +148,8 @@ pub fn minimize(
         // quadratically. Projecting each contact to PSD drops the negative tangential curvature `φ'/|p|` of
         // every loaded ball–ball contact, which in a pile leaves Newton converging only linearly. When the
         // exact system is not positive definite, fall back to the projected Hessian (SPEC §1) for the rest of
-        // the solve, as PolyFEM falls back from Newton to projected Newton.
+        // the solve, as PolyFEM falls back from Newton to projected Newton, here with each ball–ball block's
+        // negative curvature clamped at its share of the mass instead of at 0, which keeps H positive definite.
         let mut solved = Err(LinearSolveError::Cholesky(String::new()));
         if !project {
             potential.gradient_and_hessian_projected(
@@ -163,7 +168,13 @@ pub fn minimize(
             project = solved.is_err();
         }
         if project {
-            potential.gradient_and_hessian(x, &ws.contacts, &mut ws.gradient, &mut ws.hessian);
+            potential.gradient_and_hessian_mass_floored(
+                x,
+                &ws.contacts,
+                &mut ws.gradient,
+                &mut ws.hessian,
+                MASS_FLOOR_SHARE,
+            );
             solved = solve_newton_direction(
                 &ws.hessian,
                 &ws.gradient,

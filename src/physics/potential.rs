@@ -434,8 +434,62 @@ impl<'a> IncrementalPotential<'a> {
         hessian: &mut BlockHessian,
         project: bool,
     ) {
+        let projection = if project {
+            Projection::Psd
+        } else {
+            Projection::Exact
+        };
+        self.assemble(x, contacts, gradient, hessian, projection);
+    }
+
+    /// As [`Self::gradient_and_hessian`], but each ball–ball contact block `S` keeps negative curvature down
+    /// to `−β/2 · min(mᵢ/cᵢ, mⱼ/cⱼ)` (`cᵢ`: ball–ball contacts of ball `i`) instead of being clamped at 0.
+    ///
+    /// A pair adds `(vᵢ − vⱼ)ᵀ S (vᵢ − vⱼ) ≥ 2 λ_min(S) (|vᵢ|² + |vⱼ|²)` to `vᵀ H v`, so summed over every pair
+    /// the contacts take away at most `β vᵀ M v`: `H ⪰ (1 − β) M` stays positive definite, while most of the
+    /// tangential curvature `φ'/|p|` of a loaded contact (which plain projection drops, slowing Newton to
+    /// linear convergence in a pile) is kept. Ball–wall blocks are projected to PSD as usual.
+    pub fn gradient_and_hessian_mass_floored(
+        &self,
+        x: &[DVec2],
+        contacts: &ContactSet,
+        gradient: &mut Vec<DVec2>,
+        hessian: &mut BlockHessian,
+        beta: f64,
+    ) {
+        self.assemble(x, contacts, gradient, hessian, Projection::MassShare(beta));
+    }
+
+    fn assemble(
+        &self,
+        x: &[DVec2],
+        contacts: &ContactSet,
+        gradient: &mut Vec<DVec2>,
+        hessian: &mut BlockHessian,
+        projection: Projection,
+    ) {
+        let project = projection != Projection::Exact;
         let psd = |b: Sym2| if project { b.project_psd() } else { b };
         let h2 = self.h * self.h;
+        let mut contact_count = Vec::new();
+        if let Projection::MassShare(_) = projection {
+            contact_count.resize(x.len(), 0u32);
+            for &(i, j) in &contacts.ball_ball {
+                contact_count[i as usize] += 1;
+                contact_count[j as usize] += 1;
+            }
+        }
+        // Scaled by h² (the floor compares with the unscaled masses of H = M + h² ∇²B).
+        let pair_projection = |b: Sym2, i: usize, j: usize| match projection {
+            Projection::Exact => b.scale(h2),
+            Projection::Psd => b.project_psd().scale(h2),
+            Projection::MassShare(beta) => {
+                let share_i = self.mass[i] / f64::from(contact_count[i].max(1));
+                let share_j = self.mass[j] / f64::from(contact_count[j].max(1));
+                b.scale(h2)
+                    .clamp_eigenvalues(-0.5 * beta * share_i.min(share_j))
+            }
+        };
         gradient.clear();
         gradient.extend(
             x.iter()
@@ -463,7 +517,8 @@ impl<'a> IncrementalPotential<'a> {
             let force = dist.gradient * d1 * h2;
             gradient[i_] += force;
             gradient[j_] -= force;
-            let projected = psd(pair_block(d1, d2, dist.gradient, dist.hessian)).scale(h2);
+            let projected =
+                pair_projection(pair_block(d1, d2, dist.gradient, dist.hessian), i_, j_);
             hessian.diagonal[i_] = hessian.diagonal[i_].plus(projected);
             hessian.diagonal[j_] = hessian.diagonal[j_].plus(projected);
             hessian.off_diagonal.push((i, j, projected.scale(-1.0)));
@@ -555,6 +610,14 @@ impl<'a> IncrementalPotential<'a> {
         }
         g
     }
+}
+
+/// How contact Hessian blocks are made positive (semi-)definite.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Projection {
+    Exact,
+    Psd,
+    MassShare(f64),
 }
 
 /// `φ'' ∇d ∇dᵀ + φ' ∇²d`, written so that an axis-aligned contact adds exactly `φ''` (no stray roundoff).
@@ -706,6 +769,74 @@ mod tests {
             vec![x0, x1, corner_free],
             0.4,
         );
+    }
+
+    #[test]
+    fn mass_floored_hessian_keeps_at_least_one_minus_beta_of_the_mass() {
+        // Two heavily loaded ball–ball contacts (ball 1 between 0 and 2, all deep inside d̂): their tangential
+        // curvature φ'/|p| is strongly negative, yet vᵀHv ≥ (1 − β) vᵀMv for every v.
+        let dhat = 1e-2;
+        let radius = vec![0.01, 0.01, 0.01];
+        let mass = vec![1.0, 0.5, 2.0];
+        let x = vec![
+            DVec2::new(0.0, 0.0),
+            DVec2::new(0.0201, 0.0005),
+            DVec2::new(0.0402, 0.0),
+        ];
+        let x_tilde = x.clone();
+        let walls: Vec<Wall> = Vec::new();
+        let index = WallIndex::new(&walls);
+        let p = IncrementalPotential::new(
+            &x_tilde,
+            &mass,
+            &radius,
+            &walls,
+            &index,
+            0.01,
+            ContactModel::Barrier { dhat, kappa: 1e9 },
+        );
+        let mut contacts = ContactSet::default();
+        p.contacts(&x, &mut Workspace::default(), &mut contacts);
+        assert_eq!(contacts.ball_ball.len(), 2);
+        let beta = 0.9;
+        let (mut g, mut floored, mut exact) =
+            (Vec::new(), BlockHessian::default(), BlockHessian::default());
+        p.gradient_and_hessian_mass_floored(&x, &contacts, &mut g, &mut floored, beta);
+        p.gradient_and_hessian_projected(&x, &contacts, &mut g, &mut exact, false);
+        let quadratic = |h: &BlockHessian, v: &[DVec2]| -> f64 {
+            let mut q: f64 = h
+                .diagonal
+                .iter()
+                .zip(v)
+                .map(|(b, v)| v.dot(b.mul_vec(*v)))
+                .sum();
+            for &(i, j, b) in &h.off_diagonal {
+                q += 2.0 * v[i as usize].dot(b.mul_vec(v[j as usize]));
+            }
+            q
+        };
+        let mut exact_went_below = false;
+        for k in 0..200 {
+            let a = k as f64 * 0.7;
+            // Every other v moves the balls only across the line of centres (the tangential directions).
+            let along = if k % 2 == 0 { 0.0 } else { 1.0 };
+            let v: Vec<DVec2> = (0..3)
+                .map(|i| DVec2::new(along * (a + i as f64).sin(), (1.3 * a - i as f64).cos()))
+                .collect();
+            let mv: f64 = v
+                .iter()
+                .zip(&mass)
+                .map(|(v, m)| m * v.length_squared())
+                .sum();
+            // Relative tolerance: the quadratic forms sum terms of size ~κ h² b'' |v|².
+            let scale = quadratic(&exact, &v).abs().max(mv);
+            assert!(
+                quadratic(&floored, &v) >= (1.0 - beta) * mv - 1e-9 * scale,
+                "vᵀHv below (1 − β) vᵀMv for v = {v:?}"
+            );
+            exact_went_below |= quadratic(&exact, &v) < (1.0 - beta) * mv;
+        }
+        assert!(exact_went_below, "the case must need the floor");
     }
 
     #[test]
