@@ -125,21 +125,7 @@ impl Scene {
     /// Reads, parses and validates a scene file.
     pub fn load(path: &Path) -> Result<Scene, SceneError> {
         let file = path.display().to_string();
-        let error = |problem: String| SceneError {
-            file: file.clone(),
-            place: String::new(),
-            problem,
-        };
-        let size = std::fs::metadata(path)
-            .map_err(|e| error(format!("cannot read the file: {e}")))?
-            .len();
-        if size > MAX_SCENE_BYTES {
-            return Err(error(format!(
-                "the file is {size} bytes; scenes are limited to {MAX_SCENE_BYTES} bytes"
-            )));
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| error(format!("cannot read the file: {e}")))?;
+        let text = read_bounded_text(path, "scenes")?;
         Scene::parse(&text, &file)
     }
 
@@ -198,6 +184,25 @@ impl Scene {
         ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().struct_names(true))
             .unwrap_or_else(|e| format!("// scene could not be serialised: {e}"))
     }
+}
+
+/// Reads a text file of at most [`MAX_SCENE_BYTES`] (checked from its metadata, before reading); `kind`
+/// ("scenes", "demos", …) names what is limited in the message.
+pub fn read_bounded_text(path: &Path, kind: &str) -> Result<String, SceneError> {
+    let error = |problem: String| SceneError {
+        file: path.display().to_string(),
+        place: String::new(),
+        problem,
+    };
+    let size = std::fs::metadata(path)
+        .map_err(|e| error(format!("cannot read the file: {e}")))?
+        .len();
+    if size > MAX_SCENE_BYTES {
+        return Err(error(format!(
+            "the file is {size} bytes; {kind} are limited to {MAX_SCENE_BYTES} bytes"
+        )));
+    }
+    std::fs::read_to_string(path).map_err(|e| error(format!("cannot read the file: {e}")))
 }
 
 type FieldError = (String, String);

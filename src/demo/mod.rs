@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use script::{Script, ScriptAction, fixed_rate_hz, record_script};
 pub use session::*;
 
-use crate::scene::{MAX_SCENE_BYTES, Scene, SceneError};
+use crate::scene::{Scene, SceneError, read_bounded_text};
 
 /// The demo format this build writes and reads.
 pub const DEMO_VERSION: u32 = 1;
@@ -81,22 +81,7 @@ impl Demo {
     /// Reads, parses and validates a demo file.
     pub fn load(path: &Path) -> Result<Demo, DemoError> {
         let file = path.display().to_string();
-        let error = |problem: String| SceneError {
-            file: file.clone(),
-            place: String::new(),
-            problem,
-        };
-        let size = std::fs::metadata(path)
-            .map_err(|e| error(format!("cannot read the file: {e}")))?
-            .len();
-        if size > MAX_SCENE_BYTES {
-            return Err(error(format!(
-                "the file is {size} bytes; demos are limited to {MAX_SCENE_BYTES} bytes"
-            )));
-        }
-        let bytes = std::fs::read(path).map_err(|e| error(format!("cannot read the file: {e}")))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|e| error(format!("the file is not UTF-8 text: {e}")))?;
+        let text = read_bounded_text(path, "demos")?;
         Demo::parse(&text, &file)
     }
 
@@ -163,34 +148,8 @@ impl Demo {
             place: format!("scene.{}", e.place),
             ..e
         })?;
-        if self.actions.len() > MAX_ACTIONS {
-            return Err(fail(
-                "actions".into(),
-                format!(
-                    "{} actions; demos are limited to {MAX_ACTIONS}",
-                    self.actions.len()
-                ),
-            ));
-        }
-        let mut previous = 0;
-        for (i, a) in self.actions.iter().enumerate() {
-            if a.tick < previous {
-                return Err(fail(
-                    format!("actions[{i}].tick"),
-                    format!(
-                        "{} comes before the previous action's tick {previous}; actions must be in order",
-                        a.tick
-                    ),
-                ));
-            }
-            if a.tick > self.ticks {
-                return Err(fail(
-                    format!("actions[{i}].tick"),
-                    format!("{} is after the demo's end (ticks: {})", a.tick, self.ticks),
-                ));
-            }
-            previous = a.tick;
-        }
+        check_timed_actions(&self.actions, self.ticks, "demo")
+            .map_err(|(place, problem)| fail(place, problem))?;
         if self.hashes.len() > MAX_HASHES {
             return Err(fail(
                 "hashes".into(),
@@ -242,6 +201,44 @@ impl Demo {
             .map_err(|e| anyhow::anyhow!("cannot serialise the demo: {e}"))?;
         write_atomic(path, text.as_bytes())
     }
+}
+
+/// Checks a demo's or script's action list (`what` names it): at most [`MAX_ACTIONS`], ticks in order, none
+/// after `ticks`. The error is `(place, problem)`.
+pub(crate) fn check_timed_actions(
+    actions: &[TimedAction],
+    ticks: u64,
+    what: &str,
+) -> Result<(), (String, String)> {
+    if actions.len() > MAX_ACTIONS {
+        return Err((
+            "actions".into(),
+            format!(
+                "{} actions; a {what} holds at most {MAX_ACTIONS}",
+                actions.len()
+            ),
+        ));
+    }
+    let mut previous = 0;
+    for (i, a) in actions.iter().enumerate() {
+        if a.tick < previous {
+            return Err((
+                format!("actions[{i}].tick"),
+                format!(
+                    "{} comes before the previous action's tick {previous}; list actions in tick order",
+                    a.tick
+                ),
+            ));
+        }
+        if a.tick > ticks {
+            return Err((
+                format!("actions[{i}].tick"),
+                format!("{} is after the end of the {what} (ticks: {ticks})", a.tick),
+            ));
+        }
+        previous = a.tick;
+    }
+    Ok(())
 }
 
 /// Just the version of a demo of any version.

@@ -16,10 +16,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, DemoError, MAX_ACTIONS, MAX_HASHES, MAX_TICKS, Session,
-    TickHash, TimedAction, hash_hex,
+    DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, DemoError, MAX_HASHES, MAX_TICKS, Session, TickHash,
+    TimedAction, hash_hex,
 };
-use crate::scene::{MAX_SCENE_BYTES, Scene, SceneError};
+use crate::scene::{Scene, SceneError, read_bounded_text};
 
 /// A timed action of a script (the same shape as a demo's).
 pub type ScriptAction = TimedAction;
@@ -41,21 +41,7 @@ impl Script {
     /// Reads, parses and validates a script file.
     pub fn load(path: &Path) -> Result<Script, DemoError> {
         let file = path.display().to_string();
-        let error = |problem: String| SceneError {
-            file: file.clone(),
-            place: String::new(),
-            problem,
-        };
-        let size = std::fs::metadata(path)
-            .map_err(|e| error(format!("cannot read the file: {e}")))?
-            .len();
-        if size > MAX_SCENE_BYTES {
-            return Err(error(format!(
-                "the file is {size} bytes; scripts are limited to {MAX_SCENE_BYTES} bytes"
-            )));
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| error(format!("cannot read the file: {e}")))?;
+        let text = read_bounded_text(path, "scripts")?;
         Script::parse(&text, &file)
     }
 
@@ -99,37 +85,8 @@ impl Script {
                 ),
             ));
         }
-        if self.actions.len() > MAX_ACTIONS {
-            return Err(fail(
-                "actions".into(),
-                format!(
-                    "{} actions; scripts are limited to {MAX_ACTIONS}",
-                    self.actions.len()
-                ),
-            ));
-        }
-        let mut previous = 0;
-        for (i, a) in self.actions.iter().enumerate() {
-            if a.tick < previous {
-                return Err(fail(
-                    format!("actions[{i}].tick"),
-                    format!(
-                        "{} comes before the previous action's tick {previous}; list actions in tick order",
-                        a.tick
-                    ),
-                ));
-            }
-            if a.tick > self.ticks {
-                return Err(fail(
-                    format!("actions[{i}].tick"),
-                    format!(
-                        "{} is after the end of the script (ticks: {})",
-                        a.tick, self.ticks
-                    ),
-                ));
-            }
-            previous = a.tick;
-        }
+        super::check_timed_actions(&self.actions, self.ticks, "script")
+            .map_err(|(place, problem)| fail(place, problem))?;
         Ok(())
     }
 
