@@ -1265,9 +1265,9 @@ impl Lcg {
 /// hundred kB; anything past this is a leak).
 const SOAK_RSS_MARGIN_KIB: u64 = 16 * 1024;
 
-/// 10⁵ steps (`CONTACT_SANDBOX_SOAK_STEPS` to change) of an IPC ball pit, N = 1000 in a 20 m box, with spawns
-/// and setting changes every few thousand steps: no fault, no NaN, no ball lost, energy bounded by what was
-/// put in, memory flat.
+/// 10⁵ steps (`CONTACT_SANDBOX_SOAK_STEPS` to change) of the reference IPC ball pit (the bench's scene and
+/// settings, N = 1000 in a 20 m box), with spawns and setting changes every few thousand steps: no fault, no
+/// NaN, no ball lost, energy bounded by what was put in, memory flat.
 #[test]
 #[ignore = "soak: cargo test --release --test it soak -- --ignored --nocapture"]
 fn soak_ipc_ball_pit_stays_finite_bounded_and_flat() {
@@ -1275,31 +1275,20 @@ fn soak_ipc_ball_pit_stays_finite_bounded_and_flat() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
-    let half_width = 10.0;
-    // The bench's reference pit box: a floor and two side walls 20 m apart.
-    let walls = contact_sandbox::cli::bench::pit_walls();
-    let settings = ContactSettings {
-        dhat: Some(1e-3),
-        kappa: 1e4,
-        h: 1.0 / 60.0,
-        ..ContactSettings::default()
-    };
-    let mut lane = LaneWorld::new("soak", settings, walls, vec![]);
+    let half_width = contact_sandbox::cli::bench::PIT_WIDTH * 0.5;
+    let mut lane = contact_sandbox::cli::bench::pit_lane(1000, ContactMethod::Ipc);
+    lane.name = "soak".into();
     let mut rng = Lcg(0x5eed);
-    let random_ball = |rng: &mut Lcg, x: f64, y: f64| Ball {
-        position: DVec2::new(x, y),
-        velocity: DVec2::new(rng.next() * 2.0 - 1.0, rng.next() * 2.0 - 1.0),
-        radius: 0.05 * (0.8 + 0.4 * rng.next()),
-        mass: 0.5 + rng.next(),
+    // Spawned balls: the pit's sizes and density, thrown in at up to 1 m/s.
+    let random_ball = |rng: &mut Lcg, x: f64, y: f64| {
+        let radius = contact_sandbox::cli::bench::PIT_RADIUS * (0.8 + 0.4 * rng.next());
+        Ball {
+            position: DVec2::new(x, y),
+            velocity: DVec2::new(rng.next() * 2.0 - 1.0, rng.next() * 2.0 - 1.0),
+            radius,
+            mass: PI * radius * radius * 1000.0,
+        }
     };
-    // N = 1000 on a 0.15 m grid: 125 per row, 8 rows.
-    for k in 0..1000 {
-        let (col, row) = (k % 125, k / 125);
-        let x = -9.3 + 0.15 * col as f64;
-        let y = 0.2 + 0.15 * row as f64;
-        let ball = random_ball(&mut rng, x, y);
-        lane.add_ball(ball).expect("the grid is feasible");
-    }
     let mut injected = 0.0;
     let energy_start = lane.energy();
     let scale = energy_start.abs();
