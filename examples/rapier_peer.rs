@@ -116,6 +116,7 @@ fn main() -> Result<(), String> {
         max_penetration_m: Some(deepest),
         peak_rss_mb: peak_rss_mb(),
         escaped: escaped(positions),
+        profile_ms_per_step: None,
     };
     println!(
         "{}",

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::physics::geometry::{Ball, Wall};
+use crate::physics::linear::LinearCounters;
+use crate::physics::newton::PhaseTimes;
 use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld};
 
 /// Arguments of `contact-sandbox bench`.
@@ -59,6 +61,49 @@ pub struct BenchRun {
     pub peak_rss_mb: Option<f64>,
     /// Balls that left the box (went through a wall).
     pub escaped: usize,
+    /// Where our engines' time went, in ms per step averaged over the run (`null` for rapier2d).
+    #[serde(default)]
+    pub profile_ms_per_step: Option<Profile>,
+}
+
+/// Mean ms per step in each phase of a step (see [`PhaseTimes`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Profile {
+    pub broad_phase: f64,
+    pub contacts: f64,
+    pub assembly: f64,
+    pub linear_solve: f64,
+    pub ccd: f64,
+    pub line_search: f64,
+    /// The rest of the Newton loops (convergence checks, bookkeeping).
+    pub newton_other: f64,
+    /// Outside the Newton loops: islands, `x̃`, friction set-up, diagnostics (gaps, tunnelling, energy).
+    pub outside_newton: f64,
+    pub total: f64,
+    /// Symbolic (ordering + analysis) and numeric sparse factorisations per step.
+    pub symbolic_per_step: f64,
+    pub numeric_per_step: f64,
+}
+
+impl Profile {
+    fn from_times(t: &PhaseTimes, c: LinearCounters, total_s: f64, steps: usize) -> Profile {
+        let ms = |s: f64| s * 1e3 / steps.max(1) as f64;
+        let phases =
+            t.broad_phase + t.contacts + t.assembly + t.linear_solve + t.ccd + t.line_search;
+        Profile {
+            broad_phase: ms(t.broad_phase),
+            contacts: ms(t.contacts),
+            assembly: ms(t.assembly),
+            linear_solve: ms(t.linear_solve),
+            ccd: ms(t.ccd),
+            line_search: ms(t.line_search),
+            newton_other: ms(t.newton_total - phases),
+            outside_newton: ms(total_s - t.newton_total),
+            total: ms(total_s),
+            symbolic_per_step: c.symbolic as f64 / steps.max(1) as f64,
+            numeric_per_step: c.numeric as f64 / steps.max(1) as f64,
+        }
+    }
 }
 
 /// The reference pit's parameters (SPEC §6).
@@ -203,6 +248,12 @@ pub fn bench_ours(method: ContactMethod, n: usize, steps: usize) -> BenchRun {
         max_penetration_m: Some(s.max_penetration),
         peak_rss_mb: peak_rss_mb(),
         escaped: escaped(lane.balls.iter().map(|b| b.position)),
+        profile_ms_per_step: Some(Profile::from_times(
+            &lane.phase_times(),
+            lane.linear_counters(),
+            times.iter().sum::<f64>() * 1e-3,
+            times.len(),
+        )),
     }
 }
 
@@ -342,6 +393,36 @@ pub fn format_table(runs: &[BenchRun]) -> String {
             opt(r.peak_rss_mb, 1.0, 1),
             r.escaped
         ));
+    }
+    let profiled: Vec<&BenchRun> = runs
+        .iter()
+        .filter(|r| r.profile_ms_per_step.is_some())
+        .collect();
+    if !profiled.is_empty() {
+        out.push_str(
+            "\n where the time goes, ms per step (mean over the run)\n \
+             engine   |      N | broad ph | contacts | assembly |  solve |    CCD | line srch | newton other | outside |  total | symbolic/numeric factorisations per step\n",
+        );
+        for r in profiled {
+            if let Some(p) = &r.profile_ms_per_step {
+                out.push_str(&format!(
+                    " {:8} | {:6} | {:8.3} | {:8.3} | {:8.3} | {:6.3} | {:6.3} | {:9.3} | {:12.3} | {:7.3} | {:6.3} | {:.1} / {:.1}\n",
+                    r.engine,
+                    r.n,
+                    p.broad_phase,
+                    p.contacts,
+                    p.assembly,
+                    p.linear_solve,
+                    p.ccd,
+                    p.line_search,
+                    p.newton_other,
+                    p.outside_newton,
+                    p.total,
+                    p.symbolic_per_step,
+                    p.numeric_per_step
+                ));
+            }
+        }
     }
     out
 }

@@ -11,7 +11,10 @@
 //! motion), rebuilt only when a Newton segment leaves a skin; the CCD, the line search and the next iteration's
 //! contacts all filter the segment's candidates out of it.
 
+use std::time::Instant;
+
 use glam::DVec2;
+use serde::Serialize;
 
 use super::ccd::{time_of_impact_ball_ball, time_of_impact_ball_wall};
 use super::linear::{LinearSolveError, LinearWorkspace, solve_newton_direction};
@@ -88,9 +91,31 @@ impl NewtonReport {
     }
 }
 
+/// Wall-clock time spent in each phase of the Newton solves, accumulated over the workspace's life [s]
+/// (for `bench`'s profile; reading the clock does not change any result).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct PhaseTimes {
+    /// Verlet lists (grid broad phase) and each segment's candidate pairs.
+    pub broad_phase: f64,
+    /// Contact sets: the candidate pairs within reach at the iterate.
+    pub contacts: f64,
+    /// Gradient and Hessian assembly.
+    pub assembly: f64,
+    /// Linear solves: pattern analysis, factorisation, substitution.
+    pub linear_solve: f64,
+    /// Time of impact over the candidate pairs.
+    pub ccd: f64,
+    /// Energy evaluations of the backtracking line search.
+    pub line_search: f64,
+    /// Everything inside the Newton loop (the phases above and the rest).
+    pub newton_total: f64,
+}
+
 /// Buffers reused from step to step.
 #[derive(Default, Debug, Clone)]
 pub struct NewtonWorkspace {
+    /// Time per phase, accumulated.
+    pub times: PhaseTimes,
     pub potential: Workspace,
     contacts: ContactSet,
     trial_contacts: ContactSet,
@@ -114,16 +139,15 @@ pub fn minimize(
     potential: &mut IncrementalPotential<'_>,
     x: &mut Vec<DVec2>,
     settings: &NewtonSettings,
-    mut adaptive: Option<&mut AdaptiveKappa>,
+    adaptive: Option<&mut AdaptiveKappa>,
     ws: &mut NewtonWorkspace,
 ) -> NewtonReport {
-    let mut report = NewtonReport {
+    let report = NewtonReport {
         stop: StopReason::IterationCap,
         ..NewtonReport::nothing_solved(potential.model)
     };
-    let use_ccd = matches!(potential.model, ContactModel::Barrier { .. });
-    let mut previous_min_distance = f64::INFINITY;
-    let mut project = false;
+    let started = Instant::now();
+    let clock = Instant::now();
     build_verlet_list(potential, x, false, ws);
     potential.predicted_pairs(x, &ws.verlet, &mut ws.seed_pairs);
     if let Some((friction, _)) = potential.friction {
@@ -134,8 +158,29 @@ pub fn minimize(
                 .filter_map(|c| c.j.map(|j| (c.i.min(j), c.i.max(j)))),
         );
     }
+    ws.times.broad_phase += clock.elapsed().as_secs_f64();
+    let clock = Instant::now();
     ws.linear.reset_pattern(x.len(), &ws.seed_pairs);
+    ws.times.linear_solve += clock.elapsed().as_secs_f64();
+    let report = newton_loop(potential, x, settings, adaptive, ws, report);
+    ws.times.newton_total += started.elapsed().as_secs_f64();
+    report
+}
+
+/// The iterations of [`minimize`] after its set-up.
+fn newton_loop(
+    potential: &mut IncrementalPotential<'_>,
+    x: &mut Vec<DVec2>,
+    settings: &NewtonSettings,
+    mut adaptive: Option<&mut AdaptiveKappa>,
+    ws: &mut NewtonWorkspace,
+    mut report: NewtonReport,
+) -> NewtonReport {
+    let mut project = false;
+    let use_ccd = matches!(potential.model, ContactModel::Barrier { .. });
+    let mut previous_min_distance = f64::INFINITY;
     for iteration in 1..=settings.max_iterations {
+        let clock = Instant::now();
         if iteration == 1 {
             // x is the list's reference, so every pair within reach is in it.
             potential.contacts_among(x, &ws.verlet.pairs, &mut ws.contacts);
@@ -143,6 +188,7 @@ pub fn minimize(
             // x lies on the previous segment, so every pair within reach is one of its candidates.
             potential.contacts_among(x, &ws.candidates, &mut ws.contacts);
         }
+        ws.times.contacts += clock.elapsed().as_secs_f64();
         report.iterations = iteration;
         // The exact Hessian first: where it is positive definite its direction descends and converges
         // quadratically. Projecting each contact to PSD drops the negative tangential curvature `φ'/|p|` of
@@ -152,6 +198,7 @@ pub fn minimize(
         // negative curvature clamped at its share of the mass instead of at 0, which keeps H positive definite.
         let mut solved = Err(LinearSolveError::Cholesky(String::new()));
         if !project {
+            let clock = Instant::now();
             potential.gradient_and_hessian_projected(
                 x,
                 &ws.contacts,
@@ -159,15 +206,19 @@ pub fn minimize(
                 &mut ws.hessian,
                 false,
             );
+            ws.times.assembly += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
             solved = solve_newton_direction(
                 &ws.hessian,
                 &ws.gradient,
                 &mut ws.linear,
                 &mut ws.direction,
             );
+            ws.times.linear_solve += clock.elapsed().as_secs_f64();
             project = solved.is_err();
         }
         if project {
+            let clock = Instant::now();
             potential.gradient_and_hessian_mass_floored(
                 x,
                 &ws.contacts,
@@ -175,12 +226,15 @@ pub fn minimize(
                 &mut ws.hessian,
                 MASS_FLOOR_SHARE,
             );
+            ws.times.assembly += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
             solved = solve_newton_direction(
                 &ws.hessian,
                 &ws.gradient,
                 &mut ws.linear,
                 &mut ws.direction,
             );
+            ws.times.linear_solve += clock.elapsed().as_secs_f64();
         }
         if let Err(e) = solved {
             report.stop = StopReason::LinearSolveFailed(e.to_string());
@@ -198,6 +252,7 @@ pub fn minimize(
             report.stop = StopReason::LinearSolveFailed("non-finite Newton direction".into());
             return report;
         }
+        let clock = Instant::now();
         if !ws.verlet.covers(x, &ws.direction) {
             build_verlet_list(potential, x, true, ws);
         }
@@ -208,16 +263,21 @@ pub fn minimize(
             &mut ws.potential,
             &mut ws.candidates,
         );
+        ws.times.broad_phase += clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
         let mut alpha = 1.0;
         if use_ccd && let Some(t) = earliest_time_of_impact(potential, x, ws) {
             alpha = settings.ccd_factor * t;
         }
+        ws.times.ccd += clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
         let e0 = potential.energy_over(x, &ws.candidates);
         let mut e_trial = trial_energy(potential, x, alpha, ws);
         while e_trial > e0 && alpha > MIN_ALPHA {
             alpha *= 0.5;
             e_trial = trial_energy(potential, x, alpha, ws);
         }
+        ws.times.line_search += clock.elapsed().as_secs_f64();
         if !e_trial.is_finite() {
             report.stop = StopReason::LineSearchStalled;
             report.stalled_line_searches += 1;

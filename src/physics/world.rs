@@ -6,7 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::broad_phase::BroadPhase;
 use super::geometry::{Ball, Wall, ball_wall_gap};
-use super::newton::{NewtonReport, NewtonSettings, NewtonWorkspace, StopReason, minimize};
+use super::linear::LinearCounters;
+use super::newton::{
+    NewtonReport, NewtonSettings, NewtonWorkspace, PhaseTimes, StopReason, minimize,
+};
 use super::potential::{ContactModel, ContactSet, IncrementalPotential, WallIndex};
 use super::rod_flight::{Rod, RodStepReport, step_rod};
 use super::stiffness::{AdaptiveKappa, default_dhat};
@@ -278,6 +281,16 @@ impl LaneWorld {
         }
         self.tunneled.push(false);
         index
+    }
+
+    /// Time spent in each phase of this lane's Newton solves so far (profiling).
+    pub fn phase_times(&self) -> PhaseTimes {
+        self.workspace.times
+    }
+
+    /// How many symbolic and numeric sparse factorisations this lane's solves have done.
+    pub fn linear_counters(&self) -> LinearCounters {
+        self.workspace.linear.counters
     }
 
     /// Has ball `i` ever gone through a wall?

@@ -41,3 +41,31 @@ fn bench_runs_report_every_field() {
     assert!(run.mean_newton.is_some() && run.max_newton.is_some());
     assert_eq!(run.escaped, 0);
 }
+
+#[test]
+fn the_bench_profile_accounts_for_the_step_time() {
+    let run = bench_ours(ContactMethod::Ipc, 200, 20);
+    let p = run
+        .profile_ms_per_step
+        .expect("our engines report where the time went");
+    let phases = [
+        p.broad_phase,
+        p.contacts,
+        p.assembly,
+        p.linear_solve,
+        p.ccd,
+        p.line_search,
+        p.newton_other,
+        p.outside_newton,
+    ];
+    assert!(phases.iter().all(|t| t.is_finite() && *t >= 0.0), "{p:?}");
+    let sum: f64 = phases.iter().sum();
+    // The phases partition the step: they add up to the measured total (up to rounding).
+    assert!((sum - p.total).abs() <= 1e-9 * p.total.max(1.0), "{p:?}");
+    assert!(p.total > 0.0 && p.linear_solve > 0.0 && p.ccd > 0.0);
+    // Every Newton iteration of a coupled island factorises once; 20 steps of a landing pit couple some.
+    assert!(
+        p.numeric_per_step > 0.0 && p.symbolic_per_step > 0.0,
+        "{p:?}"
+    );
+}
