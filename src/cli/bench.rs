@@ -104,6 +104,20 @@ impl Profile {
             numeric_per_step: c.numeric as f64 / steps.max(1) as f64,
         }
     }
+
+    /// The parts that partition a step's time, with their table headings; they add up to `total`.
+    pub fn parts(&self) -> [(&'static str, f64); 8] {
+        [
+            ("broad ph", self.broad_phase),
+            ("contacts", self.contacts),
+            ("assembly", self.assembly),
+            ("solve", self.linear_solve),
+            ("CCD", self.ccd),
+            ("line srch", self.line_search),
+            ("newton other", self.newton_other),
+            ("outside", self.outside_newton),
+        ]
+    }
 }
 
 /// The reference pit's parameters (SPEC §6).
@@ -398,28 +412,24 @@ pub fn format_table(runs: &[BenchRun]) -> String {
         .iter()
         .filter(|r| r.profile_ms_per_step.is_some())
         .collect();
-    if !profiled.is_empty() {
-        out.push_str(
-            "\n where the time goes, ms per step (mean over the run)\n \
-             engine   |      N | broad ph | contacts | assembly |  solve |    CCD | line srch | newton other | outside |  total | symbolic/numeric factorisations per step\n",
-        );
+    if let Some(first) = profiled
+        .first()
+        .and_then(|r| r.profile_ms_per_step.as_ref())
+    {
+        out.push_str("\n where the time goes, ms per step (mean over the run)\n engine   |      N");
+        for (name, _) in first.parts() {
+            out.push_str(&format!(" | {name:>9}"));
+        }
+        out.push_str(" |     total | symbolic/numeric factorisations per step\n");
         for r in profiled {
             if let Some(p) = &r.profile_ms_per_step {
+                out.push_str(&format!(" {:8} | {:6}", r.engine, r.n));
+                for (_, ms) in p.parts() {
+                    out.push_str(&format!(" | {ms:9.3}"));
+                }
                 out.push_str(&format!(
-                    " {:8} | {:6} | {:8.3} | {:8.3} | {:8.3} | {:6.3} | {:6.3} | {:9.3} | {:12.3} | {:7.3} | {:6.3} | {:.1} / {:.1}\n",
-                    r.engine,
-                    r.n,
-                    p.broad_phase,
-                    p.contacts,
-                    p.assembly,
-                    p.linear_solve,
-                    p.ccd,
-                    p.line_search,
-                    p.newton_other,
-                    p.outside_newton,
-                    p.total,
-                    p.symbolic_per_step,
-                    p.numeric_per_step
+                    " | {:9.3} | {:.1} / {:.1}\n",
+                    p.total, p.symbolic_per_step, p.numeric_per_step
                 ));
             }
         }

@@ -14,7 +14,6 @@
 use std::time::Instant;
 
 use glam::DVec2;
-use serde::Serialize;
 
 use super::ccd::{time_of_impact_ball_ball, time_of_impact_ball_wall};
 use super::linear::{LinearSolveError, LinearWorkspace, solve_newton_direction};
@@ -93,7 +92,7 @@ impl NewtonReport {
 
 /// Wall-clock time spent in each phase of the Newton solves, accumulated over the workspace's life [s]
 /// (for `bench`'s profile; reading the clock does not change any result).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PhaseTimes {
     /// Verlet lists (grid broad phase) and each segment's candidate pairs.
     pub broad_phase: f64,
