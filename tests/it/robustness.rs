@@ -20,7 +20,7 @@ use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 /// Cases per property: the env var when set, else the modest default that keeps `cargo test` quick.
-fn cases(default: u32) -> u32 {
+pub(crate) fn cases(default: u32) -> u32 {
     std::env::var("CONTACT_SANDBOX_PROPTEST_CASES")
         .ok()
         .and_then(|v| v.trim().parse().ok())
