@@ -16,6 +16,7 @@ pub mod potential;
 pub mod rod;
 pub mod rod_flight;
 pub mod stiffness;
+mod union_find;
 pub mod world;
 
 pub use glam::DVec2;

@@ -21,6 +21,7 @@ use super::potential::{
     BlockHessian, ContactModel, ContactSet, IncrementalPotential, VerletList, Workspace,
 };
 use super::stiffness::AdaptiveKappa;
+use super::union_find::UnionFind;
 
 /// Share `β` of the mass matrix that the negative curvature kept by the fallback Hessian may take away
 /// ([`IncrementalPotential::gradient_and_hessian_mass_floored`]); `H ⪰ (1 − β) M`.
@@ -127,7 +128,8 @@ pub struct NewtonWorkspace {
     verlet: VerletList,
     skin: Vec<f64>,
     seed_pairs: Vec<(u32, u32)>,
-    /// Contact groups of the current iterate (union-find parents) and each group's step length.
+    /// Contact groups of the current iterate: the sets, each ball's group (its root), sizes and step lengths.
+    sets: UnionFind,
     group: Vec<u32>,
     group_size: Vec<u32>,
     group_length: Vec<f64>,
@@ -431,6 +433,7 @@ fn scale_direction_by_contact_group(
     const MAX_SHRINKS: usize = 64;
     let n = x.len();
     let NewtonWorkspace {
+        sets,
         group,
         group_size,
         group_length,
@@ -439,32 +442,21 @@ fn scale_direction_by_contact_group(
         direction,
         ..
     } = ws;
-    group.clear();
-    group.extend(0..n as u32);
-    fn find(group: &mut [u32], mut i: u32) -> u32 {
-        while group[i as usize] != i {
-            let parent = group[group[i as usize] as usize];
-            group[i as usize] = parent;
-            i = parent;
-        }
-        i
-    }
+    sets.reset(n);
     for &(i, j, _) in &hessian.off_diagonal {
-        let (a, b) = (find(group, i), find(group, j));
-        if a != b {
-            group[a.max(b) as usize] = a.min(b);
-        }
+        sets.union(i as usize, j as usize);
     }
+    group.clear();
     group_size.clear();
     group_size.resize(n, 0);
     let mut groups = 0;
-    for i in 0..n as u32 {
-        let root = find(group, i);
-        group[i as usize] = root;
-        if group_size[root as usize] == 0 {
+    for i in 0..n {
+        let root = sets.find(i);
+        group.push(root as u32);
+        if group_size[root] == 0 {
             groups += 1;
         }
-        group_size[root as usize] += 1;
+        group_size[root] += 1;
     }
     if groups < 2 {
         return None;

@@ -13,6 +13,7 @@ use super::newton::{
 use super::potential::{ContactModel, ContactSet, IncrementalPotential, WallIndex};
 use super::rod_flight::{Rod, RodStepReport, step_rod};
 use super::stiffness::{AdaptiveKappa, default_dhat};
+use super::union_find::UnionFind;
 
 /// Hard cap on balls per lane, so a hostile scene or a runaway spawner gets a clear error, not an OOM.
 pub const MAX_BALLS_PER_LANE: usize = 200_000;
@@ -791,62 +792,6 @@ fn solve_island(
     }
     let report = report.unwrap_or_else(|| NewtonReport::nothing_solved(model));
     (x, report)
-}
-
-/// Disjoint sets with path halving; groups come out ordered by their smallest member.
-struct UnionFind {
-    parent: Vec<usize>,
-    merged: Vec<bool>,
-}
-
-impl UnionFind {
-    fn new(n: usize) -> UnionFind {
-        UnionFind {
-            parent: (0..n).collect(),
-            merged: vec![false; n],
-        }
-    }
-
-    fn find(&mut self, mut i: usize) -> usize {
-        while self.parent[i] != i {
-            self.parent[i] = self.parent[self.parent[i]];
-            i = self.parent[i];
-        }
-        i
-    }
-
-    fn union(&mut self, a: usize, b: usize) {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra != rb {
-            let (lo, hi) = (ra.min(rb), ra.max(rb));
-            self.parent[hi] = lo;
-            self.merged[lo] = true;
-        }
-    }
-
-    fn was_merged(&mut self, i: usize) -> bool {
-        let r = self.find(i);
-        self.merged[r]
-    }
-
-    fn clear_merged(&mut self) {
-        self.merged.iter_mut().for_each(|m| *m = false);
-    }
-
-    fn groups(&mut self) -> Vec<Vec<usize>> {
-        let n = self.parent.len();
-        let mut index_of_root = vec![usize::MAX; n];
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        for i in 0..n {
-            let r = self.find(i);
-            if index_of_root[r] == usize::MAX {
-                index_of_root[r] = groups.len();
-                groups.push(Vec::new());
-            }
-            groups[index_of_root[r]].push(i);
-        }
-        groups
-    }
 }
 
 /// Diagonal of the box around every wall and ball (1 m when the lane is empty).
