@@ -9,11 +9,28 @@ use glam::DVec2;
 #[derive(Default, Debug, Clone)]
 pub struct BroadPhase {
     keyed: Vec<(i64, i64, u32)>,
+    large: Vec<u32>,
+    sorted_bounds: Vec<f64>,
+}
+
+/// Balls whose bound exceeds this multiple of the median bound are queried against the grid instead of sizing its
+/// cells (one fast ball, or one long Newton segment, would otherwise make every cell hold dozens of balls).
+const LARGE_BOUND_FACTOR: f64 = 1.5;
+
+/// Cell keys are clamped so that `key ± 1` cannot overflow for absurd coordinates (a fuzzed scene with balls at
+/// 1e300 m); far-away balls then share an edge cell, which costs time, not correctness.
+const KEY_LIMIT: f64 = (1u64 << 40) as f64;
+
+fn cell_key(v: f64, cell: f64) -> i64 {
+    (v / cell).floor().clamp(-KEY_LIMIT, KEY_LIMIT) as i64
 }
 
 impl BroadPhase {
     /// All pairs `(i, j)`, `i < j`, whose bounding circles `(centre[i], bound[i])` come within `reach`:
     /// `|cᵢ − cⱼ| ≤ boundᵢ + boundⱼ + reach`. `out` is cleared and filled sorted.
+    ///
+    /// The grid's cells fit the balls up to [`LARGE_BOUND_FACTOR`] × the median bound; the few larger ones
+    /// look up the cells their bound covers, and find each other on a second, coarser grid.
     pub fn near_pairs(
         &mut self,
         centre: &[DVec2],
@@ -36,43 +53,133 @@ impl BroadPhase {
             }
             return;
         }
+        self.sorted_bounds.clear();
+        self.sorted_bounds.extend_from_slice(bound);
+        let (_, median, _) = self
+            .sorted_bounds
+            .select_nth_unstable_by(n / 2, f64::total_cmp);
+        let limit = LARGE_BOUND_FACTOR * *median;
+        self.large.clear();
+        self.large.extend(
+            (0..n as u32).filter(|&i| bound[i as usize].is_nan() || bound[i as usize] > limit), // NaN counts as large
+        );
         let max_bound = bound.iter().copied().fold(0.0f64, f64::max);
-        let cell = (2.0 * max_bound + reach).max(1e-9);
+        if self.large.len() * 4 > n || limit.is_nan() || limit <= 0.0 {
+            // Bounds too spread for a split to pay: one grid sized for the largest.
+            self.large.clear();
+            self.grid_pairs(centre, bound, reach, max_bound, None, out);
+        } else {
+            self.grid_pairs(centre, bound, reach, limit, Some(limit), out);
+            let cell = (2.0 * limit + reach).max(1e-9);
+            for &i in &self.large {
+                self.query_cells(centre, bound, reach, cell, limit, i as usize, out);
+            }
+            // Large against large, on a grid over them alone.
+            let large = std::mem::take(&mut self.large);
+            let sub_centre: Vec<DVec2> = large.iter().map(|&i| centre[i as usize]).collect();
+            let sub_bound: Vec<f64> = large.iter().map(|&i| bound[i as usize]).collect();
+            let mut sub = Vec::new();
+            let mut grid = BroadPhase::default();
+            grid.grid_pairs(&sub_centre, &sub_bound, reach, max_bound, None, &mut sub);
+            out.extend(
+                sub.iter()
+                    .map(|&(a, b)| (large[a as usize], large[b as usize])),
+            );
+            self.large = large;
+        }
+        out.sort_unstable();
+    }
+
+    /// The half-stencil sweep of a uniform grid whose cell fits bounds up to `fit`; with `only_up_to`, balls
+    /// with larger bounds are left out of it.
+    fn grid_pairs(
+        &mut self,
+        centre: &[DVec2],
+        bound: &[f64],
+        reach: f64,
+        fit: f64,
+        only_up_to: Option<f64>,
+        out: &mut Vec<(u32, u32)>,
+    ) {
+        let cell = (2.0 * fit + reach).max(1e-9);
         self.keyed.clear();
-        // Cell keys are clamped so that `key ± 1` cannot overflow for absurd coordinates (a fuzzed scene with
-        // balls at 1e300 m); far-away balls then share an edge cell, which costs time, not correctness.
-        const KEY_LIMIT: f64 = (1u64 << 40) as f64;
-        let key = |v: f64| (v / cell).floor().clamp(-KEY_LIMIT, KEY_LIMIT) as i64;
         self.keyed.extend(
             centre
                 .iter()
                 .enumerate()
-                .map(|(i, c)| (key(c.y), key(c.x), i as u32)),
+                .filter(|&(i, _)| only_up_to.is_none_or(|l| bound[i] <= l))
+                .map(|(i, c)| (cell_key(c.y, cell), cell_key(c.x, cell), i as u32)),
         );
         self.keyed.sort_unstable();
         let keyed = &self.keyed;
-        let find = |row: i64, col: i64| -> usize {
-            keyed.partition_point(|&(r, c, _)| (r, c) < (row, col))
-        };
+        // The entries are sorted by (row, col), so as the sweep advances, the first entry of the cell to the
+        // right and of the row above's three cells only move forward: one cursor each, no searches.
+        let mut right = 0usize;
+        let mut above = 0usize;
         for (a, &(row, col, i)) in keyed.iter().enumerate() {
-            // Same cell: only later entries. Neighbours: the half-stencil (right, and the row above).
-            for &(dr, dc) in &[(0i64, 0i64), (0, 1), (1, -1), (1, 0), (1, 1)] {
-                let start = if (dr, dc) == (0, 0) {
-                    a + 1
-                } else {
-                    find(row + dr, col + dc)
-                };
+            let mut pair_with = |start: usize, r_want: i64, c_last: i64| {
                 for &(r, c, j) in &keyed[start..] {
-                    if (r, c) != (row + dr, col + dc) {
+                    if r != r_want || c > c_last {
                         break;
                     }
                     if within(centre, bound, reach, i as usize, j as usize) {
                         out.push((i.min(j), i.max(j)));
                     }
                 }
+            };
+            // Same cell: only later entries.
+            pair_with(a + 1, row, col);
+            // The cell to the right.
+            right = right.max(a + 1);
+            while right < keyed.len() && (keyed[right].0, keyed[right].1) < (row, col + 1) {
+                right += 1;
+            }
+            pair_with(right, row, col + 1);
+            // The row above: cells col − 1 ..= col + 1.
+            while above < keyed.len() && (keyed[above].0, keyed[above].1) < (row + 1, col - 1) {
+                above += 1;
+            }
+            pair_with(above, row + 1, col + 1);
+        }
+    }
+
+    /// Pairs of the large ball `i` with the grid's balls (bounds up to `fit`, cells of size `cell`).
+    #[allow(clippy::too_many_arguments)]
+    fn query_cells(
+        &self,
+        centre: &[DVec2],
+        bound: &[f64],
+        reach: f64,
+        cell: f64,
+        fit: f64,
+        i: usize,
+        out: &mut Vec<(u32, u32)>,
+    ) {
+        let keyed = &self.keyed;
+        let span = bound[i] + fit + reach;
+        let c = centre[i];
+        let (r0, r1) = (cell_key(c.y - span, cell), cell_key(c.y + span, cell));
+        let (c0, c1) = (cell_key(c.x - span, cell), cell_key(c.x + span, cell));
+        let mut check = |j: u32| {
+            if within(centre, bound, reach, i, j as usize) {
+                out.push((i.min(j as usize) as u32, i.max(j as usize) as u32));
+            }
+        };
+        let cells = (r1 - r0 + 1) as f64 * (c1 - c0 + 1) as f64;
+        if cells.is_nan() || cells > keyed.len() as f64 {
+            // The bound covers more cells than there are balls: scan them all.
+            keyed.iter().for_each(|&(_, _, j)| check(j));
+            return;
+        }
+        for row in r0..=r1 {
+            let start = keyed.partition_point(|&(r, col, _)| (r, col) < (row, c0));
+            for &(r, col, j) in &keyed[start..] {
+                if r != row || col > c1 {
+                    break;
+                }
+                check(j);
             }
         }
-        out.sort_unstable();
     }
 }
 
@@ -124,6 +231,69 @@ mod tests {
             })
             .collect();
         let bound = vec![0.05; centre.len()];
+        let mut out = Vec::new();
+        BroadPhase::default().near_pairs(&centre, &bound, 0.01, &mut out);
+        let mut brute = Vec::new();
+        for i in 0..centre.len() {
+            for j in i + 1..centre.len() {
+                if within(&centre, &bound, 0.01, i, j) {
+                    brute.push((i as u32, j as u32));
+                }
+            }
+        }
+        assert_eq!(out, brute);
+    }
+
+    #[test]
+    fn a_few_huge_bounds_find_exactly_the_pairs_brute_force_finds() {
+        let mut seed = 987u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64) / ((1u64 << 53) as f64)
+        };
+        let n = 600;
+        let centre: Vec<DVec2> = (0..n)
+            .map(|_| DVec2::new(next() * 8.0 - 4.0, next() * 4.0))
+            .collect();
+        // 5 % of the balls carry bounds up to 20 × the others' (fast balls, long Newton segments).
+        let bound: Vec<f64> = (0..n)
+            .map(|k| {
+                let b = 0.04 + 0.03 * next();
+                if k % 20 == 7 {
+                    b * (2.0 + 18.0 * next())
+                } else {
+                    b
+                }
+            })
+            .collect();
+        for reach in [0.0, 0.001, 0.05] {
+            let mut out = Vec::new();
+            BroadPhase::default().near_pairs(&centre, &bound, reach, &mut out);
+            let mut brute = Vec::new();
+            for i in 0..n {
+                for j in i + 1..n {
+                    if within(&centre, &bound, reach, i, j) {
+                        brute.push((i as u32, j as u32));
+                    }
+                }
+            }
+            assert!(brute.iter().any(|&(i, j)| i % 20 == 7 && j % 20 == 7));
+            assert_eq!(out, brute, "reach {reach}");
+        }
+    }
+
+    #[test]
+    fn a_huge_bound_at_an_absurd_coordinate_neither_overflows_nor_loops() {
+        let mut centre: Vec<DVec2> = (0..40)
+            .map(|i| DVec2::new(f64::from(i) * 0.1, 0.0))
+            .collect();
+        let mut bound = vec![0.05; centre.len()];
+        centre.push(DVec2::new(1e300, 0.0));
+        bound.push(1e299);
+        centre.push(DVec2::new(1.0, 0.0));
+        bound.push(1e300);
         let mut out = Vec::new();
         BroadPhase::default().near_pairs(&centre, &bound, 0.01, &mut out);
         let mut brute = Vec::new();
