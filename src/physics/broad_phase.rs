@@ -192,32 +192,47 @@ fn within(centre: &[DVec2], bound: &[f64], reach: f64, i: usize, j: usize) -> bo
 mod tests {
     use super::*;
 
-    #[test]
-    fn grid_finds_exactly_the_pairs_brute_force_finds() {
-        let mut seed = 12345u64;
-        let mut next = || {
-            seed = seed
+    /// A small deterministic generator of values in `[0, 1)`.
+    fn uniform(seed: u64) -> impl FnMut() -> f64 {
+        let mut state = seed;
+        move || {
+            state = state
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            ((seed >> 11) as f64) / ((1u64 << 53) as f64)
-        };
+            ((state >> 11) as f64) / ((1u64 << 53) as f64)
+        }
+    }
+
+    /// Every pair within reach, by checking them all.
+    fn brute_force(centre: &[DVec2], bound: &[f64], reach: f64) -> Vec<(u32, u32)> {
+        let mut pairs = Vec::new();
+        for i in 0..centre.len() {
+            for j in i + 1..centre.len() {
+                if within(centre, bound, reach, i, j) {
+                    pairs.push((i as u32, j as u32));
+                }
+            }
+        }
+        pairs
+    }
+
+    fn grid(centre: &[DVec2], bound: &[f64], reach: f64) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        BroadPhase::default().near_pairs(centre, bound, reach, &mut out);
+        out
+    }
+
+    #[test]
+    fn grid_finds_exactly_the_pairs_brute_force_finds() {
+        let mut next = uniform(12345);
         let n = 400;
         let centre: Vec<DVec2> = (0..n)
             .map(|_| DVec2::new(next() * 5.0 - 2.5, next() * 3.0))
             .collect();
         let bound: Vec<f64> = (0..n).map(|_| 0.02 + 0.06 * next()).collect();
-        let mut out = Vec::new();
-        BroadPhase::default().near_pairs(&centre, &bound, 0.01, &mut out);
-        let mut brute = Vec::new();
-        for i in 0..n {
-            for j in i + 1..n {
-                if within(&centre, &bound, 0.01, i, j) {
-                    brute.push((i as u32, j as u32));
-                }
-            }
-        }
+        let brute = brute_force(&centre, &bound, 0.01);
         assert!(!brute.is_empty());
-        assert_eq!(out, brute);
+        assert_eq!(grid(&centre, &bound, 0.01), brute);
     }
 
     #[test]
@@ -231,28 +246,15 @@ mod tests {
             })
             .collect();
         let bound = vec![0.05; centre.len()];
-        let mut out = Vec::new();
-        BroadPhase::default().near_pairs(&centre, &bound, 0.01, &mut out);
-        let mut brute = Vec::new();
-        for i in 0..centre.len() {
-            for j in i + 1..centre.len() {
-                if within(&centre, &bound, 0.01, i, j) {
-                    brute.push((i as u32, j as u32));
-                }
-            }
-        }
-        assert_eq!(out, brute);
+        assert_eq!(
+            grid(&centre, &bound, 0.01),
+            brute_force(&centre, &bound, 0.01)
+        );
     }
 
     #[test]
     fn a_few_huge_bounds_find_exactly_the_pairs_brute_force_finds() {
-        let mut seed = 987u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 11) as f64) / ((1u64 << 53) as f64)
-        };
+        let mut next = uniform(987);
         let n = 600;
         let centre: Vec<DVec2> = (0..n)
             .map(|_| DVec2::new(next() * 8.0 - 4.0, next() * 4.0))
@@ -269,18 +271,9 @@ mod tests {
             })
             .collect();
         for reach in [0.0, 0.001, 0.05] {
-            let mut out = Vec::new();
-            BroadPhase::default().near_pairs(&centre, &bound, reach, &mut out);
-            let mut brute = Vec::new();
-            for i in 0..n {
-                for j in i + 1..n {
-                    if within(&centre, &bound, reach, i, j) {
-                        brute.push((i as u32, j as u32));
-                    }
-                }
-            }
+            let brute = brute_force(&centre, &bound, reach);
             assert!(brute.iter().any(|&(i, j)| i % 20 == 7 && j % 20 == 7));
-            assert_eq!(out, brute, "reach {reach}");
+            assert_eq!(grid(&centre, &bound, reach), brute, "reach {reach}");
         }
     }
 
@@ -294,16 +287,9 @@ mod tests {
         bound.push(1e299);
         centre.push(DVec2::new(1.0, 0.0));
         bound.push(1e300);
-        let mut out = Vec::new();
-        BroadPhase::default().near_pairs(&centre, &bound, 0.01, &mut out);
-        let mut brute = Vec::new();
-        for i in 0..centre.len() {
-            for j in i + 1..centre.len() {
-                if within(&centre, &bound, 0.01, i, j) {
-                    brute.push((i as u32, j as u32));
-                }
-            }
-        }
-        assert_eq!(out, brute);
+        assert_eq!(
+            grid(&centre, &bound, 0.01),
+            brute_force(&centre, &bound, 0.01)
+        );
     }
 }
