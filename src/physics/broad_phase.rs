@@ -11,6 +11,10 @@ pub struct BroadPhase {
     keyed: Vec<(i64, i64, u32)>,
     large: Vec<u32>,
     sorted_bounds: Vec<f64>,
+    /// The large balls' centres, bounds and pairs (in their own numbering), for their coarser grid.
+    large_centre: Vec<DVec2>,
+    large_bound: Vec<f64>,
+    large_pairs: Vec<(u32, u32)>,
 }
 
 /// Balls whose bound exceeds this multiple of the median bound are queried against the grid instead of sizing its
@@ -74,18 +78,32 @@ impl BroadPhase {
             for &i in &self.large {
                 self.query_cells(centre, bound, reach, cell, limit, i as usize, out);
             }
-            // Large against large, on a grid over them alone.
-            let large = std::mem::take(&mut self.large);
-            let sub_centre: Vec<DVec2> = large.iter().map(|&i| centre[i as usize]).collect();
-            let sub_bound: Vec<f64> = large.iter().map(|&i| bound[i as usize]).collect();
-            let mut sub = Vec::new();
-            let mut grid = BroadPhase::default();
-            grid.grid_pairs(&sub_centre, &sub_bound, reach, max_bound, None, &mut sub);
+            // Large against large, on a grid over them alone (the fine grid's keys are no longer needed).
+            let mut sub_centre = std::mem::take(&mut self.large_centre);
+            let mut sub_bound = std::mem::take(&mut self.large_bound);
+            let mut sub_pairs = std::mem::take(&mut self.large_pairs);
+            sub_centre.clear();
+            sub_centre.extend(self.large.iter().map(|&i| centre[i as usize]));
+            sub_bound.clear();
+            sub_bound.extend(self.large.iter().map(|&i| bound[i as usize]));
+            sub_pairs.clear();
+            self.grid_pairs(
+                &sub_centre,
+                &sub_bound,
+                reach,
+                max_bound,
+                None,
+                &mut sub_pairs,
+            );
+            let large = &self.large;
             out.extend(
-                sub.iter()
+                sub_pairs
+                    .iter()
                     .map(|&(a, b)| (large[a as usize], large[b as usize])),
             );
-            self.large = large;
+            self.large_centre = sub_centre;
+            self.large_bound = sub_bound;
+            self.large_pairs = sub_pairs;
         }
         out.sort_unstable();
     }
