@@ -1,7 +1,8 @@
 //! Newton's method on the incremental potential with the CCD-clamped backtracking line search (SPEC §1.3).
 //!
 //! Each iteration: gradient `g`, Hessian `H` (the exact one while it is positive definite, else contacts
-//! projected as IPC does, ball–ball blocks down to a share of the mass), direction `Δx = −H⁻¹ g`. Stop when `‖Δx‖∞ < tol` (that direction counts but
+//! projected as IPC does, ball–ball blocks down to a share of the mass, until that fallback converges only
+//! linearly), direction `Δx = −H⁻¹ g`. Stop when `‖Δx‖∞ < tol` (that direction counts but
 //! is not taken) or at the iteration cap. Otherwise `α = 1`; with the barrier, `α = s · t*` where `t*` is the
 //! earliest time of impact of `x → x + Δx` over all pairs; then halve `α` while `E(x + αΔx) > E(x)` and
 //! `α > 10⁻¹²` (plain decrease, as the seed). A trial with infinite energy is never accepted, so a solve that
@@ -64,6 +65,8 @@ pub struct NewtonReport {
     pub kappa: Option<f64>,
     /// Line searches that ended at `α ≤ 10⁻¹²`.
     pub stalled_line_searches: u32,
+    /// Times the solve left the projected fallback Hessian for the exact one again (see [`SLOW_CONVERGENCE`]).
+    pub exact_retries: u32,
 }
 
 impl NewtonReport {
@@ -78,6 +81,7 @@ impl NewtonReport {
                 ContactModel::Penalty { .. } => None,
             },
             stalled_line_searches: 0,
+            exact_retries: 0,
         }
     }
 
@@ -86,6 +90,7 @@ impl NewtonReport {
         self.iterations += later.iterations;
         self.alphas.extend(later.alphas);
         self.stalled_line_searches += later.stalled_line_searches;
+        self.exact_retries += later.exact_retries;
         self.stop = later.stop;
         self.kappa = later.kappa;
     }
@@ -137,6 +142,9 @@ pub struct NewtonWorkspace {
     /// the path itself, not only its end).
     pub record_pieces: bool,
     pub pieces: Vec<(u32, DVec2, DVec2)>,
+    /// When set, the projected fallback Hessian is kept for the rest of a solve once taken (the behaviour
+    /// before [`SLOW_CONVERGENCE`]; for comparisons in tests and measurements).
+    pub keep_fallback: bool,
 }
 
 /// Minimises `potential` starting from `x` (which must be feasible for the barrier), in place.
@@ -184,6 +192,9 @@ fn newton_loop(
     let mut project = false;
     let use_ccd = matches!(potential.model, ContactModel::Barrier { .. });
     let mut previous_min_distance = f64::INFINITY;
+    // The previous iteration's step: taken in full (every group at length 1, no backtracking), and its size.
+    let mut previous_full = false;
+    let mut previous_size = f64::INFINITY;
     for iteration in 1..=settings.max_iterations {
         let clock = Instant::now();
         if iteration == 1 {
@@ -198,9 +209,10 @@ fn newton_loop(
         // The exact Hessian first: where it is positive definite its direction descends and converges
         // quadratically. Projecting each contact to PSD drops the negative tangential curvature `φ'/|p|` of
         // every loaded ball–ball contact, which in a pile leaves Newton converging only linearly. When the
-        // exact system is not positive definite, fall back to the projected Hessian (SPEC §1) for the rest of
-        // the solve, as PolyFEM falls back from Newton to projected Newton, here with each ball–ball block's
-        // negative curvature clamped at its share of the mass instead of at 0, which keeps H positive definite.
+        // exact system is not positive definite, fall back to the projected Hessian (SPEC §1), as PolyFEM falls
+        // back from Newton to projected Newton, here with each ball–ball block's negative curvature clamped at
+        // its share of the mass instead of at 0, which keeps H positive definite; the fallback lasts until it
+        // converges only linearly (below).
         anticipate_couplings(potential, x, iteration, ws);
         let mut solved = Err(LinearSolveError::Cholesky(String::new()));
         if !project {
@@ -309,6 +321,22 @@ fn newton_loop(
             }
         }
         report.alphas.push(alpha * shortest_length);
+        // Back to the exact Hessian once the fallback crawls: two full steps in a row and a direction that
+        // shrank by less than half, the fallback's linear convergence. Near a stable minimiser the exact Hessian
+        // is positive definite again, and its quadratic convergence ends the tail; if it is not, the next
+        // iteration falls back as before (one factorisation lost).
+        let full = alpha * shortest_length == 1.0;
+        if project
+            && !ws.keep_fallback
+            && full
+            && previous_full
+            && step_size > SLOW_CONVERGENCE * previous_size
+        {
+            project = false;
+            report.exact_retries += 1;
+        }
+        previous_full = full;
+        previous_size = step_size;
         if let (Some(adaptive), ContactModel::Barrier { kappa, dhat }) =
             (adaptive.as_deref_mut(), potential.model)
         {
@@ -324,6 +352,10 @@ fn newton_loop(
     }
     report
 }
+
+/// A full Newton step whose direction is still more than this share of the previous full step's is converging
+/// only linearly, so the exact Hessian is tried again (see [`newton_loop`]).
+const SLOW_CONVERGENCE: f64 = 0.5;
 
 /// Multiple of the reach `d̂` within which a segment candidate pair is expected to couple soon.
 const ANTICIPATION_REACHES: f64 = 3.0;
@@ -665,5 +697,76 @@ mod tests {
             "ball 0 stopped short of the wall: {}",
             x[0]
         );
+    }
+
+    /// A pyramid of 10 balls (rows of 4, 3, 2, 1, gaps of 0.3 mm) on a floor, pushed down as if landing at
+    /// 4 m/s. The loaded contacts make the exact Hessian indefinite at first, so Newton falls back to the
+    /// projected one, which converges only linearly; returning to the exact Hessian once the fallback crawls
+    /// gives quadratic convergence. Kept on the fallback, the same solve is still crawling at 200 iterations.
+    #[test]
+    fn the_exact_hessian_returns_once_the_fallback_crawls() {
+        let walls = [Wall {
+            center: DVec2::new(0.0, -0.5),
+            half_extents: DVec2::new(5.0, 0.5),
+            angle: 0.0,
+        }];
+        let wall_index = WallIndex::new(&walls);
+        let (r, gap, h, rows) = (0.05, 3e-4, 1.0 / 60.0, 4usize);
+        let mut x = Vec::new();
+        for row in 0..rows {
+            for k in 0..rows - row {
+                let across = (k as f64 - (rows - row - 1) as f64 * 0.5) * (2.0 * r + gap);
+                let up = r + gap + row as f64 * (2.0 * r + gap) * 0.75f64.sqrt();
+                x.push(DVec2::new(
+                    across + 2e-5 * ((k * 7 + row * 3) % 5) as f64,
+                    up,
+                ));
+            }
+        }
+        let x_tilde: Vec<DVec2> = x
+            .iter()
+            .enumerate()
+            .map(|(i, p)| *p + DVec2::new(0.0, -h * 4.0 * (1.0 + 0.1 * (i % 3) as f64)))
+            .collect();
+        let (mass, radius) = (vec![7.85; x.len()], vec![r; x.len()]);
+        let settings = NewtonSettings {
+            tolerance: 1e-10,
+            max_iterations: 200,
+            ccd_factor: 0.9,
+        };
+        let solve = |keep_fallback: bool| {
+            let mut potential = IncrementalPotential::new(
+                &x_tilde,
+                &mass,
+                &radius,
+                &walls,
+                &wall_index,
+                h,
+                ContactModel::Barrier {
+                    dhat: 1e-3,
+                    kappa: 1e4,
+                },
+            );
+            let mut y = x.clone();
+            let mut ws = NewtonWorkspace {
+                keep_fallback,
+                ..NewtonWorkspace::default()
+            };
+            let report = minimize(&mut potential, &mut y, &settings, None, &mut ws);
+            (report, y)
+        };
+        let (report, y) = solve(false);
+        assert_eq!(report.stop, StopReason::Converged);
+        assert!(report.exact_retries >= 1, "{report:?}");
+        assert!(report.iterations <= 60, "{} iterations", report.iterations);
+        for (i, p) in y.iter().enumerate() {
+            assert!(p.y - r > 0.0, "ball {i} reached the floor");
+            for q in &y[i + 1..] {
+                assert!((*p - *q).length() - 2.0 * r > 0.0);
+            }
+        }
+        let (kept, _) = solve(true);
+        assert_eq!(kept.exact_retries, 0);
+        assert_eq!(kept.stop, StopReason::IterationCap, "{kept:?}");
     }
 }

@@ -714,6 +714,7 @@ fn solve_by_islands(
 /// The step's Newton statistics are those of its hardest island (islands are independent solves).
 fn worse_of(a: NewtonReport, b: NewtonReport) -> NewtonReport {
     let stalled = a.stalled_line_searches + b.stalled_line_searches;
+    let retries = a.exact_retries + b.exact_retries;
     let kappa = match (a.kappa, b.kappa) {
         (Some(x), Some(y)) => Some(x.max(y)),
         (x, y) => x.or(y),
@@ -721,6 +722,7 @@ fn worse_of(a: NewtonReport, b: NewtonReport) -> NewtonReport {
     let cap = a.stop == StopReason::IterationCap || b.stop == StopReason::IterationCap;
     let mut worst = if b.iterations > a.iterations { b } else { a };
     worst.stalled_line_searches = stalled;
+    worst.exact_retries = retries;
     worst.kappa = kappa;
     if cap && worst.stop == StopReason::Converged {
         worst.stop = StopReason::IterationCap;
