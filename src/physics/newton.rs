@@ -647,6 +647,12 @@ mod tests {
     use crate::physics::geometry::Wall;
     use crate::physics::potential::WallIndex;
 
+    /// The seed's barrier: `d̂ = 1 mm`, `κ = 10⁴`.
+    const SEED_BARRIER: ContactModel = ContactModel::Barrier {
+        dhat: 1e-3,
+        kappa: 1e4,
+    };
+
     /// Ball 0 is thrown through a thin wall (its step is clamped by CCD); ball 1 flies freely far away, in the
     /// same minimisation. Under one step length for everything, ball 1 would crawl towards its minimiser in
     /// CCD-clamped pieces; with a length per contact group it reaches it in one Newton piece.
@@ -668,10 +674,7 @@ mod tests {
             &walls,
             &wall_index,
             0.01,
-            ContactModel::Barrier {
-                dhat: 1e-3,
-                kappa: 1e4,
-            },
+            SEED_BARRIER,
         );
         let mut x = vec![DVec2::new(0.0, 0.0), DVec2::new(0.0, 5.0)];
         let settings = NewtonSettings {
@@ -742,10 +745,7 @@ mod tests {
                 &walls,
                 &wall_index,
                 h,
-                ContactModel::Barrier {
-                    dhat: 1e-3,
-                    kappa: 1e4,
-                },
+                SEED_BARRIER,
             );
             let mut y = x.clone();
             let mut ws = NewtonWorkspace {
