@@ -77,6 +77,50 @@ pub struct UiState {
     pub canvas: Option<(Vec2, Vec2)>,
     /// State of a simple LCG for rain positions (deterministic, no extra dependency).
     pub rain_seed: u64,
+    /// Steps taken over the last second of real time, for the "× real time" readout.
+    pub step_rate: StepRate,
+}
+
+/// How fast the lanes step in real time: `(real seconds, steps taken)` samples over the last second.
+///
+/// When a step costs more than its fixed timestep (a 2 000-ball pile landing), the simulation runs in slow
+/// motion; the controls say by how much instead of leaving the user to guess.
+#[derive(Debug, Clone, Default)]
+pub struct StepRate {
+    samples: std::collections::VecDeque<(f64, u64)>,
+}
+
+impl StepRate {
+    /// The window the rate is measured over [s].
+    const WINDOW: f64 = 1.0;
+
+    /// Adds a sample; a restart (fewer steps than before) or a clock going back starts over.
+    pub fn record(&mut self, now: f64, steps: u64) {
+        if self
+            .samples
+            .back()
+            .is_some_and(|&(t, n)| steps < n || now < t)
+        {
+            self.samples.clear();
+        }
+        self.samples.push_back((now, steps));
+        // Keep one sample at or beyond the window, so slow frames (longer than the window) still give a rate.
+        while self
+            .samples
+            .get(1)
+            .is_some_and(|&(t, _)| now - t >= Self::WINDOW)
+        {
+            self.samples.pop_front();
+        }
+    }
+
+    /// Steps per real second since the newest sample at least a window old (or the oldest, once they span half a
+    /// window).
+    pub fn steps_per_second(&self) -> Option<f64> {
+        let (&(t0, n0), &(t1, n1)) = (self.samples.front()?, self.samples.back()?);
+        let span = t1 - t0;
+        (span >= 0.5 * Self::WINDOW).then(|| (n1 - n0) as f64 / span)
+    }
 }
 
 impl Default for UiState {
@@ -98,6 +142,7 @@ impl Default for UiState {
             selected: None,
             canvas: None,
             rain_seed: 0x2545_f491_4f6c_dd1d,
+            step_rate: StepRate::default(),
         }
     }
 }
@@ -172,5 +217,37 @@ pub fn run_gui() -> anyhow::Result<()> {
     match app.run() {
         AppExit::Success => Ok(()),
         AppExit::Error(code) => anyhow::bail!("the sandbox exited with code {code}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StepRate;
+
+    #[test]
+    fn the_step_rate_is_steps_over_the_last_second_of_real_time() {
+        let mut rate = StepRate::default();
+        rate.record(10.0, 100);
+        assert_eq!(rate.steps_per_second(), None, "one sample spans nothing");
+        rate.record(10.3, 109);
+        assert_eq!(rate.steps_per_second(), None, "0.3 s is too short to say");
+        // 30 steps per second, sampled every 0.1 s for 2 s, after 9 steps in the first 0.3 s: only the last
+        // second counts.
+        for k in 4u32..=20 {
+            rate.record(10.0 + 0.1 * f64::from(k), 100 + 3 * u64::from(k));
+        }
+        let measured = rate.steps_per_second().expect("a full window");
+        assert!((measured - 30.0).abs() < 1e-9, "{measured}");
+        // Frames slower than the window (1.5 s each, 6 steps each) still give a rate.
+        rate.record(13.5, 166);
+        rate.record(15.0, 172);
+        let slow = rate.steps_per_second().expect("two slow frames");
+        assert!((slow - 4.0).abs() < 1e-9, "{slow}");
+        // A restart (the counter goes back to 0) starts a new window.
+        rate.record(16.1, 0);
+        assert_eq!(rate.steps_per_second(), None);
+        rate.record(16.7, 12);
+        let restarted = rate.steps_per_second().expect("0.6 s window");
+        assert!((restarted - 20.0).abs() < 1e-9, "{restarted}");
     }
 }

@@ -98,6 +98,7 @@ struct Actions<'w> {
 struct Clocks<'w> {
     virtual_time: ResMut<'w, Time<Virtual>>,
     fixed: ResMut<'w, Time<Fixed>>,
+    real: Res<'w, Time<Real>>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -284,7 +285,23 @@ fn run_controls(
         .stop_at_step
         .map(|s| format!(" / {s}"))
         .unwrap_or_default();
-    ui.label(format!("step {}{stop}", control.steps_taken));
+    ui_state
+        .step_rate
+        .record(clocks.real.elapsed_secs_f64(), control.steps_taken);
+    let rate = ui_state
+        .step_rate
+        .steps_per_second()
+        .filter(|_| !control.paused)
+        .map(|r| {
+            let real_time = r * clocks.fixed.timestep().as_secs_f64();
+            format!(" · {r:.0} steps/s ({real_time:.2}× real time)")
+        })
+        .unwrap_or_default();
+    ui.label(format!("step {}{stop}{rate}", control.steps_taken))
+        .on_hover_text(
+            "Simulated seconds per real second. Below the time-scale setting, the steps cost more than the \
+             frame budget (a large pile landing) and the simulation runs in slow motion.",
+        );
     if ui
         .add(
             egui::Slider::new(&mut ui_state.time_scale, 0.01..=4.0)
