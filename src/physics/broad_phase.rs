@@ -234,6 +234,13 @@ mod tests {
         pairs
     }
 
+    /// `n` centres uniform in the box `[−width/2, width/2] × [0, height]`.
+    fn scattered(next: &mut impl FnMut() -> f64, n: usize, width: f64, height: f64) -> Vec<DVec2> {
+        (0..n)
+            .map(|_| DVec2::new(next() * width - 0.5 * width, next() * height))
+            .collect()
+    }
+
     fn grid(centre: &[DVec2], bound: &[f64], reach: f64) -> Vec<(u32, u32)> {
         let mut out = Vec::new();
         BroadPhase::default().near_pairs(centre, bound, reach, &mut out);
@@ -244,9 +251,7 @@ mod tests {
     fn grid_finds_exactly_the_pairs_brute_force_finds() {
         let mut next = uniform(12345);
         let n = 400;
-        let centre: Vec<DVec2> = (0..n)
-            .map(|_| DVec2::new(next() * 5.0 - 2.5, next() * 3.0))
-            .collect();
+        let centre = scattered(&mut next, n, 5.0, 3.0);
         let bound: Vec<f64> = (0..n).map(|_| 0.02 + 0.06 * next()).collect();
         let brute = brute_force(&centre, &bound, 0.01);
         assert!(!brute.is_empty());
@@ -274,9 +279,7 @@ mod tests {
     fn a_few_huge_bounds_find_exactly_the_pairs_brute_force_finds() {
         let mut next = uniform(987);
         let n = 600;
-        let centre: Vec<DVec2> = (0..n)
-            .map(|_| DVec2::new(next() * 8.0 - 4.0, next() * 4.0))
-            .collect();
+        let centre = scattered(&mut next, n, 8.0, 4.0);
         // 5 % of the balls carry bounds up to 20 × the others' (fast balls, long Newton segments).
         let bound: Vec<f64> = (0..n)
             .map(|k| {
