@@ -30,7 +30,9 @@ use bevy_egui::EguiPlugin;
 use bevy_inspector_egui::quick::WorldInspectorPlugin;
 
 use crate::physics::world::ContactMethod;
-use crate::sim::{ActiveScene, BUILT_IN_SCENES, DEFAULT_SCENE, SceneCatalogue, SimPlugin};
+use crate::sim::{
+    ActiveScene, BUILT_IN_SCENES, DEFAULT_SCENE, SceneCatalogue, SimPlugin, Stepping,
+};
 
 /// Ball colour of penalty lanes (sRGB 8-bit; `.ci/gui-check` looks for it).
 pub const PENALTY_RGB: [u8; 3] = [235, 64, 52];
@@ -79,6 +81,8 @@ pub struct UiState {
     pub rain_seed: u64,
     /// Steps taken over the last second of real time, for the "× real time" readout.
     pub step_rate: StepRate,
+    /// Frames drawn per real second, measured the same way.
+    pub frame_rate: StepRate,
 }
 
 /// How fast the lanes step in real time: `(real seconds, steps taken)` samples over the last second.
@@ -143,6 +147,7 @@ impl Default for UiState {
             canvas: None,
             rain_seed: 0x2545_f491_4f6c_dd1d,
             step_rate: StepRate::default(),
+            frame_rate: StepRate::default(),
         }
     }
 }
@@ -192,6 +197,8 @@ pub fn run_gui() -> anyhow::Result<()> {
     .insert_resource(active)
     .insert_resource(catalogue)
     .init_resource::<UiState>()
+    // A slow step (a landing pile) slows the simulation, not the window.
+    .insert_resource(Stepping::Background)
     .add_plugins(SimPlugin)
     .add_plugins(EguiPlugin::default())
     .register_type::<GizmoConfigStore>()

@@ -19,8 +19,8 @@ use crate::physics::newton::{NewtonSettings, StopReason};
 use crate::physics::world::{ContactMethod, LaneWorld};
 use crate::sim::{
     ActiveScene, Ball, BodyState, CycleScene, Lane, LaneDiagnostics, LaneMember, LaneSettings,
-    LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall, ThrowBall,
-    UNITS_PER_METRE,
+    LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall, Stepping,
+    ThrowBall, UNITS_PER_METRE,
 };
 
 /// Bodies as the selected-body panel lists them.
@@ -99,6 +99,8 @@ struct Clocks<'w> {
     virtual_time: ResMut<'w, Time<Virtual>>,
     fixed: ResMut<'w, Time<Fixed>>,
     real: Res<'w, Time<Real>>,
+    frames: Option<Res<'w, bevy::diagnostic::FrameCount>>,
+    stepping: Option<ResMut<'w, Stepping>>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -297,10 +299,21 @@ fn run_controls(
             format!(" · {r:.0} steps/s ({real_time:.2}× real time)")
         })
         .unwrap_or_default();
-    ui.label(format!("step {}{stop}{rate}", control.steps_taken))
+    if let Some(frames) = &clocks.frames {
+        ui_state
+            .frame_rate
+            .record(clocks.real.elapsed_secs_f64(), u64::from(frames.0));
+    }
+    let fps = ui_state
+        .frame_rate
+        .steps_per_second()
+        .map(|f| format!(" · {f:.0} fps"))
+        .unwrap_or_default();
+    ui.label(format!("step {}{stop}{rate}{fps}", control.steps_taken))
         .on_hover_text(
-            "Simulated seconds per real second. Below the time-scale setting, the steps cost more than the \
-             frame budget (a large pile landing) and the simulation runs in slow motion.",
+            "Simulated seconds per real second, and frames drawn per second. The physics steps on its own \
+             thread: when the steps cost more than the frame budget (a large pile landing), the simulation runs \
+             in slow motion while the window keeps its frame rate.",
         );
     if ui
         .add(
@@ -329,6 +342,25 @@ fn run_controls(
         ui.checkbox(&mut ui_state.show_inspector, "inspector");
         ui.checkbox(&mut ui_state.show_landscape, "landscape");
         ui.checkbox(&mut ui_state.show_plots, "plots");
+        if let Some(stepping) = clocks.stepping.as_deref_mut() {
+            let mut background = *stepping == Stepping::Background;
+            if ui
+                .checkbox(&mut background, "physics thread")
+                .on_hover_text(
+                    "On: the physics steps on its own thread and the window keeps drawing while a slow step \
+                     (a large pile landing) runs; the simulation then plays in slow motion. Off: every frame \
+                     waits for its steps, so the physics gets the whole machine but the window stalls. The \
+                     results are bit-identical either way.",
+                )
+                .changed()
+            {
+                *stepping = if background {
+                    Stepping::Background
+                } else {
+                    Stepping::Inline
+                };
+            }
+        }
     });
     ui.small("drag: throw · click: select/drop · right-drag: pan · wheel: zoom · Tab: hide UI");
 }

@@ -9,7 +9,7 @@ use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured, save_to_dis
 use bevy::time::TimeUpdateStrategy;
 
 use crate::physics::DVec2;
-use crate::sim::{ActiveScene, SpawnBall, SpawnRod, ThrowBall};
+use crate::sim::{ActiveScene, SpawnBall, SpawnRod, Stepping, ThrowBall};
 
 /// Frames before the capture when `CONTACT_SANDBOX_FRAMES` is not set.
 pub const DEFAULT_FRAMES: u32 = 15;
@@ -63,6 +63,8 @@ impl Plugin for ScreenshotPlugin {
         let _ = std::fs::remove_file(&self.plan.path);
         app.insert_resource(self.plan.clone())
             .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+            // Exactly the planned steps before the capture, not whatever a worker thread finished by then.
+            .insert_resource(Stepping::Inline)
             .init_resource::<Progress>()
             .add_systems(Update, drive_screenshot);
     }

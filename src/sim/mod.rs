@@ -10,11 +10,16 @@
 //! FixedUpdate: SimSet::Gather → record_hash → SimSet::Step (step_lanes, or drive_replay) → SimSet::Writeback
 //! ```
 //!
+//! With [`Stepping::Background`] (the window), `step_lanes` starts the step on a worker thread and a later
+//! tick's Gather collects it; messages first wait for a step in flight ([`stepping`]). Tests and headless runs
+//! step inline.
+//!
 //! [`SimPlugin`] runs under `MinimalPlugins` (tests, headless) and `DefaultPlugins` (the window) alike.
 
 mod components;
 mod messages;
 mod recording;
+mod stepping;
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +28,7 @@ use bevy::prelude::*;
 pub use components::*;
 pub use messages::*;
 pub use recording::*;
+pub use stepping::{StepInFlight, Stepping, no_step_in_flight};
 
 use crate::demo::{
     Action, apply_settings, spawn_ball_everywhere, spawn_rod_everywhere, thrown_scene,
@@ -64,6 +70,8 @@ pub struct SimPlugin;
 impl Plugin for SimPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<SimControl>()
+            .init_resource::<Stepping>()
+            .init_resource::<StepInFlight>()
             .init_resource::<SimLog>()
             .init_resource::<SceneCatalogue>()
             .add_message::<SpawnBall>()
@@ -100,6 +108,7 @@ impl Plugin for SimPlugin {
             .add_systems(
                 Update,
                 (
+                    stepping::settle_before_messages,
                     recording_messages,
                     replay_messages,
                     apply_messages,
@@ -113,8 +122,19 @@ impl Plugin for SimPlugin {
             .add_systems(
                 FixedUpdate,
                 (
-                    (gather_settings, remember_previous_states).in_set(SimSet::Gather),
-                    record_hash.after(SimSet::Gather).before(SimSet::Step),
+                    (
+                        stepping::collect_finished_step,
+                        (
+                            gather_settings.run_if(no_step_in_flight),
+                            remember_previous_states,
+                        ),
+                    )
+                        .chain()
+                        .in_set(SimSet::Gather),
+                    record_hash
+                        .run_if(no_step_in_flight)
+                        .after(SimSet::Gather)
+                        .before(SimSet::Step),
                     (step_lanes, drive_replay).in_set(SimSet::Step),
                     write_back_bodies.in_set(SimSet::Writeback),
                 ),
@@ -398,33 +418,50 @@ pub fn remember_previous_states(mut bodies: Query<(&BodyState, &mut PreviousBody
 }
 
 /// Step: one [`LaneWorld::step`] per lane (through [`crate::demo::step_lanes`], as a replay does), then the
-/// diagnostics sample; a new fault is reported. A replaying demo steps the lanes instead.
+/// diagnostics sample; a new fault is reported. A replaying demo steps the lanes instead. With
+/// [`Stepping::Background`] the steps are started on a worker thread instead, unless a batch is still running
+/// ([`stepping`]); a later tick collects them.
 pub fn step_lanes(
-    mut lanes: Query<(&mut Lane, &mut LaneDiagnostics)>,
+    mut lanes: Query<(Entity, &mut Lane, &mut LaneDiagnostics)>,
     mut control: ResMut<SimControl>,
     mut log: ResMut<SimLog>,
     replay: Option<Res<Replay>>,
+    mut background: stepping::Background,
 ) {
     if replay.is_some() || !control.steps_this_tick() {
         return;
+    }
+    let mut sorted: Vec<(Entity, Mut<Lane>, Mut<LaneDiagnostics>)> = lanes.iter_mut().collect();
+    sorted.sort_by_key(|(_, lane, _)| lane.index);
+    // Lanes that will not step (all at the scene's step limit, or faulted) need no thread.
+    let idle = sorted.iter().all(|(_, l, _)| {
+        l.world.fault.is_some()
+            || control
+                .stop_at_step
+                .is_some_and(|s| l.world.stats.steps >= s)
+    });
+    if !idle || background.is_running() {
+        let worlds: Vec<(Entity, &LaneWorld)> =
+            sorted.iter().map(|(e, l, _)| (*e, &l.world)).collect();
+        if background.step(&worlds, &mut control) {
+            return;
+        }
     }
     if control.paused {
         control.pending_steps -= 1;
     }
     control.ticks += 1;
-    let mut sorted: Vec<(Mut<Lane>, Mut<LaneDiagnostics>)> = lanes.iter_mut().collect();
-    sorted.sort_by_key(|(lane, _)| lane.index);
     let had_fault: Vec<bool> = sorted
         .iter()
-        .map(|(l, _)| l.world.fault.is_some())
+        .map(|(_, l, _)| l.world.fault.is_some())
         .collect();
-    let stepped_before: Vec<u64> = sorted.iter().map(|(l, _)| l.world.stats.steps).collect();
+    let stepped_before: Vec<u64> = sorted.iter().map(|(_, l, _)| l.world.stats.steps).collect();
     let stepped = {
         let mut worlds: Vec<&mut LaneWorld> =
-            sorted.iter_mut().map(|(l, _)| &mut l.world).collect();
+            sorted.iter_mut().map(|(_, l, _)| &mut l.world).collect();
         crate::demo::step_lanes(&mut worlds, control.stop_at_step)
     };
-    for (k, (lane, diagnostics)) in sorted.iter_mut().enumerate() {
+    for (k, (_, lane, diagnostics)) in sorted.iter_mut().enumerate() {
         if lane.world.stats.steps > stepped_before[k] {
             push_sample(&lane.world, diagnostics);
         }
@@ -441,17 +478,22 @@ pub fn step_lanes(
 
 /// Adds the lane's last step to its diagnostics history.
 fn push_sample(world: &LaneWorld, diagnostics: &mut LaneDiagnostics) {
-    if let Some(d) = &world.last {
-        diagnostics.push(DiagnosticSample {
-            step: d.step,
-            time: world.time,
-            min_gap: d.min_gap,
-            max_penetration: d.max_penetration,
-            newton_iterations: d.newton_iterations,
-            energy: d.energy,
-            rod_impacts: d.rods.iter().map(|r| r.impacts.len()).sum(),
-        });
+    if let Some(sample) = sample(world) {
+        diagnostics.push(sample);
     }
+}
+
+/// The diagnostics sample of the lane's last step.
+fn sample(world: &LaneWorld) -> Option<DiagnosticSample> {
+    world.last.as_ref().map(|d| DiagnosticSample {
+        step: d.step,
+        time: world.time,
+        min_gap: d.min_gap,
+        max_penetration: d.max_penetration,
+        newton_iterations: d.newton_iterations,
+        energy: d.energy,
+        rod_impacts: d.rods.iter().map(|r| r.impacts.len()).sum(),
+    })
 }
 
 /// Writeback: mirrors new bodies and copies every body's state from its lane.

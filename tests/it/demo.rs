@@ -2,6 +2,7 @@
 //! recording through the ECS message path and replaying headless, bad files, atomic saves.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
@@ -12,7 +13,7 @@ use contact_sandbox::physics::DVec2;
 use contact_sandbox::scene::{BallSpec, Scene};
 use contact_sandbox::sim::{
     ActiveScene, Lane, LaneSettings, Recorder, Replay, SimControl, SimPlugin, SpawnBall, SpawnRod,
-    StartRecording, StartReplay, StopRecording, ThrowBall,
+    StartRecording, StartReplay, StepInFlight, Stepping, StopRecording, ThrowBall,
 };
 
 const WALL_THROW: &str = "assets/scenes/wall_throw.ron";
@@ -286,7 +287,35 @@ fn ecs_hash(app: &mut App) -> u64 {
 
 #[test]
 fn a_window_recording_replays_headless_bit_for_bit() {
-    let mut app = headless(BALL_PIT);
+    let _ = window_recording_replays(headless(BALL_PIT), "window.demo.ron", Duration::ZERO);
+}
+
+/// The window's background stepping: batches of three ticks on a worker thread, messages and edits arriving
+/// while a batch runs, hashes taken inside batches. The recording still replays bit for bit.
+#[test]
+fn a_recording_stepped_in_the_background_replays_bit_for_bit() {
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins).add_plugins(SimPlugin);
+    app.insert_resource(Stepping::Background);
+    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(3));
+    app.insert_resource(ActiveScene::load(Path::new(BALL_PIT)).expect("built-in scene loads"));
+    app.update();
+    // Hashes every 7 ticks, so most of them fall inside a batch and are taken by the worker.
+    app.world_mut().resource_mut::<Recorder>().hash_every = 7;
+    // Frames of a few milliseconds, so the ticks owed while a batch runs fit in the next one.
+    let mut app = window_recording_replays(app, "background.demo.ron", Duration::from_millis(3));
+    let in_flight = app.world_mut().resource::<StepInFlight>();
+    assert!(in_flight.batches > 10, "{} batches", in_flight.batches);
+    assert!(
+        in_flight.largest_batch >= 2,
+        "largest batch {}",
+        in_flight.largest_batch
+    );
+}
+
+/// Records a scripted window session on `app` (spawns, a settings edit, pause and single step, a rod) and
+/// checks that the saved demo replays headless to the same hashes and final state.
+fn window_recording_replays(mut app: App, file: &str, frame: Duration) -> App {
     app.world_mut().write_message(StartRecording);
     app.update();
     assert!(app.world().resource::<Recorder>().is_recording());
@@ -329,8 +358,9 @@ fn a_window_recording_replays_headless_bit_for_bit() {
             });
         }
         app.update();
+        std::thread::sleep(frame);
     }
-    let path = scratch("window.demo.ron");
+    let path = scratch(file);
     app.world_mut().write_message(StopRecording(path.clone()));
     app.update();
     let demo = Demo::load(&path).expect("the recording was saved and loads");
@@ -362,6 +392,7 @@ fn a_window_recording_replays_headless_bit_for_bit() {
         hash_hex(player.session.hash()),
         demo.hashes.last().expect("final hash").hash
     );
+    app
 }
 
 #[test]

@@ -1,0 +1,437 @@
+//! Where the lanes' steps run: inline in the fixed tick (tests, headless runs, export), or on a worker thread
+//! while the window keeps drawing ([`Stepping::Background`], the sandbox window).
+//!
+//! In the background, a fixed tick hands the lanes' next steps to a worker thread (on copies of the lanes) and
+//! returns; the window goes on showing the last finished step. A later tick collects the result and starts the
+//! next batch. A step slower than a frame (a 2 000-ball pile landing) then slows the simulation, not the window:
+//! panning, the panels and the buttons keep the display's rate, and the step counter shows the real-time
+//! factor. The ticks that pass while a batch runs are owed: the next batch takes them too, as many as fit in
+//! one frame at the last measured cost per step, so a cheap scene still keeps up with real time when frames are
+//! slow (as inline stepping catches up with several ticks per frame); those that do not fit are dropped, as a
+//! slow step's are.
+//!
+//! The physics does not change: the worker runs the same [`crate::demo::step_lanes`] on the same state, one
+//! tick at a time, and hands back every step's diagnostics sample and the recorder's tick hashes, so the lanes,
+//! the plots and a recording are the same as inline. Everything that changes a lane waits for the batch in
+//! flight first: messages (spawns, throws, restarts, scene loads, recording and replay controls) settle it
+//! before they apply, and settings edits, the recorder's tick hashes and a new batch only run when no batch is
+//! in flight. Demos therefore time actions by finished steps, exactly as inline.
+
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bevy::prelude::*;
+
+use super::{
+    CycleScene, DiagnosticSample, Lane, LaneDiagnostics, LoadScene, Recorder, RestartScene,
+    SimControl, SimLog, SpawnBall, SpawnRod, StartRecording, StartReplay, StopRecording,
+    StopReplay, ThrowBall,
+};
+use crate::demo::{MAX_HASHES, TickHash, hash_hex, hash_lanes};
+use crate::physics::world::LaneWorld;
+
+/// How `FixedUpdate` steps the lanes.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stepping {
+    /// Every fixed tick steps the lanes before the frame goes on.
+    #[default]
+    Inline,
+    /// A fixed tick starts the next steps on a worker thread, unless a batch is still running; the window shows
+    /// the last finished step.
+    Background,
+}
+
+/// At most this many ticks in one background batch (and owed while one runs).
+pub const MAX_BATCH: u32 = 16;
+
+/// The batch running on the worker thread, if any, and what sizes the next one.
+#[derive(Resource, Default)]
+pub struct StepInFlight {
+    running: Option<Running>,
+    /// Fixed ticks that passed while a batch ran, still to be stepped.
+    owed: u32,
+    /// Wall-clock time per step of the last finished batch.
+    pub last_step: Option<Duration>,
+    /// Batches started, and the most ticks one took.
+    pub batches: u64,
+    pub largest_batch: u32,
+}
+
+impl StepInFlight {
+    /// Is a batch running on the worker thread?
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Ticks the next batch takes: the current one and those owed, as many as fit in `frame` at the last cost
+    /// per step (at least one, at most [`MAX_BATCH`]).
+    fn batch(&self, frame: Duration) -> u32 {
+        let fit = match self.last_step {
+            Some(step) if step > Duration::ZERO => {
+                (frame.as_secs_f64() / step.as_secs_f64()).floor() as u32
+            }
+            _ => 1,
+        };
+        (1 + self.owed).min(fit.max(1)).min(MAX_BATCH)
+    }
+}
+
+/// The lanes, in the order handed to the worker, with what the bookkeeping after the batch needs.
+struct Running {
+    handle: JoinHandle<BatchResult>,
+    lanes: Vec<Entity>,
+    had_fault: Vec<bool>,
+}
+
+/// What the worker hands back.
+struct BatchResult {
+    worlds: Vec<LaneWorld>,
+    /// Per lane, the diagnostics sample of every step it took.
+    samples: Vec<Vec<DiagnosticSample>>,
+    /// Ticks in which some lane stepped.
+    stepped: u64,
+    /// `(tick relative to the recording's start, hash)` for the recorder.
+    hashes: Vec<(u64, u64)>,
+    /// Time the worker spent per tick (not counting the wait until the result is collected).
+    per_tick: Duration,
+}
+
+/// What a batch needs to know about the recorder: hash the state before each tick `t` with
+/// `(t − start) % every == 0`, up to `room` hashes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct HashPlan {
+    start: u64,
+    every: u64,
+    room: usize,
+}
+
+impl HashPlan {
+    /// The plan for the current recording, if any.
+    pub(super) fn of(recorder: &Recorder) -> Option<HashPlan> {
+        recorder.recording.as_ref().map(|r| HashPlan {
+            start: r.start_tick,
+            every: r.demo.hash_every.max(1),
+            room: MAX_HASHES.saturating_sub(r.demo.hashes.len()),
+        })
+    }
+}
+
+/// Run condition: no batch is running on the worker thread.
+pub fn no_step_in_flight(in_flight: Option<Res<StepInFlight>>) -> bool {
+    in_flight.is_none_or(|f| !f.is_running())
+}
+
+/// Starts a batch of `ticks` steps of `lanes` (scene order) on a worker thread; `first_tick` is
+/// `SimControl::ticks` before the first of them. The state before `first_tick` was hashed by
+/// [`super::record_hash`] already; the worker hashes the later ticks the plan asks for. Returns `false` (and
+/// starts nothing) when the thread cannot be created; the caller then steps inline.
+pub(super) fn start(
+    in_flight: &mut StepInFlight,
+    lanes: &[(Entity, &LaneWorld)],
+    ticks: u32,
+    first_tick: u64,
+    stop_at_step: Option<u64>,
+    plan: Option<HashPlan>,
+) -> bool {
+    let worlds: Vec<LaneWorld> = lanes.iter().map(|(_, w)| (*w).clone()).collect();
+    let spawned = std::thread::Builder::new()
+        .name("physics step".into())
+        .spawn(move || run_batch(worlds, ticks, first_tick, stop_at_step, plan));
+    let Ok(handle) = spawned else {
+        return false;
+    };
+    in_flight.running = Some(Running {
+        handle,
+        lanes: lanes.iter().map(|(e, _)| *e).collect(),
+        had_fault: lanes.iter().map(|(_, w)| w.fault.is_some()).collect(),
+    });
+    true
+}
+
+/// The worker: `ticks` ticks of [`crate::demo::step_lanes`], exactly as that many inline ticks.
+fn run_batch(
+    mut worlds: Vec<LaneWorld>,
+    ticks: u32,
+    first_tick: u64,
+    stop_at_step: Option<u64>,
+    plan: Option<HashPlan>,
+) -> BatchResult {
+    let started = Instant::now();
+    let mut samples = vec![Vec::new(); worlds.len()];
+    let mut stepped = 0;
+    let mut hashes = Vec::new();
+    for k in 0..u64::from(ticks) {
+        let tick = first_tick + k;
+        if k > 0
+            && let Some(plan) = plan
+            && let Some(relative) = tick.checked_sub(plan.start)
+            && relative.is_multiple_of(plan.every)
+            && hashes.len() < plan.room
+        {
+            hashes.push((relative, hash_lanes(worlds.iter())));
+        }
+        let before: Vec<u64> = worlds.iter().map(|w| w.stats.steps).collect();
+        let any = {
+            let mut refs: Vec<&mut LaneWorld> = worlds.iter_mut().collect();
+            crate::demo::step_lanes(&mut refs, stop_at_step)
+        };
+        if any {
+            stepped += 1;
+        }
+        for ((world, before), out) in worlds.iter().zip(before).zip(&mut samples) {
+            if world.stats.steps > before
+                && let Some(sample) = super::sample(world)
+            {
+                out.push(sample);
+            }
+        }
+    }
+    BatchResult {
+        worlds,
+        samples,
+        stepped,
+        hashes,
+        per_tick: started.elapsed() / ticks.max(1),
+    }
+}
+
+/// The resources a finished batch updates.
+#[derive(bevy::ecs::system::SystemParam)]
+pub struct Bookkeeping<'w, 's> {
+    lanes: Query<'w, 's, (Entity, &'static mut Lane, &'static mut LaneDiagnostics)>,
+    control: ResMut<'w, SimControl>,
+    log: ResMut<'w, SimLog>,
+    recorder: ResMut<'w, Recorder>,
+}
+
+/// Puts a finished batch's lanes in place and does the bookkeeping of that many inline ticks (diagnostics
+/// samples, newly faulted lanes, the step counter, the recorder's hashes). With `wait`, blocks until the batch
+/// in flight finishes; without, a batch still running is left alone.
+fn collect(in_flight: &mut StepInFlight, b: &mut Bookkeeping, wait: bool) {
+    let Some(running) = &in_flight.running else {
+        return;
+    };
+    if !wait && !running.handle.is_finished() {
+        return;
+    }
+    let Some(running) = in_flight.running.take() else {
+        return;
+    };
+    let result = match running.handle.join() {
+        Ok(result) => result,
+        Err(panic) => {
+            let reason = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            let message =
+                format!("the physics step panicked ({reason}); the lanes keep their last state");
+            for &entity in &running.lanes {
+                if let Ok((_, mut lane, _)) = b.lanes.get_mut(entity) {
+                    lane.world.fault.get_or_insert_with(|| message.clone());
+                }
+            }
+            b.log.error(message);
+            return;
+        }
+    };
+    let BatchResult {
+        worlds,
+        samples,
+        stepped,
+        hashes,
+        per_tick,
+    } = result;
+    in_flight.last_step = Some(per_tick);
+    for (k, ((world, samples), &entity)) in worlds
+        .into_iter()
+        .zip(samples)
+        .zip(&running.lanes)
+        .enumerate()
+    {
+        // Lanes only go away through messages, which settle the batch first; a missing one is skipped.
+        let Ok((_, mut lane, mut diagnostics)) = b.lanes.get_mut(entity) else {
+            continue;
+        };
+        lane.world = world;
+        for sample in samples {
+            diagnostics.push(sample);
+        }
+        if !running.had_fault[k]
+            && let Some(fault) = &lane.world.fault
+        {
+            b.log.error(format!("lane '{}': {fault}", lane.world.name));
+        }
+    }
+    b.control.steps_taken += stepped;
+    if let Some(recording) = &mut b.recorder.recording {
+        recording
+            .demo
+            .hashes
+            .extend(hashes.into_iter().map(|(tick, hash)| TickHash {
+                tick,
+                hash: hash_hex(hash),
+            }));
+    }
+}
+
+/// FixedUpdate, first in Gather: takes a finished background batch.
+pub fn collect_finished_step(in_flight: Option<ResMut<StepInFlight>>, mut b: Bookkeeping) {
+    if let Some(mut in_flight) = in_flight {
+        collect(&mut in_flight, &mut b, false);
+    }
+}
+
+/// What [`super::step_lanes`] needs to step in the background.
+#[derive(bevy::ecs::system::SystemParam)]
+pub struct Background<'w> {
+    stepping: Option<Res<'w, Stepping>>,
+    in_flight: Option<ResMut<'w, StepInFlight>>,
+    recorder: Res<'w, Recorder>,
+    real: Res<'w, Time<Real>>,
+}
+
+impl Background<'_> {
+    /// Is a batch running on the worker thread?
+    pub(super) fn is_running(&self) -> bool {
+        self.in_flight.as_ref().is_some_and(|f| f.is_running())
+    }
+
+    /// Step (background): counts a tick owed while a batch runs, or starts the next batch (the tick and those
+    /// owed that fit in a frame). Returns whether the tick was handled; otherwise (inline stepping, or no
+    /// thread) the caller steps inline.
+    pub(super) fn step(
+        &mut self,
+        lanes: &[(Entity, &LaneWorld)],
+        control: &mut SimControl,
+    ) -> bool {
+        let Some(in_flight) = self.in_flight.as_deref_mut() else {
+            return false;
+        };
+        if self.stepping.as_deref() != Some(&Stepping::Background) {
+            // Switched to inline with a batch still running: its result comes first (collected next tick).
+            return in_flight.is_running();
+        }
+        if in_flight.is_running() {
+            if !control.paused {
+                in_flight.owed = (in_flight.owed + 1).min(MAX_BATCH);
+            }
+            return true;
+        }
+        let ticks = if control.paused {
+            1
+        } else {
+            in_flight.batch(self.real.delta())
+        };
+        let first_tick = control.ticks;
+        let plan = HashPlan::of(&self.recorder);
+        if !start(
+            in_flight,
+            lanes,
+            ticks,
+            first_tick,
+            control.stop_at_step,
+            plan,
+        ) {
+            return false;
+        }
+        // Ticks that did not fit stay in slow motion: no debt builds up to be fast-forwarded later.
+        in_flight.owed = 0;
+        in_flight.batches += 1;
+        in_flight.largest_batch = in_flight.largest_batch.max(ticks);
+        if control.paused {
+            control.pending_steps -= 1;
+        }
+        control.ticks += u64::from(ticks);
+        true
+    }
+}
+
+/// Update, first in ApplyMessages: a message that changes the lanes waits for the batch in flight, so it
+/// applies to the finished state (as inline) and the batch's result cannot overwrite it.
+pub fn settle_before_messages(
+    in_flight: Option<ResMut<StepInFlight>>,
+    mut b: Bookkeeping,
+    mut m: PendingMessages,
+) {
+    let pending = m.any();
+    if let Some(mut in_flight) = in_flight
+        && pending
+    {
+        collect(&mut in_flight, &mut b, true);
+    }
+}
+
+/// Every message that changes a lane (own cursors, so each message settles the batch once).
+#[derive(bevy::ecs::system::SystemParam)]
+pub struct PendingMessages<'w, 's> {
+    spawns: MessageReader<'w, 's, SpawnBall>,
+    throws: MessageReader<'w, 's, ThrowBall>,
+    rods: MessageReader<'w, 's, SpawnRod>,
+    restarts: MessageReader<'w, 's, RestartScene>,
+    loads: MessageReader<'w, 's, LoadScene>,
+    cycles: MessageReader<'w, 's, CycleScene>,
+    start_recording: MessageReader<'w, 's, StartRecording>,
+    stop_recording: MessageReader<'w, 's, StopRecording>,
+    start_replay: MessageReader<'w, 's, StartReplay>,
+    stop_replay: MessageReader<'w, 's, StopReplay>,
+}
+
+impl PendingMessages<'_, '_> {
+    /// Were any messages sent since the last call? (Marks them seen.)
+    fn any(&mut self) -> bool {
+        let any = !(self.spawns.is_empty()
+            && self.throws.is_empty()
+            && self.rods.is_empty()
+            && self.restarts.is_empty()
+            && self.loads.is_empty()
+            && self.cycles.is_empty()
+            && self.start_recording.is_empty()
+            && self.stop_recording.is_empty()
+            && self.start_replay.is_empty()
+            && self.stop_replay.is_empty());
+        self.spawns.clear();
+        self.throws.clear();
+        self.rods.clear();
+        self.restarts.clear();
+        self.loads.clear();
+        self.cycles.clear();
+        self.start_recording.clear();
+        self.stop_recording.clear();
+        self.start_replay.clear();
+        self.stop_replay.clear();
+        any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{MAX_BATCH, StepInFlight};
+
+    fn after(last_step_ms: Option<u64>, owed: u32) -> StepInFlight {
+        StepInFlight {
+            owed,
+            last_step: last_step_ms.map(Duration::from_millis),
+            ..StepInFlight::default()
+        }
+    }
+
+    #[test]
+    fn a_batch_takes_the_owed_ticks_that_fit_in_a_frame() {
+        let frame = Duration::from_millis(90);
+        // Nothing measured yet: one tick.
+        assert_eq!(after(None, 5).batch(frame), 1);
+        // 9 ms steps in a 90 ms frame: all 5 owed ticks and the current one fit.
+        assert_eq!(after(Some(9), 5).batch(frame), 6);
+        // 30 ms steps: three fit.
+        assert_eq!(after(Some(30), 5).batch(frame), 3);
+        // A step slower than the frame: one, the rest is slow motion.
+        assert_eq!(after(Some(200), 5).batch(frame), 1);
+        // Never more than the cap.
+        assert_eq!(after(Some(1), 100).batch(frame), MAX_BATCH);
+        assert_eq!(after(Some(0), 3).batch(frame), 1);
+    }
+}
