@@ -409,8 +409,22 @@ pub fn gather_settings(
 }
 
 /// Gather: the state before this tick's step is what interpolation starts from (equal to the current state when
-/// no step is taken, so a paused lane stands still).
-pub fn remember_previous_states(mut bodies: Query<(&BodyState, &mut PreviousBodyState)>) {
+/// no step is taken, so a paused lane stands still). With background stepping, the state before the batch just
+/// collected (and nothing while none was).
+pub fn remember_previous_states(
+    mut bodies: Query<(&BodyState, &mut PreviousBodyState)>,
+    stepping: Option<Res<Stepping>>,
+    in_flight: Option<Res<StepInFlight>>,
+    mut seen: Local<u64>,
+) {
+    if stepping.is_some_and(|s| *s == Stepping::Background)
+        && let Some(in_flight) = in_flight
+    {
+        if in_flight.collected == *seen {
+            return;
+        }
+        *seen = in_flight.collected;
+    }
     for (state, mut previous) in &mut bodies {
         previous.position = state.position;
         previous.angle = state.angle;
@@ -533,13 +547,21 @@ pub fn write_back_bodies(
     }
 }
 
-/// Interpolate: `Transform` = lerp(previous, current, α) + lane offset, α the fixed clock's overstep fraction.
+/// Interpolate: `Transform` = lerp(previous, current, α) + lane offset, α the fixed clock's overstep fraction
+/// (with background stepping, how far the display is between the last two batches' arrivals).
 pub fn interpolate_transforms(
     time: Res<Time<Fixed>>,
+    real: Res<Time<Real>>,
+    stepping: Option<Res<Stepping>>,
+    in_flight: Option<Res<StepInFlight>>,
     lanes: Query<&Lane>,
     mut bodies: Query<(&LaneMember, &BodyState, &PreviousBodyState, &mut Transform)>,
 ) {
-    let alpha = time.overstep_fraction_f64().clamp(0.0, 1.0);
+    let background = stepping.is_some_and(|s| *s == Stepping::Background);
+    let alpha = in_flight
+        .filter(|_| background)
+        .and_then(|f| f.display_fraction(real.elapsed()))
+        .unwrap_or_else(|| time.overstep_fraction_f64().clamp(0.0, 1.0));
     for (member, state, previous, mut transform) in &mut bodies {
         let Ok(lane) = lanes.get(member.0) else {
             continue;

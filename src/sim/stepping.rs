@@ -44,6 +44,10 @@ pub enum Stepping {
 /// At most this many ticks in one background batch (and owed while one runs).
 pub const MAX_BATCH: u32 = 16;
 
+/// The longest the window spends moving from one finished state to the next (after a pause, the first step
+/// still arrives quickly).
+pub const MAX_INTERPOLATION: Duration = Duration::from_millis(500);
+
 /// The batch running on the worker thread, if any, and what sizes the next one.
 #[derive(Resource, Default)]
 pub struct StepInFlight {
@@ -55,12 +59,32 @@ pub struct StepInFlight {
     /// Batches started, and the most ticks one took.
     pub batches: u64,
     pub largest_batch: u32,
+    /// Batches collected so far.
+    pub collected: u64,
+    /// When the last two batches were collected (real time since start-up): the window interpolates between the
+    /// last two finished states over the time between them.
+    arrivals: [Option<Duration>; 2],
 }
 
 impl StepInFlight {
     /// Is a batch running on the worker thread?
     pub fn is_running(&self) -> bool {
         self.running.is_some()
+    }
+
+    /// How far the display is from the state before the last collected batch (0) to the state after it (1), at
+    /// real time `now`: the time since that batch arrived over the time between the last two arrivals (at most
+    /// [`MAX_INTERPOLATION`]), so a slow-motion landing moves smoothly instead of jumping once per step. `None`
+    /// before two batches arrived.
+    pub fn display_fraction(&self, now: Duration) -> Option<f64> {
+        let [Some(previous), Some(last)] = self.arrivals else {
+            return None;
+        };
+        let interval = last.saturating_sub(previous).min(MAX_INTERPOLATION);
+        if interval.is_zero() {
+            return Some(1.0);
+        }
+        Some((now.saturating_sub(last).as_secs_f64() / interval.as_secs_f64()).clamp(0.0, 1.0))
     }
 
     /// Ticks the next batch takes: the current one and those owed, as many as fit in `frame` at the last cost
@@ -202,6 +226,7 @@ pub struct Bookkeeping<'w, 's> {
     control: ResMut<'w, SimControl>,
     log: ResMut<'w, SimLog>,
     recorder: ResMut<'w, Recorder>,
+    real: Res<'w, Time<Real>>,
 }
 
 /// Puts a finished batch's lanes in place and does the bookkeeping of that many inline ticks (diagnostics
@@ -244,6 +269,8 @@ fn collect(in_flight: &mut StepInFlight, b: &mut Bookkeeping, wait: bool) {
         per_tick,
     } = result;
     in_flight.last_step = Some(per_tick);
+    in_flight.collected += 1;
+    in_flight.arrivals = [in_flight.arrivals[1], Some(b.real.elapsed())];
     for (k, ((world, samples), &entity)) in worlds
         .into_iter()
         .zip(samples)
@@ -417,6 +444,22 @@ mod tests {
             last_step: last_step_ms.map(Duration::from_millis),
             ..StepInFlight::default()
         }
+    }
+
+    #[test]
+    fn the_display_moves_between_the_last_two_states_over_the_time_between_them() {
+        let ms = Duration::from_millis;
+        let mut f = StepInFlight::default();
+        assert_eq!(f.display_fraction(ms(10)), None);
+        f.arrivals = [Some(ms(1000)), Some(ms(1100))];
+        assert_eq!(f.display_fraction(ms(1100)), Some(0.0));
+        assert_eq!(f.display_fraction(ms(1150)), Some(0.5));
+        assert_eq!(f.display_fraction(ms(1300)), Some(1.0));
+        // After a long pause the next state still comes in within the cap.
+        f.arrivals = [Some(ms(1000)), Some(ms(11_000))];
+        assert_eq!(f.display_fraction(ms(11_250)), Some(0.5));
+        f.arrivals = [Some(ms(1000)), Some(ms(1000))];
+        assert_eq!(f.display_fraction(ms(1000)), Some(1.0));
     }
 
     #[test]
