@@ -10,9 +10,9 @@
 //! FixedUpdate: SimSet::Gather → record_hash → SimSet::Step (step_lanes, or drive_replay) → SimSet::Writeback
 //! ```
 //!
-//! With [`Stepping::Background`] (the window), `step_lanes` starts the step on a worker thread and a later
-//! tick's Gather collects it; messages first wait for a step in flight ([`stepping`]). Tests and headless runs
-//! step inline.
+//! With [`Stepping::Background`] (the window), `step_lanes` starts a batch of steps on a worker thread and a
+//! later tick's Gather collects it; messages first wait for a batch in flight ([`stepping`]). Tests, headless
+//! runs, screenshots and the export step inline.
 //!
 //! [`SimPlugin`] runs under `MinimalPlugins` (tests, headless) and `DefaultPlugins` (the window) alike.
 
