@@ -287,11 +287,12 @@ fn ecs_hash(app: &mut App) -> u64 {
 
 #[test]
 fn a_window_recording_replays_headless_bit_for_bit() {
-    let _ = window_recording_replays(headless(BALL_PIT), "window.demo.ron", Duration::ZERO);
+    let _ = window_recording_replays(headless(BALL_PIT), "window.demo.ron", Duration::ZERO, false);
 }
 
 /// The window's background stepping: batches of three ticks on a worker thread, messages and edits arriving
-/// while a batch runs, hashes taken inside batches. The recording still replays bit for bit.
+/// while a batch runs, hashes taken inside batches, a switch to inline stepping and back ("physics thread").
+/// The recording still replays bit for bit.
 #[test]
 fn a_recording_stepped_in_the_background_replays_bit_for_bit() {
     let mut app = App::new();
@@ -303,7 +304,8 @@ fn a_recording_stepped_in_the_background_replays_bit_for_bit() {
     // Hashes every 7 ticks, so most of them fall inside a batch and are taken by the worker.
     app.world_mut().resource_mut::<Recorder>().hash_every = 7;
     // Frames of a few milliseconds, so the ticks owed while a batch runs fit in the next one.
-    let mut app = window_recording_replays(app, "background.demo.ron", Duration::from_millis(3));
+    let mut app =
+        window_recording_replays(app, "background.demo.ron", Duration::from_millis(3), true);
     let in_flight = app.world_mut().resource::<StepInFlight>();
     assert!(in_flight.batches > 10, "{} batches", in_flight.batches);
     assert!(
@@ -313,9 +315,10 @@ fn a_recording_stepped_in_the_background_replays_bit_for_bit() {
     );
 }
 
-/// Records a scripted window session on `app` (spawns, a settings edit, pause and single step, a rod) and
-/// checks that the saved demo replays headless to the same hashes and final state.
-fn window_recording_replays(mut app: App, file: &str, frame: Duration) -> App {
+/// Records a scripted window session on `app` (spawns, a settings edit, pause and single step, a rod; with
+/// `switch`, a stretch of inline stepping in the middle) and checks that the saved demo replays headless to the
+/// same hashes and final state.
+fn window_recording_replays(mut app: App, file: &str, frame: Duration, switch: bool) -> App {
     app.world_mut().write_message(StartRecording);
     app.update();
     assert!(app.world().resource::<Recorder>().is_recording());
@@ -327,6 +330,20 @@ fn window_recording_replays(mut app: App, file: &str, frame: Duration) -> App {
                 radius: 0.04,
                 mass: 0.2,
             });
+        }
+        if switch && k == 16 {
+            // Switch while a batch runs: its result must land before inline stepping goes on.
+            for _ in 0..1000 {
+                if app.world().resource::<StepInFlight>().is_running() {
+                    break;
+                }
+                app.update();
+            }
+            assert!(app.world().resource::<StepInFlight>().is_running());
+            app.insert_resource(Stepping::Inline);
+        }
+        if switch && k == 27 {
+            app.insert_resource(Stepping::Background);
         }
         if k == 12 {
             // An inspector edit of the IPC lane's friction.
