@@ -123,7 +123,7 @@ struct BatchResult {
 /// What a batch needs to know about the recorder: hash the state before each tick `t` with
 /// `(t − start) % every == 0`, up to `room` hashes.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct HashPlan {
+struct HashPlan {
     start: u64,
     every: u64,
     room: usize,
@@ -131,7 +131,7 @@ pub(super) struct HashPlan {
 
 impl HashPlan {
     /// The plan for the current recording, if any.
-    pub(super) fn of(recorder: &Recorder) -> Option<HashPlan> {
+    fn of(recorder: &Recorder) -> Option<HashPlan> {
         recorder.recording.as_ref().map(|r| HashPlan {
             start: r.start_tick,
             every: r.demo.hash_every.max(1),
@@ -149,7 +149,7 @@ pub fn no_step_in_flight(in_flight: Option<Res<StepInFlight>>) -> bool {
 /// `SimControl::ticks` before the first of them. The state before `first_tick` was hashed by
 /// [`super::record_hash`] already; the worker hashes the later ticks the plan asks for. Returns `false` (and
 /// starts nothing) when the thread cannot be created; the caller then steps inline.
-pub(super) fn start(
+fn start(
     in_flight: &mut StepInFlight,
     lanes: &[(Entity, &LaneWorld)],
     ticks: u32,

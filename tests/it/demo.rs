@@ -303,9 +303,10 @@ fn a_recording_stepped_in_the_background_replays_bit_for_bit() {
     app.update();
     // Hashes every 7 ticks, so most of them fall inside a batch and are taken by the worker.
     app.world_mut().resource_mut::<Recorder>().hash_every = 7;
-    // Frames of a few milliseconds, so the ticks owed while a batch runs fit in the next one.
+    // Frames of 20 ms, so the ticks owed while a batch runs fit in the next one even when a loaded machine
+    // slows the worker (the ball pit steps in well under a millisecond).
     let mut app =
-        window_recording_replays(app, "background.demo.ron", Duration::from_millis(3), true);
+        window_recording_replays(app, "background.demo.ron", Duration::from_millis(20), true);
     let in_flight = app.world_mut().resource::<StepInFlight>();
     assert!(in_flight.batches > 10, "{} batches", in_flight.batches);
     assert!(
@@ -376,6 +377,17 @@ fn window_recording_replays(mut app: App, file: &str, frame: Duration, switch: b
         }
         app.update();
         std::thread::sleep(frame);
+    }
+    if switch {
+        // How many ticks a batch takes depends on the machine's load; keep recording until one took several,
+        // so the worker's own hashes are part of what the replay checks.
+        for _ in 0..500 {
+            if app.world().resource::<StepInFlight>().largest_batch >= 2 {
+                break;
+            }
+            app.update();
+            std::thread::sleep(frame);
+        }
     }
     let path = scratch(file);
     app.world_mut().write_message(StopRecording(path.clone()));
