@@ -1,27 +1,27 @@
 //! The Newton system `H Δx = −g` for a [`BlockHessian`].
 //!
 //! Balls outside the sparsity pattern are independent 2×2 systems and are solved in closed form (an isolated
-//! ball, as in the seed's experiment, never touches the sparse solver). The balls of the pattern are gathered
-//! into one sparse symmetric matrix and factorised with faer's sparse Cholesky (`LLᵀ`).
+//! ball, as in the seed's experiment, never touches the sparse solver). The balls of the pattern are factorised
+//! together by a sparse block Cholesky ([`BlockCholesky`], one 2×2 block per ball pair).
 //!
 //! The pattern is a set of coupled ball pairs that only grows during one minimisation: it is seeded with the
 //! pairs predicted to come within reach during the step ([`LinearWorkspace::reset_pattern`]), and a Newton
 //! iteration that couples a pair outside it adds the pair. Pairs of the pattern that are not in contact hold
-//! explicit zero blocks. So the fill-reducing ordering (approximate minimum degree on the ball graph, expanded
-//! to both coordinates of each ball) and the symbolic factorisation are computed once per pattern, not once per
-//! iteration; each iteration only scatters its blocks into fixed slots and refactorises numerically.
-//! Everything runs sequentially (`Par::Seq`), so the result does not depend on the thread count.
+//! explicit zero blocks. So the fill-reducing ordering (faer's approximate minimum degree on the ball graph) and
+//! the factor's structure are computed once per pattern, not once per iteration; each iteration only scatters
+//! its blocks into fixed slots and refactorises numerically. Everything runs sequentially, so the result does
+//! not depend on the thread count.
+//!
+//! faer's own sparse `LLᵀ` (simplicial, or supernodal from 2 000 coupled balls) was used before; on the
+//! reference pit the block factorisation cut the linear solve from 5.53 to 2.30 ms per step at N = 1 000, from
+//! 80.8 to 34.6 at 4 000 and from 420 to 243 at 10 000 (`bench-one --engine ipc --steps 120`, one build).
 
-use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
-use faer::linalg::cholesky::llt::factor::LltRegularization;
+use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::sparse::SymbolicSparseColMatRef;
-use faer::sparse::linalg::cholesky::{
-    CholeskySymbolicParams, SymbolicCholesky, SymmetricOrdering, factorize_symbolic_cholesky,
-};
-use faer::sparse::linalg::{SupernodalThreshold, amd};
-use faer::{Conj, MatMut, Par, Side};
+use faer::sparse::linalg::amd;
 use glam::DVec2;
 
+use super::block_cholesky::BlockCholesky;
 use super::geometry::Sym2;
 use super::potential::BlockHessian;
 
@@ -43,7 +43,7 @@ pub struct LinearCounters {
     pub numeric: u64,
 }
 
-/// The sparsity pattern, its symbolic factorisation and reused buffers.
+/// The sparsity pattern, the factor's structure and reused buffers.
 #[derive(Default, Debug)]
 pub struct LinearWorkspace {
     /// Number of balls the pattern indexes.
@@ -58,16 +58,13 @@ pub struct LinearWorkspace {
     /// `block_rows[block_col_ptr[c]..block_col_ptr[c + 1]]`, ascending.
     block_col_ptr: Vec<usize>,
     block_rows: Vec<u32>,
-    /// Scalar lower triangle (CSC) of the `2m × 2m` matrix.
-    col_ptr: Vec<usize>,
-    row_idx: Vec<usize>,
-    values: Vec<f64>,
-    symbolic: Option<SymbolicCholesky<usize>>,
-    factor: Vec<f64>,
-    stack: Option<Scratch>,
-    rhs: Vec<f64>,
+    /// The factorisation of the pattern, and `L`'s slot of each block of `block_rows`.
+    factor: Option<BlockCholesky>,
+    targets: Vec<usize>,
+    /// Right-hand side and solution of the pattern's balls, in compact order.
+    rhs: Vec<DVec2>,
     scratch: Vec<(u32, u32)>,
-    /// `compact`, the triangles and `symbolic` match `pairs`.
+    /// `compact`, the block triangle and `factor`'s structure match `pairs`.
     analysed: bool,
     pub counters: LinearCounters,
     /// Pairs likely to couple soon (set by the caller): whenever the pattern has to grow anyway, they join it
@@ -86,21 +83,6 @@ impl Clone for LinearWorkspace {
 }
 
 const UNCOUPLED: u32 = u32::MAX;
-
-/// From this many coupled balls on, the factorisation is supernodal (dense kernels on the front's blocks)
-/// instead of the simplicial one faer's flop-ratio heuristic picks for a 2D contact graph. Measured on the
-/// reference pit (`bench-one --engine ipc --steps 120`): supernodal loses at N = 1 000 (1.66 vs 1.39 s per
-/// 120 steps), is even at 4 000 and cuts the linear-solve time at 10 000 from 1 042 to 663 ms per step.
-const SUPERNODAL_MIN_BALLS: usize = 2_000;
-
-/// faer's scratch memory for the numeric factorisation and the solve.
-struct Scratch(MemBuffer);
-
-impl std::fmt::Debug for Scratch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Scratch")
-    }
-}
 
 impl LinearWorkspace {
     /// Starts a new pattern for a system of `balls` balls, seeded with `pairs` (`i < j`, any order,
@@ -137,7 +119,8 @@ impl LinearWorkspace {
             .map(|k| range.start + k)
     }
 
-    /// Builds the compact numbering, both lower triangles and the symbolic factorisation for `self.pairs`.
+    /// Builds the compact numbering, the block lower triangle, the ordering and the factor's structure for
+    /// `self.pairs`.
     fn analyse(&mut self) -> Result<(), LinearSolveError> {
         self.counters.symbolic += 1;
         let n = self.balls;
@@ -170,33 +153,13 @@ impl LinearWorkspace {
         for c in 0..m {
             self.block_col_ptr[c + 1] += self.block_col_ptr[c];
         }
-        // Scalar lower triangle: column 2c holds rows 2c, 2c+1, then (2r, 2r+1) per block row r; column 2c+1
-        // holds row 2c+1, then (2r, 2r+1).
-        self.col_ptr.clear();
-        self.row_idx.clear();
-        self.col_ptr.push(0);
-        for c in 0..m {
-            let rows = &self.block_rows[self.block_col_ptr[c]..self.block_col_ptr[c + 1]];
-            for first in [true, false] {
-                if first {
-                    self.row_idx.push(2 * c);
-                }
-                self.row_idx.push(2 * c + 1);
-                for &r in rows {
-                    self.row_idx.push(2 * r as usize);
-                    self.row_idx.push(2 * r as usize + 1);
-                }
-                self.col_ptr.push(self.row_idx.len());
-            }
-        }
-        self.values.clear();
-        self.values.resize(self.row_idx.len(), 0.0);
-        self.symbolic = None;
+        self.factor = None;
+        self.targets.clear();
         self.analysed = true;
         if m == 0 {
             return Ok(());
         }
-        // Approximate minimum degree on the ball graph, then both coordinates of a ball stay together.
+        // Approximate minimum degree on the ball graph.
         let block_ptr: Vec<usize> = self.block_col_ptr.clone();
         let block_rows: Vec<usize> = self.block_rows.iter().map(|&r| r as usize).collect();
         let graph = SymbolicSparseColMatRef::new_checked(m, m, &block_ptr, None, &block_rows);
@@ -212,42 +175,17 @@ impl LinearWorkspace {
             MemStack::new(&mut buffer),
         )
         .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
-        let mut fwd = vec![0usize; 2 * m];
-        let mut inv = vec![0usize; 2 * m];
-        for (k, &b) in block_fwd.iter().enumerate() {
-            fwd[2 * k] = 2 * b;
-            fwd[2 * k + 1] = 2 * b + 1;
-            inv[2 * b] = 2 * k;
-            inv[2 * b + 1] = 2 * k + 1;
+        let order: Vec<u32> = block_fwd.iter().map(|&b| b as u32).collect();
+        let factor = BlockCholesky::analyse(m, &self.block_col_ptr, &self.block_rows, &order);
+        for c in 0..m {
+            for &r in &self.block_rows[self.block_col_ptr[c]..self.block_col_ptr[c + 1]] {
+                let slot = factor.slot(c, r as usize).ok_or_else(|| {
+                    LinearSolveError::Cholesky("the factor's structure lost a coupling".into())
+                })?;
+                self.targets.push(slot);
+            }
         }
-        let perm = faer::perm::PermRef::new_checked(&fwd, &inv, 2 * m);
-        let pattern =
-            SymbolicSparseColMatRef::new_checked(2 * m, 2 * m, &self.col_ptr, None, &self.row_idx);
-        let symbolic = factorize_symbolic_cholesky(
-            pattern,
-            Side::Lower,
-            SymmetricOrdering::Custom(perm),
-            if m >= SUPERNODAL_MIN_BALLS {
-                CholeskySymbolicParams {
-                    supernodal_flop_ratio_threshold: SupernodalThreshold::FORCE_SUPERNODAL,
-                    ..Default::default()
-                }
-            } else {
-                CholeskySymbolicParams::default()
-            },
-        )
-        .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
-        let scratch = StackReq::any_of(&[
-            symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
-            symbolic.solve_in_place_scratch::<f64>(1, Par::Seq),
-        ]);
-        self.stack = Some(Scratch(
-            MemBuffer::try_new(scratch)
-                .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?,
-        ));
-        self.factor.clear();
-        self.factor.resize(symbolic.len_val(), 0.0);
-        self.symbolic = Some(symbolic);
+        self.factor = Some(factor);
         Ok(())
     }
 }
@@ -294,60 +232,44 @@ pub fn solve_newton_direction(
         return Ok(());
     }
     workspace.counters.numeric += 1;
-    let ws = &mut *workspace;
-    ws.values.iter_mut().for_each(|v| *v = 0.0);
+    let Some(mut factor) = workspace.factor.take() else {
+        return Err(LinearSolveError::Cholesky("no factor structure".into()));
+    };
+    let solved = solve_pattern(workspace, &mut factor, hessian, gradient, out);
+    workspace.factor = Some(factor);
+    solved
+}
+
+/// The pattern's part of `H Δx = −g` by the block factorisation.
+fn solve_pattern(
+    ws: &mut LinearWorkspace,
+    chol: &mut BlockCholesky,
+    hessian: &BlockHessian,
+    gradient: &[DVec2],
+    out: &mut [DVec2],
+) -> Result<(), LinearSolveError> {
+    chol.clear();
     for (c, &b) in ws.coupled.iter().enumerate() {
-        let d = hessian.diagonal[b as usize];
-        let (p0, p1) = (ws.col_ptr[2 * c], ws.col_ptr[2 * c + 1]);
-        ws.values[p0] = d.xx;
-        ws.values[p0 + 1] = d.xy;
-        ws.values[p1] = d.yy;
+        chol.add_diagonal(c, hessian.diagonal[b as usize]);
     }
     for &(i, j, block) in &hessian.off_diagonal {
-        let (lo, hi) = (i.min(j), i.max(j));
-        let slot = ws.block_slot(lo, hi).ok_or_else(|| {
+        let slot = ws.block_slot(i.min(j), i.max(j)).ok_or_else(|| {
             LinearSolveError::Cholesky("coupled pair outside the sparsity pattern".into())
         })?;
-        let col = ws.compact[lo as usize] as usize;
-        let k = slot - ws.block_col_ptr[col];
-        let (p0, p1) = (
-            ws.col_ptr[2 * col] + 2 + 2 * k,
-            ws.col_ptr[2 * col + 1] + 1 + 2 * k,
-        );
-        ws.values[p0] += block.xx;
-        ws.values[p0 + 1] += block.xy;
-        ws.values[p1] += block.xy;
-        ws.values[p1 + 1] += block.yy;
+        chol.add_off_diagonal(ws.targets[slot], block);
     }
-    let (Some(symbolic), Some(stack)) = (&ws.symbolic, &mut ws.stack) else {
-        return Err(LinearSolveError::Cholesky(
-            "no symbolic factorisation".into(),
-        ));
-    };
-    let pattern =
-        SymbolicSparseColMatRef::new_checked(2 * m, 2 * m, &ws.col_ptr, None, &ws.row_idx);
-    let matrix = faer::sparse::SparseColMatRef::new(pattern, &ws.values);
-    let llt = symbolic
-        .factorize_numeric_llt::<f64>(
-            &mut ws.factor,
-            matrix,
-            Side::Lower,
-            LltRegularization::default(),
-            Par::Seq,
-            MemStack::new(&mut stack.0),
-            Default::default(),
-        )
-        .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
+    chol.factorize().map_err(|e| {
+        LinearSolveError::Cholesky(format!(
+            "not positive definite at ball {}",
+            ws.coupled[e.ball]
+        ))
+    })?;
     ws.rhs.clear();
-    for &b in &ws.coupled {
-        let g = gradient[b as usize];
-        ws.rhs.push(-g.x);
-        ws.rhs.push(-g.y);
-    }
-    let rhs = MatMut::from_column_major_slice_mut(&mut ws.rhs, 2 * m, 1);
-    llt.solve_in_place_with_conj(Conj::No, rhs, Par::Seq, MemStack::new(&mut stack.0));
+    ws.rhs
+        .extend(ws.coupled.iter().map(|&b| -gradient[b as usize]));
+    chol.solve_in_place(&mut ws.rhs);
     for (c, &b) in ws.coupled.iter().enumerate() {
-        out[b as usize] = DVec2::new(ws.rhs[2 * c], ws.rhs[2 * c + 1]);
+        out[b as usize] = ws.rhs[c];
     }
     Ok(())
 }
@@ -480,11 +402,10 @@ mod tests {
     }
 
     #[test]
-    fn a_pattern_past_the_supernodal_threshold_solves_the_same_system() {
+    fn a_large_grid_pattern_solves_with_the_fill_of_a_good_ordering() {
         // A 50 × 45 grid of balls, each coupled to its right and upper neighbours: 2 250 coupled balls.
         let (w, h) = (50u32, 45u32);
         let n = (w * h) as usize;
-        assert!(n >= SUPERNODAL_MIN_BALLS);
         let mut pairs = Vec::new();
         for r in 0..h {
             for c in 0..w {
@@ -520,11 +441,10 @@ mod tests {
         let mut ws = LinearWorkspace::default();
         let mut out = Vec::new();
         solve_newton_direction(&hessian, &g, &mut ws, &mut out).expect("solves");
-        let supernodal = matches!(
-            ws.symbolic.as_ref().map(|s| s.raw()),
-            Some(faer::sparse::linalg::cholesky::SymbolicCholeskyRaw::Supernodal(_))
-        );
-        assert!(supernodal, "2 250 coupled balls factorise supernodally");
+        // Minimum degree keeps the factor near nested dissection's O(n log n) (29 057 blocks here); the grid's
+        // natural order would fill the whole band of 50 balls, about 110 000 blocks.
+        let fill = ws.factor.as_ref().map_or(0, BlockCholesky::factor_blocks);
+        assert!(fill >= pairs.len() && fill <= 20 * n, "fill {fill}");
         let r = residual(&hessian, &out, &g);
         assert!(r < 1e-10, "residual {r}");
     }

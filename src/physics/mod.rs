@@ -5,6 +5,7 @@
 //! [`linear`] and [`newton`] (the solver), [`stiffness`] (d̂ and adaptive κ), and [`world`] (a lane).
 
 pub mod barrier;
+pub mod block_cholesky;
 pub mod broad_phase;
 pub mod ccd;
 pub mod friction;

@@ -460,7 +460,7 @@ fn a_replay_in_the_ecs_follows_the_demo_and_ignores_user_input() {
 /// with `cargo test determinism -- --nocapture` and say why in the commit.
 const SCENE_HASHES: [(&str, &str); 5] = [
     (WALL_THROW, "a594a483ce603a9d"),
-    (BALL_PIT, "6b427b657ac9611c"),
+    (BALL_PIT, "915d43ae9a971a46"),
     (ROD_DROP, "8602a67f4a6c830a"),
     ("assets/scenes/gauntlet.ron", "2e66b75e4ecbfd65"),
     ("assets/scenes/slope.ron", "5c36118fe9b134f4"),
