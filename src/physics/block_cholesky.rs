@@ -34,7 +34,7 @@ pub struct BlockCholesky {
     /// `A`'s diagonal blocks in elimination order, then `L`'s diagonal blocks `(l₀₀, l₁₀, l₁₁)`.
     diag_a: Vec<Sym2>,
     diag: Vec<[f64; 3]>,
-    /// Scratch: `L`'s slot of each row in the column being computed.
+    /// Scratch: each row's place in the column being computed.
     slot_of_row: Vec<usize>,
     /// Scratch for the triangular solves, in elimination order.
     work: Vec<DVec2>,
@@ -198,24 +198,28 @@ impl BlockCholesky {
         let m = self.len();
         for j in 0..m {
             let (start, end) = (self.col_ptr[j], self.col_ptr[j + 1]);
-            for q in start..end {
-                self.slot_of_row[self.rows[q] as usize] = q;
+            // Columns are stored in order, so every earlier column lies before `start`.
+            let (done, rest) = self.off.split_at_mut(start);
+            let column = &mut rest[..end - start];
+            for (q, &row) in self.rows[start..end].iter().enumerate() {
+                self.slot_of_row[row as usize] = q;
             }
             let a = self.diag_a[j];
             let (mut dxx, mut dxy, mut dyy) = (a.xx, a.xy, a.yy);
             for t in self.row_ptr[j]..self.row_ptr[j + 1] {
-                // L[j, k] at slot p of column k; the column's rows after j update column j.
+                // L[j, k] at slot p of column k; the column's rows after j update column j, which holds them all.
                 let p = self.row_blocks[t];
-                let [a, b, c, d] = self.off[p];
+                let [a, b, c, d] = done[p];
                 dxx -= a * a + b * b;
                 dxy -= a * c + b * d;
                 dyy -= c * c + d * d;
                 let column_end = self.col_ptr[self.row_cols[t] as usize + 1];
-                for q in p + 1..column_end {
-                    let [x0, x1, x2, x3] = self.off[q];
-                    let target = self.slot_of_row[self.rows[q] as usize];
-                    debug_assert!(target >= start && target < end);
-                    let y = &mut self.off[target];
+                for (x, &row) in done[p + 1..column_end]
+                    .iter()
+                    .zip(&self.rows[p + 1..column_end])
+                {
+                    let [x0, x1, x2, x3] = *x;
+                    let y = &mut column[self.slot_of_row[row as usize]];
                     y[0] -= x0 * a + x1 * b;
                     y[1] -= x0 * c + x1 * d;
                     y[2] -= x2 * a + x3 * b;
