@@ -294,7 +294,8 @@ fn rapier_peer() -> Result<PathBuf> {
     }
     let manifest = env!("CARGO_MANIFEST_DIR");
     eprintln!("building the rapier2d peer (cargo build --release --example rapier_peer) ...");
-    let status = Command::new("cargo")
+    let mut cargo = Command::new("cargo");
+    cargo
         .args([
             "build",
             "--release",
@@ -302,11 +303,21 @@ fn rapier_peer() -> Result<PathBuf> {
             "rapier_peer",
             "--manifest-path",
         ])
-        .arg(format!("{manifest}/Cargo.toml"))
+        .arg(format!("{manifest}/Cargo.toml"));
+    // Build next to the running binary (`<target>/release/`), whatever CARGO_TARGET_DIR says in this shell.
+    if dir.file_name().is_some_and(|name| name == "release")
+        && let Some(target) = dir.parent()
+    {
+        cargo.arg("--target-dir").arg(target);
+    }
+    let status = cargo
         .status()
         .context("cannot run cargo to build the rapier2d peer")?;
     if !status.success() || !peer.exists() {
-        bail!("the rapier2d peer did not build; run `cargo build --release --example rapier_peer`");
+        bail!(
+            "the rapier2d peer did not build at {}; run `cargo build --release --example rapier_peer`",
+            peer.display()
+        );
     }
     Ok(peer)
 }
