@@ -6,14 +6,23 @@
 //! `A`'s blocks lands in `L`) is computed once per sparsity pattern. A numeric factorisation is then a plain
 //! left-looking sweep over fixed positions: no elimination-tree walks, no permuted copy of `A`, no index checks.
 //!
-//! The elimination order is given by the caller (approximate minimum degree on the ball graph). In exact
+//! The elimination order is given by the caller (approximate minimum degree on the ball graph) and renumbered
+//! in postorder of its elimination tree (the same fill), so every subtree is a contiguous range of columns. A
+//! large factorisation then has one thread factorise a heavy subtree while another computes the columns
+//! that neither read it nor are its ancestors, and the ancestors come last; each column is computed by the
+//! same operations in the same order as on one thread, so the factor is bit for bit the same. In exact
 //! arithmetic this is the scalar Cholesky of the matrix permuted ball by ball, so it fails exactly when that one
 //! meets a non-positive pivot.
 
 use super::geometry::Sym2;
 use glam::DVec2;
+use std::ops::Range;
 
 const NONE: u32 = u32::MAX;
+
+/// Least work (in 2×2 block products) in the lighter of the two subtrees for a factorisation to use a
+/// second thread; a thread costs tens of microseconds, this many block products about a millisecond.
+const PARALLEL_MIN_WORK: u64 = 100_000;
 
 /// The factor's structure and values for one sparsity pattern.
 #[derive(Debug, Default, Clone)]
@@ -34,8 +43,12 @@ pub struct BlockCholesky {
     /// `A`'s diagonal blocks in elimination order, then `L`'s diagonal blocks `(l₀₀, l₁₀, l₁₁)`.
     diag_a: Vec<Sym2>,
     diag: Vec<[f64; 3]>,
-    /// Scratch: each row's place in the column being computed.
+    /// Two subtrees of the elimination tree (column ranges) that are factorised on two threads before the
+    /// remaining columns, when the pattern is large enough for that to pay.
+    split: Option<Split>,
+    /// Scratch: each row's place in the column being computed (one per thread).
     slot_of_row: Vec<usize>,
+    slot_of_row_b: Vec<usize>,
     /// Scratch for the triangular solves, in elimination order.
     work: Vec<DVec2>,
 }
@@ -52,6 +65,414 @@ impl BlockCholesky {
     /// `c` holds the rows `> c` coupled to `c`) eliminated in `order` (a permutation of `0..m`).
     pub fn analyse(m: usize, col_ptr: &[usize], rows: &[u32], order: &[u32]) -> Self {
         debug_assert_eq!(order.len(), m);
+        let first = Tree::new(m, col_ptr, rows, order);
+        let order = first.postorder(order);
+        let Tree {
+            position,
+            adj_ptr,
+            adj,
+            parent,
+        } = Tree::new(m, col_ptr, rows, &order);
+        // Row structure of L: row i holds the columns on the tree paths from A's entries up to i.
+        let mut mark = vec![NONE; m];
+        let mut row_ptr = vec![0usize; m + 1];
+        let mut row_cols: Vec<u32> = Vec::with_capacity(adj.len() * 2);
+        for i in 0..m {
+            mark[i] = i as u32;
+            for &k in &adj[adj_ptr[i]..adj_ptr[i + 1]] {
+                let mut r = k as usize;
+                while mark[r] != i as u32 {
+                    mark[r] = i as u32;
+                    row_cols.push(r as u32);
+                    r = parent[r] as usize;
+                }
+            }
+            row_ptr[i + 1] = row_cols.len();
+        }
+        // Column structure: rows arrive in ascending order.
+        let mut l_col_ptr = vec![0usize; m + 1];
+        for &k in &row_cols {
+            l_col_ptr[k as usize + 1] += 1;
+        }
+        for k in 0..m {
+            l_col_ptr[k + 1] += l_col_ptr[k];
+        }
+        let mut next = l_col_ptr.clone();
+        let mut l_rows = vec![0u32; row_cols.len()];
+        let mut row_blocks = vec![0usize; row_cols.len()];
+        for i in 0..m {
+            for t in row_ptr[i]..row_ptr[i + 1] {
+                let k = row_cols[t] as usize;
+                l_rows[next[k]] = i as u32;
+                row_blocks[t] = next[k];
+                next[k] += 1;
+            }
+        }
+        let split = parallel_split(&parent, &l_col_ptr, &row_ptr, &row_cols, &row_blocks);
+        BlockCholesky {
+            order,
+            split,
+            slot_of_row_b: Vec::new(),
+            position,
+            off: vec![[0.0; 4]; l_rows.len()],
+            col_ptr: l_col_ptr,
+            rows: l_rows,
+            row_ptr,
+            row_cols,
+            row_blocks,
+            diag_a: vec![Sym2::default(); m],
+            diag: vec![[0.0; 3]; m],
+            slot_of_row: vec![0; m],
+            work: vec![DVec2::ZERO; m],
+        }
+    }
+
+    /// Number of block columns.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether the matrix is empty.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// Whether factorisations use a second thread for part of the columns.
+    pub fn is_split(&self) -> bool {
+        self.split.is_some()
+    }
+
+    /// Factorises on one thread from now on (for comparisons).
+    pub fn serial(&mut self) {
+        self.split = None;
+    }
+
+    /// Number of strictly lower blocks of `L` (the fill included).
+    pub fn factor_blocks(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// `L`'s slot of the off-diagonal block coupling balls `a` and `b` (`a ≠ b`), if `A`'s pattern held it
+    /// when analysed (every such block has one).
+    pub fn slot(&self, a: usize, b: usize) -> Option<usize> {
+        let (pa, pb) = (self.position[a], self.position[b]);
+        let (col, row) = (pa.min(pb) as usize, pa.max(pb));
+        let range = self.col_ptr[col]..self.col_ptr[col + 1];
+        self.rows[range.clone()]
+            .binary_search(&row)
+            .ok()
+            .map(|k| range.start + k)
+    }
+
+    /// Clears the values before a new matrix is scattered in.
+    pub fn clear(&mut self) {
+        self.off.iter_mut().for_each(|b| *b = [0.0; 4]);
+        self.diag_a.iter_mut().for_each(|d| *d = Sym2::default());
+    }
+
+    /// Adds `block` to the diagonal block of `ball`.
+    pub fn add_diagonal(&mut self, ball: usize, block: Sym2) {
+        let p = self.position[ball] as usize;
+        self.diag_a[p] = self.diag_a[p].plus(block);
+    }
+
+    /// Adds the symmetric `block` to the off-diagonal slot `slot` (from [`Self::slot`]).
+    pub fn add_off_diagonal(&mut self, slot: usize, block: Sym2) {
+        let b = &mut self.off[slot];
+        b[0] += block.xx;
+        b[1] += block.xy;
+        b[2] += block.xy;
+        b[3] += block.yy;
+    }
+
+    /// Factorises the scattered matrix in place (left-looking). Where the pattern has two heavy independent
+    /// subtrees, they are factorised on two threads first; every column is computed by the same operations in
+    /// the same order either way, so the factor does not depend on it.
+    pub fn factorize(&mut self) -> Result<(), NotPositiveDefinite> {
+        let m = self.len();
+        let BlockCholesky {
+            order,
+            split,
+            col_ptr,
+            rows,
+            off,
+            row_ptr,
+            row_cols,
+            row_blocks,
+            diag_a,
+            diag,
+            slot_of_row,
+            slot_of_row_b,
+            ..
+        } = self;
+        let columns = Columns {
+            order,
+            col_ptr,
+            rows,
+            row_ptr,
+            row_cols,
+            row_blocks,
+            diag_a,
+        };
+        let Some(split) = split.as_ref() else {
+            return columns.factor(0..m, 0, off, 0, diag, slot_of_row);
+        };
+        slot_of_row_b.resize(m, 0);
+        let sub = split.subtree.clone();
+        let (off_before, rest) = off.split_at_mut(col_ptr[sub.start]);
+        let (off_sub, off_after) = rest.split_at_mut(col_ptr[sub.end] - col_ptr[sub.start]);
+        let (diag_before, rest) = diag.split_at_mut(sub.start);
+        let (diag_sub, diag_after) = rest.split_at_mut(sub.len());
+        let light = |k: &usize| !split.on_path[*k];
+        let (here, there) = std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                columns
+                    .factor(
+                        (0..sub.start).filter(light),
+                        0,
+                        off_before,
+                        0,
+                        diag_before,
+                        slot_of_row_b,
+                    )
+                    .and_then(|()| {
+                        columns.factor(
+                            (sub.end..m).filter(light),
+                            col_ptr[sub.end],
+                            off_after,
+                            sub.end,
+                            diag_after,
+                            slot_of_row_b,
+                        )
+                    })
+            });
+            let here = columns.factor(
+                sub.clone(),
+                col_ptr[sub.start],
+                off_sub,
+                sub.start,
+                diag_sub,
+                slot_of_row,
+            );
+            (here, worker.join())
+        });
+        here?;
+        match there {
+            Ok(result) => result?,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+        let path = (sub.end..m).filter(|&k| split.on_path[k]);
+        columns.factor(path, 0, off, 0, diag, slot_of_row)
+    }
+
+    /// Solves `A x = b` with the last factorisation. `rhs[ball]` is `b` on entry and `x` on return.
+    pub fn solve_in_place(&mut self, rhs: &mut [DVec2]) {
+        let m = self.len();
+        for (k, &b) in self.order.iter().enumerate() {
+            self.work[k] = rhs[b as usize];
+        }
+        // L y = b, column by column.
+        for j in 0..m {
+            let [l00, l10, l11] = self.diag[j];
+            let v = self.work[j];
+            let y0 = v.x / l00;
+            let y = DVec2::new(y0, (v.y - l10 * y0) / l11);
+            self.work[j] = y;
+            for q in self.col_ptr[j]..self.col_ptr[j + 1] {
+                let [a, b, c, d] = self.off[q];
+                let w = &mut self.work[self.rows[q] as usize];
+                w.x -= a * y.x + b * y.y;
+                w.y -= c * y.x + d * y.y;
+            }
+        }
+        // Lᵀ x = y, backwards.
+        for j in (0..m).rev() {
+            let mut v = self.work[j];
+            for q in self.col_ptr[j]..self.col_ptr[j + 1] {
+                let [a, b, c, d] = self.off[q];
+                let x = self.work[self.rows[q] as usize];
+                v.x -= a * x.x + c * x.y;
+                v.y -= b * x.x + d * x.y;
+            }
+            let [l00, l10, l11] = self.diag[j];
+            let x1 = v.y / l11;
+            self.work[j] = DVec2::new((v.x - l10 * x1) / l00, x1);
+        }
+        for (k, &b) in self.order.iter().enumerate() {
+            rhs[b as usize] = self.work[k];
+        }
+    }
+}
+
+/// The read-only part of a factorisation, shared by the threads.
+struct Columns<'a> {
+    order: &'a [u32],
+    col_ptr: &'a [usize],
+    rows: &'a [u32],
+    row_ptr: &'a [usize],
+    row_cols: &'a [u32],
+    row_blocks: &'a [usize],
+    diag_a: &'a [Sym2],
+}
+
+impl Columns<'_> {
+    /// Computes the columns `range` (ascending) of `L`. `off` holds `L`'s blocks from slot `base` on and `diag`
+    /// its diagonal blocks from column `diag_base` on; every column that one of them reads must be among them.
+    fn factor(
+        &self,
+        range: impl Iterator<Item = usize>,
+        base: usize,
+        off: &mut [[f64; 4]],
+        diag_base: usize,
+        diag: &mut [[f64; 3]],
+        slot_of_row: &mut [usize],
+    ) -> Result<(), NotPositiveDefinite> {
+        for j in range {
+            let (start, end) = (self.col_ptr[j] - base, self.col_ptr[j + 1] - base);
+            // Columns are stored in order, so every earlier column lies before `start`.
+            let (done, rest) = off.split_at_mut(start);
+            let column = &mut rest[..end - start];
+            for (q, &row) in self.rows[start + base..end + base].iter().enumerate() {
+                slot_of_row[row as usize] = q;
+            }
+            let a = self.diag_a[j];
+            let (mut dxx, mut dxy, mut dyy) = (a.xx, a.xy, a.yy);
+            for t in self.row_ptr[j]..self.row_ptr[j + 1] {
+                // L[j, k] at `slot` of column k; the column's rows after j update column j, which holds them all.
+                let slot = self.row_blocks[t];
+                let p = slot - base;
+                let [a, b, c, d] = done[p];
+                dxx -= a * a + b * b;
+                dxy -= a * c + b * d;
+                dyy -= c * c + d * d;
+                let column_end = self.col_ptr[self.row_cols[t] as usize + 1] - base;
+                for (x, &row) in done[p + 1..column_end]
+                    .iter()
+                    .zip(&self.rows[slot + 1..column_end + base])
+                {
+                    let [x0, x1, x2, x3] = *x;
+                    let y = &mut column[slot_of_row[row as usize]];
+                    y[0] -= x0 * a + x1 * b;
+                    y[1] -= x0 * c + x1 * d;
+                    y[2] -= x2 * a + x3 * b;
+                    y[3] -= x2 * c + x3 * d;
+                }
+            }
+            let failed = NotPositiveDefinite {
+                ball: self.order[j] as usize,
+            };
+            if !(dxx > 0.0 && dxx.is_finite()) {
+                return Err(failed);
+            }
+            let l00 = dxx.sqrt();
+            let l10 = dxy / l00;
+            let s = dyy - l10 * l10;
+            if !(s > 0.0 && s.is_finite()) {
+                return Err(failed);
+            }
+            let l11 = s.sqrt();
+            diag[j - diag_base] = [l00, l10, l11];
+            // L[i, j] = W[i, j] C⁻ᵀ, row by row: y₀ = x₀ / l₀₀, y₁ = (x₁ − l₁₀ y₀) / l₁₁.
+            for b in column.iter_mut() {
+                let y0 = b[0] / l00;
+                let y2 = b[2] / l00;
+                *b = [y0, (b[1] - l10 * y0) / l11, y2, (b[3] - l10 * y2) / l11];
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a factorisation shares its columns between two threads (columns in postorder). `subtree`, the
+/// subtree of one node `x` on the elimination tree's heavy path, is one thread's; every column outside it that
+/// is not an ancestor of `x` is the other's (none of them reads a column of the subtree or of the path); the
+/// ancestors of `x` come last, on one thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Split {
+    subtree: Range<usize>,
+    /// `on_path[k]`: column `k` is an ancestor of `x`.
+    on_path: Vec<bool>,
+}
+
+/// The split that minimises the estimated time (the larger share plus the path), or `None` when it would save
+/// little or the lighter share is too small to pay for a thread.
+fn parallel_split(
+    parent: &[u32],
+    col_ptr: &[usize],
+    row_ptr: &[usize],
+    row_cols: &[u32],
+    row_blocks: &[usize],
+) -> Option<Split> {
+    let m = parent.len();
+    let mut own = vec![0u64; m];
+    let mut work = vec![0u64; m];
+    let mut size = vec![0usize; m];
+    let mut heaviest = vec![NONE; m + 1];
+    for k in 0..m {
+        // Computing column k costs one block product per block of each column that updates it, below row k.
+        own[k] = (row_ptr[k]..row_ptr[k + 1])
+            .map(|t| (col_ptr[row_cols[t] as usize + 1] - row_blocks[t]) as u64)
+            .sum::<u64>()
+            + (col_ptr[k + 1] - col_ptr[k]) as u64
+            + 1;
+        work[k] += own[k];
+        size[k] += 1;
+        let p = if parent[k] == NONE {
+            m
+        } else {
+            parent[k] as usize
+        };
+        if p < m {
+            work[p] += work[k];
+            size[p] += size[k];
+        }
+        // Children come before their parent in postorder, so each parent sees all of them here.
+        if heaviest[p] == NONE || work[k] > work[heaviest[p] as usize] {
+            heaviest[p] = k as u32;
+        }
+    }
+    let total: u64 = (0..m).filter(|&k| parent[k] == NONE).map(|k| work[k]).sum();
+    let mut best: Option<(u64, usize)> = None;
+    let mut above = 0u64;
+    let mut node = heaviest[m];
+    while node != NONE {
+        let x = node as usize;
+        let mine = work[x];
+        let other = total - mine - above;
+        let cost = mine.max(other) + above;
+        if mine.min(other) >= PARALLEL_MIN_WORK && best.is_none_or(|(c, _)| cost < c) {
+            best = Some((cost, x));
+        }
+        above += own[x];
+        node = heaviest[x];
+    }
+    let (cost, x) = best?;
+    if cost * 10 > total * 8 {
+        return None;
+    }
+    let mut on_path = vec![false; m];
+    let mut a = parent[x];
+    while a != NONE {
+        on_path[a as usize] = true;
+        a = parent[a as usize];
+    }
+    Some(Split {
+        subtree: x + 1 - size[x]..x + 1,
+        on_path,
+    })
+}
+
+/// Positions of the balls in `order`, `A`'s lower entries by eliminated row (`adj[adj_ptr[i]..adj_ptr[i + 1]]`
+/// are the positions `k < i` coupled to `i`) and the elimination tree.
+struct Tree {
+    position: Vec<u32>,
+    adj_ptr: Vec<usize>,
+    adj: Vec<u32>,
+    parent: Vec<u32>,
+}
+
+impl Tree {
+    fn new(m: usize, col_ptr: &[usize], rows: &[u32], order: &[u32]) -> Tree {
         let mut position = vec![0u32; m];
         for (k, &b) in order.iter().enumerate() {
             position[b as usize] = k as u32;
@@ -94,198 +515,51 @@ impl BlockCholesky {
                 }
             }
         }
-        // Row structure of L: row i holds the columns on the tree paths from A's entries up to i.
-        let mut mark = vec![NONE; m];
-        let mut row_ptr = vec![0usize; m + 1];
-        let mut row_cols: Vec<u32> = Vec::with_capacity(adj.len() * 2);
-        for i in 0..m {
-            mark[i] = i as u32;
-            for &k in &adj[adj_ptr[i]..adj_ptr[i + 1]] {
-                let mut r = k as usize;
-                while mark[r] != i as u32 {
-                    mark[r] = i as u32;
-                    row_cols.push(r as u32);
-                    r = parent[r] as usize;
-                }
-            }
-            row_ptr[i + 1] = row_cols.len();
-        }
-        // Column structure: rows arrive in ascending order.
-        let mut l_col_ptr = vec![0usize; m + 1];
-        for &k in &row_cols {
-            l_col_ptr[k as usize + 1] += 1;
-        }
-        for k in 0..m {
-            l_col_ptr[k + 1] += l_col_ptr[k];
-        }
-        let mut next = l_col_ptr.clone();
-        let mut l_rows = vec![0u32; row_cols.len()];
-        let mut row_blocks = vec![0usize; row_cols.len()];
-        for i in 0..m {
-            for t in row_ptr[i]..row_ptr[i + 1] {
-                let k = row_cols[t] as usize;
-                l_rows[next[k]] = i as u32;
-                row_blocks[t] = next[k];
-                next[k] += 1;
-            }
-        }
-        BlockCholesky {
-            order: order.to_vec(),
+        Tree {
             position,
-            off: vec![[0.0; 4]; l_rows.len()],
-            col_ptr: l_col_ptr,
-            rows: l_rows,
-            row_ptr,
-            row_cols,
-            row_blocks,
-            diag_a: vec![Sym2::default(); m],
-            diag: vec![[0.0; 3]; m],
-            slot_of_row: vec![0; m],
-            work: vec![DVec2::ZERO; m],
+            adj_ptr,
+            adj,
+            parent,
         }
     }
 
-    /// Number of block columns.
-    pub fn len(&self) -> usize {
-        self.order.len()
-    }
-
-    /// Whether the matrix is empty.
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
-    }
-
-    /// Number of strictly lower blocks of `L` (the fill included).
-    pub fn factor_blocks(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// `L`'s slot of the off-diagonal block coupling balls `a` and `b` (`a ≠ b`), if `A`'s pattern held it
-    /// when analysed (every such block has one).
-    pub fn slot(&self, a: usize, b: usize) -> Option<usize> {
-        let (pa, pb) = (self.position[a], self.position[b]);
-        let (col, row) = (pa.min(pb) as usize, pa.max(pb));
-        let range = self.col_ptr[col]..self.col_ptr[col + 1];
-        self.rows[range.clone()]
-            .binary_search(&row)
-            .ok()
-            .map(|k| range.start + k)
-    }
-
-    /// Clears the values before a new matrix is scattered in.
-    pub fn clear(&mut self) {
-        self.off.iter_mut().for_each(|b| *b = [0.0; 4]);
-        self.diag_a.iter_mut().for_each(|d| *d = Sym2::default());
-    }
-
-    /// Adds `block` to the diagonal block of `ball`.
-    pub fn add_diagonal(&mut self, ball: usize, block: Sym2) {
-        let p = self.position[ball] as usize;
-        self.diag_a[p] = self.diag_a[p].plus(block);
-    }
-
-    /// Adds the symmetric `block` to the off-diagonal slot `slot` (from [`Self::slot`]).
-    pub fn add_off_diagonal(&mut self, slot: usize, block: Sym2) {
-        let b = &mut self.off[slot];
-        b[0] += block.xx;
-        b[1] += block.xy;
-        b[2] += block.xy;
-        b[3] += block.yy;
-    }
-
-    /// Factorises the scattered matrix in place (left-looking).
-    pub fn factorize(&mut self) -> Result<(), NotPositiveDefinite> {
-        let m = self.len();
-        for j in 0..m {
-            let (start, end) = (self.col_ptr[j], self.col_ptr[j + 1]);
-            // Columns are stored in order, so every earlier column lies before `start`.
-            let (done, rest) = self.off.split_at_mut(start);
-            let column = &mut rest[..end - start];
-            for (q, &row) in self.rows[start..end].iter().enumerate() {
-                self.slot_of_row[row as usize] = q;
-            }
-            let a = self.diag_a[j];
-            let (mut dxx, mut dxy, mut dyy) = (a.xx, a.xy, a.yy);
-            for t in self.row_ptr[j]..self.row_ptr[j + 1] {
-                // L[j, k] at slot p of column k; the column's rows after j update column j, which holds them all.
-                let p = self.row_blocks[t];
-                let [a, b, c, d] = done[p];
-                dxx -= a * a + b * b;
-                dxy -= a * c + b * d;
-                dyy -= c * c + d * d;
-                let column_end = self.col_ptr[self.row_cols[t] as usize + 1];
-                for (x, &row) in done[p + 1..column_end]
-                    .iter()
-                    .zip(&self.rows[p + 1..column_end])
-                {
-                    let [x0, x1, x2, x3] = *x;
-                    let y = &mut column[self.slot_of_row[row as usize]];
-                    y[0] -= x0 * a + x1 * b;
-                    y[1] -= x0 * c + x1 * d;
-                    y[2] -= x2 * a + x3 * b;
-                    y[3] -= x2 * c + x3 * d;
+    /// The same order, renumbered so that every subtree of the elimination tree is a contiguous range ending
+    /// at its root (children in ascending order). The fill is the same.
+    fn postorder(&self, order: &[u32]) -> Vec<u32> {
+        let m = self.parent.len();
+        let mut child_ptr = vec![0usize; m + 2];
+        for &p in &self.parent {
+            let slot = if p == NONE { m } else { p as usize };
+            child_ptr[slot + 1] += 1;
+        }
+        for k in 0..=m {
+            child_ptr[k + 1] += child_ptr[k];
+        }
+        let mut next = child_ptr.clone();
+        let mut children = vec![0u32; m];
+        for (k, &p) in self.parent.iter().enumerate() {
+            let slot = if p == NONE { m } else { p as usize };
+            children[next[slot]] = k as u32;
+            next[slot] += 1;
+        }
+        let mut post = Vec::with_capacity(m);
+        // Depth-first from the virtual root m: (node, next child index).
+        let mut stack = vec![(m, child_ptr[m])];
+        while let Some(top) = stack.last_mut() {
+            let (node, cursor) = *top;
+            let end = child_ptr[node + 1];
+            if cursor < end {
+                top.1 += 1;
+                let c = children[cursor] as usize;
+                stack.push((c, child_ptr[c]));
+            } else {
+                stack.pop();
+                if node < m {
+                    post.push(order[node]);
                 }
             }
-            let failed = NotPositiveDefinite {
-                ball: self.order[j] as usize,
-            };
-            if !(dxx > 0.0 && dxx.is_finite()) {
-                return Err(failed);
-            }
-            let l00 = dxx.sqrt();
-            let l10 = dxy / l00;
-            let s = dyy - l10 * l10;
-            if !(s > 0.0 && s.is_finite()) {
-                return Err(failed);
-            }
-            let l11 = s.sqrt();
-            self.diag[j] = [l00, l10, l11];
-            // L[i, j] = W[i, j] C⁻ᵀ, row by row: y₀ = x₀ / l₀₀, y₁ = (x₁ − l₁₀ y₀) / l₁₁.
-            for b in &mut self.off[start..end] {
-                let y0 = b[0] / l00;
-                let y2 = b[2] / l00;
-                *b = [y0, (b[1] - l10 * y0) / l11, y2, (b[3] - l10 * y2) / l11];
-            }
         }
-        Ok(())
-    }
-
-    /// Solves `A x = b` with the last factorisation. `rhs[ball]` is `b` on entry and `x` on return.
-    pub fn solve_in_place(&mut self, rhs: &mut [DVec2]) {
-        let m = self.len();
-        for (k, &b) in self.order.iter().enumerate() {
-            self.work[k] = rhs[b as usize];
-        }
-        // L y = b, column by column.
-        for j in 0..m {
-            let [l00, l10, l11] = self.diag[j];
-            let v = self.work[j];
-            let y0 = v.x / l00;
-            let y = DVec2::new(y0, (v.y - l10 * y0) / l11);
-            self.work[j] = y;
-            for q in self.col_ptr[j]..self.col_ptr[j + 1] {
-                let [a, b, c, d] = self.off[q];
-                let w = &mut self.work[self.rows[q] as usize];
-                w.x -= a * y.x + b * y.y;
-                w.y -= c * y.x + d * y.y;
-            }
-        }
-        // Lᵀ x = y, backwards.
-        for j in (0..m).rev() {
-            let mut v = self.work[j];
-            for q in self.col_ptr[j]..self.col_ptr[j + 1] {
-                let [a, b, c, d] = self.off[q];
-                let x = self.work[self.rows[q] as usize];
-                v.x -= a * x.x + c * x.y;
-                v.y -= b * x.x + d * x.y;
-            }
-            let [l00, l10, l11] = self.diag[j];
-            let x1 = v.y / l11;
-            self.work[j] = DVec2::new((v.x - l10 * x1) / l00, x1);
-        }
-        for (k, &b) in self.order.iter().enumerate() {
-            rhs[b as usize] = self.work[k];
-        }
+        post
     }
 }
 

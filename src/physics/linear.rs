@@ -9,8 +9,9 @@
 //! iteration that couples a pair outside it adds the pair. Pairs of the pattern that are not in contact hold
 //! explicit zero blocks. So the fill-reducing ordering (faer's approximate minimum degree on the ball graph) and
 //! the factor's structure are computed once per pattern, not once per iteration; each iteration only scatters
-//! its blocks into fixed slots and refactorises numerically. Everything runs sequentially, so the result does
-//! not depend on the thread count.
+//! its blocks into fixed slots and refactorises numerically. A large factorisation shares its columns between
+//! two threads, each column computed by the same operations in the same order, so the result does not depend
+//! on the thread count.
 //!
 //! faer's own sparse `LLᵀ` (simplicial, or supernodal from 2 000 coupled balls) was used before; on the
 //! reference pit the block factorisation cut the linear solve from 5.53 to 2.30 ms per step at N = 1 000, from
@@ -399,6 +400,62 @@ mod tests {
             let expected = if anticipate { 2 } else { 3 };
             assert_eq!(ws.counters.symbolic, expected, "anticipate = {anticipate}");
         }
+    }
+
+    #[test]
+    fn a_wide_pile_factorises_on_two_threads_with_the_same_bits_as_on_one() {
+        // A 150 × 30 grid of balls like the landed pit: minimum degree gives a long heavy path in the
+        // elimination tree, and the factorisation splits its columns between two threads.
+        let (w, h) = (150u32, 30u32);
+        let n = (w * h) as usize;
+        let mut diagonal = vec![Sym2::scaled_identity(1.0); n];
+        let mut off_diagonal = Vec::new();
+        for r in 0..h {
+            for c in 0..w {
+                let k = r * w + c;
+                for (dc, dr) in [(1, 0), (0, 1), (1, 1)] {
+                    if c + dc < w && r + dr < h {
+                        let j = (r + dr) * w + c + dc;
+                        let b = Sym2 {
+                            xx: 2.0 + f64::from(k % 7) * 0.25,
+                            xy: 0.5 - f64::from(j % 3) * 0.25,
+                            yy: 1.5 + f64::from(k % 5) * 0.5,
+                        };
+                        diagonal[k as usize] = diagonal[k as usize].plus(b);
+                        diagonal[j as usize] = diagonal[j as usize].plus(b);
+                        off_diagonal.push((k, j, b.scale(-1.0)));
+                    }
+                }
+            }
+        }
+        let hessian = BlockHessian {
+            diagonal,
+            off_diagonal,
+        };
+        let g: Vec<DVec2> = (0..n)
+            .map(|k| DVec2::new((k as f64 * 0.37).sin(), (k as f64 * 0.11).cos()))
+            .collect();
+        let mut ws = LinearWorkspace::default();
+        let mut parallel = Vec::new();
+        solve_newton_direction(&hessian, &g, &mut ws, &mut parallel).expect("solves");
+        assert!(ws.factor.as_ref().is_some_and(BlockCholesky::is_split));
+        assert!(residual(&hessian, &parallel, &g) < 1e-10);
+        ws.factor.as_mut().expect("analysed").serial();
+        let mut serial = Vec::new();
+        solve_newton_direction(&hessian, &g, &mut ws, &mut serial).expect("solves");
+        assert!(!ws.factor.as_ref().is_some_and(BlockCholesky::is_split));
+        let same = parallel
+            .iter()
+            .zip(&serial)
+            .all(|(a, b)| a.x.to_bits() == b.x.to_bits() && a.y.to_bits() == b.y.to_bits());
+        assert!(same, "the split changed the factor's bits");
+        // An indefinite matrix is still refused with both threads running.
+        let mut broken = hessian.clone();
+        broken.diagonal.iter_mut().for_each(|d| d.xx = -1.0);
+        assert!(
+            solve_newton_direction(&broken, &g, &mut LinearWorkspace::default(), &mut serial)
+                .is_err()
+        );
     }
 
     #[test]
