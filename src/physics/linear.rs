@@ -402,24 +402,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_wide_pile_factorises_on_two_threads_with_the_same_bits_as_on_one() {
-        // A 150 × 30 grid of balls like the landed pit: minimum degree gives a long heavy path in the
-        // elimination tree, and the factorisation splits its columns between two threads.
-        let (w, h) = (150u32, 30u32);
+    /// A `w × h` grid of balls, each coupled to its neighbours at the offsets `(column, row)` in `links`, with
+    /// positive-definite blocks, and a gradient.
+    fn grid_system(w: u32, h: u32, links: &[(u32, u32)]) -> (BlockHessian, Vec<DVec2>, usize) {
         let n = (w * h) as usize;
         let mut diagonal = vec![Sym2::scaled_identity(1.0); n];
         let mut off_diagonal = Vec::new();
         for r in 0..h {
             for c in 0..w {
                 let k = r * w + c;
-                for (dc, dr) in [(1, 0), (0, 1), (1, 1)] {
+                for &(dc, dr) in links {
                     if c + dc < w && r + dr < h {
                         let j = (r + dr) * w + c + dc;
+                        let e = off_diagonal.len() as u32;
                         let b = Sym2 {
-                            xx: 2.0 + f64::from(k % 7) * 0.25,
-                            xy: 0.5 - f64::from(j % 3) * 0.25,
-                            yy: 1.5 + f64::from(k % 5) * 0.5,
+                            xx: 2.0 + f64::from(e % 7) * 0.25,
+                            xy: 0.5 - f64::from(e % 3) * 0.25,
+                            yy: 1.5 + f64::from(e % 5) * 0.5,
                         };
                         diagonal[k as usize] = diagonal[k as usize].plus(b);
                         diagonal[j as usize] = diagonal[j as usize].plus(b);
@@ -428,13 +427,25 @@ mod tests {
                 }
             }
         }
-        let hessian = BlockHessian {
-            diagonal,
-            off_diagonal,
-        };
-        let g: Vec<DVec2> = (0..n)
+        let g = (0..n)
             .map(|k| DVec2::new((k as f64 * 0.37).sin(), (k as f64 * 0.11).cos()))
             .collect();
+        let pairs = off_diagonal.len();
+        (
+            BlockHessian {
+                diagonal,
+                off_diagonal,
+            },
+            g,
+            pairs,
+        )
+    }
+
+    #[test]
+    fn a_wide_pile_factorises_on_two_threads_with_the_same_bits_as_on_one() {
+        // A 150 × 30 grid of balls like the landed pit: minimum degree gives a long heavy path in the
+        // elimination tree, and the factorisation splits its columns between two threads.
+        let (hessian, g, _) = grid_system(150, 30, &[(1, 0), (0, 1), (1, 1)]);
         let mut ws = LinearWorkspace::default();
         let mut parallel = Vec::new();
         solve_newton_direction(&hessian, &g, &mut ws, &mut parallel).expect("solves");
@@ -461,47 +472,15 @@ mod tests {
     #[test]
     fn a_large_grid_pattern_solves_with_the_fill_of_a_good_ordering() {
         // A 50 × 45 grid of balls, each coupled to its right and upper neighbours: 2 250 coupled balls.
-        let (w, h) = (50u32, 45u32);
-        let n = (w * h) as usize;
-        let mut pairs = Vec::new();
-        for r in 0..h {
-            for c in 0..w {
-                let k = r * w + c;
-                if c + 1 < w {
-                    pairs.push((k, k + 1));
-                }
-                if r + 1 < h {
-                    pairs.push((k, k + w));
-                }
-            }
-        }
-        let block = |k: u32| Sym2 {
-            xx: 2.0 + f64::from(k % 7) * 0.25,
-            xy: 0.5 - f64::from(k % 3) * 0.25,
-            yy: 1.5 + f64::from(k % 5) * 0.5,
-        };
-        let mut diagonal = vec![Sym2::scaled_identity(1.0); n];
-        let mut off_diagonal = Vec::new();
-        for (e, &(i, j)) in pairs.iter().enumerate() {
-            let b = block(e as u32);
-            diagonal[i as usize] = diagonal[i as usize].plus(b);
-            diagonal[j as usize] = diagonal[j as usize].plus(b);
-            off_diagonal.push((i, j, b.scale(-1.0)));
-        }
-        let hessian = BlockHessian {
-            diagonal,
-            off_diagonal,
-        };
-        let g: Vec<DVec2> = (0..n)
-            .map(|k| DVec2::new((k as f64 * 0.37).sin(), (k as f64 * 0.11).cos()))
-            .collect();
+        let n = 50 * 45;
+        let (hessian, g, pairs) = grid_system(50, 45, &[(1, 0), (0, 1)]);
         let mut ws = LinearWorkspace::default();
         let mut out = Vec::new();
         solve_newton_direction(&hessian, &g, &mut ws, &mut out).expect("solves");
         // Minimum degree keeps the factor near nested dissection's O(n log n) (29 057 blocks here); the grid's
         // natural order would fill the whole band of 50 balls, about 110 000 blocks.
         let fill = ws.factor.as_ref().map_or(0, BlockCholesky::factor_blocks);
-        assert!(fill >= pairs.len() && fill <= 20 * n, "fill {fill}");
+        assert!(fill >= pairs && fill <= 20 * n, "fill {fill}");
         let r = residual(&hessian, &out, &g);
         assert!(r < 1e-10, "residual {r}");
     }
