@@ -62,6 +62,8 @@ pub struct LinearWorkspace {
     /// The factorisation of the pattern, and `L`'s slot of each block of `block_rows`.
     factor: Option<BlockCholesky>,
     targets: Vec<usize>,
+    /// `L`'s slot of each off-diagonal block of the Hessian being solved, in its order.
+    slots: Vec<usize>,
     /// Right-hand side and solution of the pattern's balls, in compact order.
     rhs: Vec<DVec2>,
     scratch: Vec<(u32, u32)>,
@@ -209,10 +211,12 @@ pub fn solve_newton_direction(
     }
     // Every coupled pair must have a slot; a new one grows the pattern.
     workspace.scratch.clear();
+    workspace.slots.clear();
     for &(i, j, _) in &hessian.off_diagonal {
         let (i, j) = (i.min(j), i.max(j));
-        if workspace.block_slot(i, j).is_none() {
-            workspace.scratch.push((i, j));
+        match workspace.block_slot(i, j) {
+            Some(slot) => workspace.slots.push(workspace.targets[slot]),
+            None => workspace.scratch.push((i, j)),
         }
     }
     if !workspace.scratch.is_empty() {
@@ -221,6 +225,13 @@ pub fn solve_newton_direction(
         workspace.grow_pattern(&extra);
         workspace.scratch = extra;
         workspace.analyse()?;
+        workspace.slots.clear();
+        for &(i, j, _) in &hessian.off_diagonal {
+            let slot = workspace.block_slot(i.min(j), i.max(j)).ok_or_else(|| {
+                LinearSolveError::Cholesky("coupled pair outside the grown pattern".into())
+            })?;
+            workspace.slots.push(workspace.targets[slot]);
+        }
     }
     for i in 0..n {
         if workspace.compact[i] == UNCOUPLED {
@@ -253,11 +264,8 @@ fn solve_pattern(
     for (c, &b) in ws.coupled.iter().enumerate() {
         chol.add_diagonal(c, hessian.diagonal[b as usize]);
     }
-    for &(i, j, block) in &hessian.off_diagonal {
-        let slot = ws.block_slot(i.min(j), i.max(j)).ok_or_else(|| {
-            LinearSolveError::Cholesky("coupled pair outside the sparsity pattern".into())
-        })?;
-        chol.add_off_diagonal(ws.targets[slot], block);
+    for (&(_, _, block), &slot) in hessian.off_diagonal.iter().zip(&ws.slots) {
+        chol.add_off_diagonal(slot, block);
     }
     chol.factorize().map_err(|e| {
         LinearSolveError::Cholesky(format!(
