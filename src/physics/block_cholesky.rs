@@ -44,8 +44,7 @@ pub struct BlockCholesky {
     /// `A`'s diagonal blocks in elimination order, then `L`'s diagonal blocks `(l₀₀, l₁₀, l₁₁)`.
     diag_a: Vec<Sym2>,
     diag: Vec<[f64; 3]>,
-    /// Two subtrees of the elimination tree (column ranges) that are factorised on two threads before the
-    /// remaining columns, when the pattern is large enough for that to pay.
+    /// How the columns are shared between two threads, when the pattern is large enough for that to pay.
     split: Option<Split>,
     /// Scratch: each row's place in the column being computed (one per thread).
     slot_of_row: Vec<usize>,
@@ -144,6 +143,7 @@ impl BlockCholesky {
     }
 
     /// Factorises on one thread from now on (for comparisons).
+    #[cfg(test)]
     pub fn serial(&mut self) {
         self.split = None;
     }
@@ -186,9 +186,9 @@ impl BlockCholesky {
         b[3] += block.yy;
     }
 
-    /// Factorises the scattered matrix in place (left-looking). Where the pattern has two heavy independent
-    /// subtrees, they are factorised on two threads first; every column is computed by the same operations in
-    /// the same order either way, so the factor does not depend on it.
+    /// Factorises the scattered matrix in place (left-looking), on two threads where the analysis found a share
+    /// worth it; every column is computed by the same operations in the same order either way, so the factor
+    /// does not depend on it.
     pub fn factorize(&mut self) -> Result<(), NotPositiveDefinite> {
         let m = self.len();
         let BlockCholesky {

@@ -122,6 +122,21 @@ impl LinearWorkspace {
             .map(|k| range.start + k)
     }
 
+    /// `L`'s slot of each off-diagonal block of `hessian` into `slots`; the pairs outside the pattern into
+    /// `scratch`. Whether there were none.
+    fn find_slots(&mut self, hessian: &BlockHessian) -> bool {
+        self.scratch.clear();
+        self.slots.clear();
+        for &(i, j, _) in &hessian.off_diagonal {
+            let (i, j) = (i.min(j), i.max(j));
+            match self.block_slot(i, j) {
+                Some(slot) => self.slots.push(self.targets[slot]),
+                None => self.scratch.push((i, j)),
+            }
+        }
+        self.scratch.is_empty()
+    }
+
     /// Builds the compact numbering, the block lower triangle, the ordering and the factor's structure for
     /// `self.pairs`.
     fn analyse(&mut self) -> Result<(), LinearSolveError> {
@@ -209,28 +224,17 @@ pub fn solve_newton_direction(
     if !workspace.analysed {
         workspace.analyse()?;
     }
-    // Every coupled pair must have a slot; a new one grows the pattern.
-    workspace.scratch.clear();
-    workspace.slots.clear();
-    for &(i, j, _) in &hessian.off_diagonal {
-        let (i, j) = (i.min(j), i.max(j));
-        match workspace.block_slot(i, j) {
-            Some(slot) => workspace.slots.push(workspace.targets[slot]),
-            None => workspace.scratch.push((i, j)),
-        }
-    }
-    if !workspace.scratch.is_empty() {
+    // Every coupled pair must have a slot; new ones grow the pattern (once: then they all have one).
+    if !workspace.find_slots(hessian) {
         workspace.scratch.extend_from_slice(&workspace.anticipated);
         let extra = std::mem::take(&mut workspace.scratch);
         workspace.grow_pattern(&extra);
         workspace.scratch = extra;
         workspace.analyse()?;
-        workspace.slots.clear();
-        for &(i, j, _) in &hessian.off_diagonal {
-            let slot = workspace.block_slot(i.min(j), i.max(j)).ok_or_else(|| {
-                LinearSolveError::Cholesky("coupled pair outside the grown pattern".into())
-            })?;
-            workspace.slots.push(workspace.targets[slot]);
+        if !workspace.find_slots(hessian) {
+            return Err(LinearSolveError::Cholesky(
+                "coupled pair outside the grown pattern".into(),
+            ));
         }
     }
     for i in 0..n {
