@@ -127,11 +127,49 @@ impl VerletList {
             && x.iter()
                 .zip(direction)
                 .zip(self.reference.iter().zip(&self.skin))
-                .all(|((&c, &d), (&p, &s))| {
-                    let half = d * 0.5;
-                    (c + half - p).length() + half.length() <= s
-                })
+                .all(|((&c, &d), (&p, &s))| segment_inside(c, d, p, s))
     }
+
+    /// The balls whose segment `x → x + Δx` leaves their skin (see [`VerletList::covers`]), into `out`;
+    /// stops and returns `false` once more than `limit` are found (or when the list is for another island).
+    pub fn uncovered(
+        &self,
+        x: &[DVec2],
+        direction: &[DVec2],
+        limit: usize,
+        out: &mut Vec<u32>,
+    ) -> bool {
+        out.clear();
+        if x.len() != self.reference.len() {
+            return false;
+        }
+        for (i, ((&c, &d), (&p, &s))) in x
+            .iter()
+            .zip(direction)
+            .zip(self.reference.iter().zip(&self.skin))
+            .enumerate()
+        {
+            if !segment_inside(c, d, p, s) {
+                if out.len() == limit {
+                    return false;
+                }
+                out.push(i as u32);
+            }
+        }
+        true
+    }
+}
+
+/// Whether the circle around the segment `c → c + d`'s midpoint of radius `|d|/2` lies within `s` of `p`.
+fn segment_inside(c: DVec2, d: DVec2, p: DVec2, s: f64) -> bool {
+    let half = d * 0.5;
+    (c + half - p).length() + half.length() <= s
+}
+
+/// A ball's Verlet bound: its radius and skin, grown by a hair so that roundoff in the containment argument can
+/// never drop a pair.
+fn verlet_bound(radius: f64, skin: f64) -> f64 {
+    (radius + skin) * (1.0 + 1e-9) + 1e-12
 }
 
 /// One step's incremental potential: the data that stays fixed while Newton iterates on `x`.
@@ -154,6 +192,7 @@ pub struct Workspace {
     pub pairs: Vec<(u32, u32)>,
     midpoints: Vec<DVec2>,
     bounds: Vec<f64>,
+    merged: Vec<(u32, u32)>,
 }
 
 impl<'a> IncrementalPotential<'a> {
@@ -256,8 +295,7 @@ impl<'a> IncrementalPotential<'a> {
         out.pairs.ball_wall.clear();
         workspace.bounds.clear();
         for (i, &p) in reference.iter().enumerate() {
-            // Grown by a hair so that roundoff in the containment argument can never drop a pair.
-            let bound = (self.radius[i] + skin[i]) * (1.0 + 1e-9) + 1e-12;
+            let bound = verlet_bound(self.radius[i], skin[i]);
             workspace.bounds.push(bound);
             for k in self.wall_index.near(p, bound, reach) {
                 out.pairs.ball_wall.push((i as u32, k as u32));
@@ -269,6 +307,80 @@ impl<'a> IncrementalPotential<'a> {
             reach,
             &mut out.pairs.ball_ball,
         );
+    }
+
+    /// Grows the skins of a few balls of `list` in place: each `(ball, skin)` of `widened` gets the new, larger
+    /// skin around its old reference, and the pairs its larger circle now reaches join the list (kept sorted, so
+    /// every filter of the list yields the same pairs in the same order as a list built from scratch would).
+    /// For a Newton segment that leaves a handful of skins, this costs a scan of the balls per widened ball
+    /// instead of a new grid over all of them.
+    pub fn widen_verlet_list(
+        &self,
+        list: &mut VerletList,
+        widened: &[(u32, f64)],
+        workspace: &mut Workspace,
+    ) {
+        let reach = self.model.reach();
+        for &(u, skin) in widened {
+            let u = u as usize;
+            debug_assert!(skin >= list.skin[u]);
+            list.skin[u] = skin;
+        }
+        workspace.bounds.clear();
+        workspace.bounds.extend(
+            self.radius
+                .iter()
+                .zip(&list.skin)
+                .map(|(&r, &s)| verlet_bound(r, s)),
+        );
+        let bounds = &workspace.bounds;
+        let reference = &list.reference;
+        let extra = &mut workspace.pairs;
+        extra.clear();
+        let mut walls_added = false;
+        for &(u, _) in widened {
+            let u = u as usize;
+            let (pu, bu) = (reference[u], bounds[u]);
+            for (j, (&pj, &bj)) in reference.iter().zip(bounds).enumerate() {
+                let limit = bu + bj + reach;
+                if j != u && pu.distance_squared(pj) <= limit * limit {
+                    extra.push((u.min(j) as u32, u.max(j) as u32));
+                }
+            }
+            for k in self.wall_index.near(pu, bu, reach) {
+                list.pairs.ball_wall.push((u as u32, k as u32));
+                walls_added = true;
+            }
+        }
+        if walls_added {
+            list.pairs.ball_wall.sort_unstable();
+            list.pairs.ball_wall.dedup();
+        }
+        if !extra.is_empty() {
+            extra.sort_unstable();
+            extra.dedup();
+            let old = std::mem::take(&mut list.pairs.ball_ball);
+            let merged = &mut list.pairs.ball_ball;
+            *merged = std::mem::take(&mut workspace.merged);
+            merged.clear();
+            merged.reserve(old.len() + extra.len());
+            let (mut a, mut b) = (old.iter().peekable(), extra.iter().peekable());
+            loop {
+                let next = match (a.peek(), b.peek()) {
+                    (Some(&&p), Some(&&q)) if p < q => a.next(),
+                    (Some(&&p), Some(&&q)) if q < p => b.next(),
+                    (Some(_), Some(_)) => {
+                        b.next();
+                        a.next()
+                    }
+                    (Some(_), None) => a.next(),
+                    (None, Some(_)) => b.next(),
+                    (None, None) => break,
+                };
+                merged.extend(next);
+            }
+            workspace.merged = old;
+        }
     }
 
     /// Ball pairs of `list` predicted to couple during the step: their straight motions `x → x̃` bring the
@@ -855,5 +967,43 @@ mod tests {
             vec![x0, x1, inside],
             0.3,
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Widening a few skins in place gives exactly the list (pairs and their order) that a list built from
+        /// scratch with the wider skins holds, so the Newton solve is the same bit for bit either way.
+        #[test]
+        fn a_widened_verlet_list_equals_one_built_from_scratch(
+            balls in proptest::collection::vec((-1.0f64..1.0, -0.2f64..1.0, 0.0f64..0.08, 0.0f64..0.05), 2..60),
+            widen in proptest::collection::vec((0usize..60, 0.0f64..0.6), 1..6),
+        ) {
+            let (_, mass, _, walls) = scene();
+            let index = WallIndex::new(&walls);
+            let x: Vec<DVec2> = balls.iter().map(|b| DVec2::new(b.0, b.1)).collect();
+            let radius: Vec<f64> = balls.iter().map(|b| b.2).collect();
+            let skin: Vec<f64> = balls.iter().map(|b| b.3).collect();
+            let mass = vec![mass[0]; x.len()];
+            let model = ContactModel::Barrier { dhat: 1e-3, kappa: 1e4 };
+            let potential = IncrementalPotential::new(&x, &mass, &radius, &walls, &index, 0.01, model);
+            let mut ws = Workspace::default();
+            let mut list = VerletList::default();
+            potential.verlet_list(&x, &skin, &mut ws, &mut list);
+            let mut wider = skin.clone();
+            let mut widened = Vec::new();
+            for &(k, extra) in &widen {
+                let i = k % x.len();
+                wider[i] += extra;
+                widened.retain(|&(j, _)| j != i as u32);
+                widened.push((i as u32, wider[i]));
+            }
+            potential.widen_verlet_list(&mut list, &widened, &mut ws);
+            let mut fresh = VerletList::default();
+            potential.verlet_list(&x, &wider, &mut ws, &mut fresh);
+            proptest::prop_assert_eq!(&list.pairs.ball_ball, &fresh.pairs.ball_ball);
+            proptest::prop_assert_eq!(&list.pairs.ball_wall, &fresh.pairs.ball_wall);
+            proptest::prop_assert_eq!(&list.skin, &fresh.skin);
+        }
     }
 }
