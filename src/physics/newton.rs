@@ -199,6 +199,8 @@ fn newton_loop(
     // The previous iteration's step: taken in full (every group at length 1, no backtracking), and its size.
     let mut previous_full = false;
     let mut previous_size = f64::INFINITY;
+    // E(x) when known (the last accepted trial's energy, under the same κ).
+    let mut last_energy: Option<f64> = None;
     for iteration in 1..=settings.max_iterations {
         let clock = Instant::now();
         if iteration == 1 {
@@ -309,7 +311,18 @@ fn newton_loop(
         }
         ws.times.ccd += clock.elapsed().as_secs_f64();
         let clock = Instant::now();
-        let e0 = potential.energy_over(x, &ws.candidates);
+        // The energy at x is the one accepted last iteration: every pair within reach at x is a candidate of
+        // both segments, in the same (sorted) order, and the others add exact zeros, so it is the same sum.
+        let e0 = match last_energy {
+            Some(e) => {
+                debug_assert_eq!(
+                    e.to_bits(),
+                    potential.energy_over(x, &ws.candidates).to_bits()
+                );
+                e
+            }
+            None => potential.energy_over(x, &ws.candidates),
+        };
         let mut e_trial = trial_energy(potential, x, alpha, ws);
         while e_trial > e0 && alpha > MIN_ALPHA {
             alpha *= 0.5;
@@ -325,6 +338,7 @@ fn newton_loop(
             report.stalled_line_searches += 1;
         }
         std::mem::swap(x, &mut ws.trial);
+        last_energy = Some(e_trial);
         if ws.record_pieces {
             for (i, (from, to)) in ws.trial.iter().zip(x.iter()).enumerate() {
                 if from != to {
@@ -359,6 +373,7 @@ fn newton_loop(
                 kappa: updated,
             };
             report.kappa = Some(updated);
+            last_energy = None;
             previous_min_distance = min_distance;
         }
     }
