@@ -116,6 +116,11 @@ pub struct VerletList {
     pub reference: Vec<DVec2>,
     pub skin: Vec<f64>,
     pub pairs: ContactSet,
+    /// Each ball's bound `rᵢ + sᵢ` (see `verlet_bound`), the largest of them, and the balls by ascending
+    /// reference `x` (for [`IncrementalPotential::widen_verlet_list`]).
+    bound: Vec<f64>,
+    max_bound: f64,
+    by_x: Vec<u32>,
 }
 
 impl VerletList {
@@ -293,20 +298,28 @@ impl<'a> IncrementalPotential<'a> {
         out.skin.clear();
         out.skin.extend_from_slice(skin);
         out.pairs.ball_wall.clear();
-        workspace.bounds.clear();
+        out.bound.clear();
         for (i, &p) in reference.iter().enumerate() {
             let bound = verlet_bound(self.radius[i], skin[i]);
-            workspace.bounds.push(bound);
+            out.bound.push(bound);
             for k in self.wall_index.near(p, bound, reach) {
                 out.pairs.ball_wall.push((i as u32, k as u32));
             }
         }
-        workspace.broad_phase.near_pairs(
-            reference,
-            &workspace.bounds,
-            reach,
-            &mut out.pairs.ball_ball,
-        );
+        out.max_bound = out.bound.iter().copied().fold(0.0, f64::max);
+        out.by_x.clear();
+        if reference.iter().all(|p| p.x.is_finite()) {
+            out.by_x.extend(0..reference.len() as u32);
+            out.by_x.sort_unstable_by(|&a, &b| {
+                reference[a as usize]
+                    .x
+                    .total_cmp(&reference[b as usize].x)
+                    .then(a.cmp(&b))
+            });
+        }
+        workspace
+            .broad_phase
+            .near_pairs(reference, &out.bound, reach, &mut out.pairs.ball_ball);
     }
 
     /// Grows the skins of a few balls of `list` in place: each `(ball, skin)` of `widened` gets the new, larger
@@ -325,42 +338,57 @@ impl<'a> IncrementalPotential<'a> {
             let u = u as usize;
             debug_assert!(skin >= list.skin[u]);
             list.skin[u] = skin;
+            list.bound[u] = verlet_bound(self.radius[u], skin);
+            list.max_bound = list.max_bound.max(list.bound[u]);
         }
-        workspace.bounds.clear();
-        workspace.bounds.extend(
-            self.radius
-                .iter()
-                .zip(&list.skin)
-                .map(|(&r, &s)| verlet_bound(r, s)),
-        );
-        let bounds = &workspace.bounds;
-        let reference = &list.reference;
+        let VerletList {
+            reference,
+            bound,
+            max_bound,
+            by_x,
+            pairs,
+            ..
+        } = list;
         let extra = &mut workspace.pairs;
         extra.clear();
         let mut walls_added = false;
         for &(u, _) in widened {
             let u = u as usize;
-            let (pu, bu) = (reference[u], bounds[u]);
-            for (j, (&pj, &bj)) in reference.iter().zip(bounds).enumerate() {
-                let limit = bu + bj + reach;
-                if j != u && pu.distance_squared(pj) <= limit * limit {
+            let (pu, bu) = (reference[u], bound[u]);
+            let mut check = |j: usize| {
+                let limit = bu + bound[j] + reach;
+                if j != u && pu.distance_squared(reference[j]) <= limit * limit {
                     extra.push((u.min(j) as u32, u.max(j) as u32));
                 }
+            };
+            // Only balls whose x lies within the largest reach of pu.x can pair with u.
+            let span = bu + *max_bound + reach;
+            let (lo, hi) = (pu.x - span, pu.x + span);
+            if lo.is_finite() && hi.is_finite() && by_x.len() == reference.len() {
+                let first = by_x.partition_point(|&j| reference[j as usize].x < lo);
+                for &j in &by_x[first..] {
+                    if reference[j as usize].x > hi {
+                        break;
+                    }
+                    check(j as usize);
+                }
+            } else {
+                (0..reference.len()).for_each(&mut check);
             }
             for k in self.wall_index.near(pu, bu, reach) {
-                list.pairs.ball_wall.push((u as u32, k as u32));
+                pairs.ball_wall.push((u as u32, k as u32));
                 walls_added = true;
             }
         }
         if walls_added {
-            list.pairs.ball_wall.sort_unstable();
-            list.pairs.ball_wall.dedup();
+            pairs.ball_wall.sort_unstable();
+            pairs.ball_wall.dedup();
         }
         if !extra.is_empty() {
             extra.sort_unstable();
             extra.dedup();
-            let old = std::mem::take(&mut list.pairs.ball_ball);
-            let merged = &mut list.pairs.ball_ball;
+            let old = std::mem::take(&mut pairs.ball_ball);
+            let merged = &mut pairs.ball_ball;
             *merged = std::mem::take(&mut workspace.merged);
             merged.clear();
             merged.reserve(old.len() + extra.len());
