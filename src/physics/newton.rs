@@ -165,7 +165,7 @@ pub fn minimize(
     };
     let started = Instant::now();
     let clock = Instant::now();
-    build_verlet_list(potential, x, false, ws);
+    build_verlet_list(potential, x, Skins::Predicted, ws);
     potential.predicted_pairs(x, &ws.verlet, &mut ws.seed_pairs);
     if let Some((friction, _)) = potential.friction {
         ws.seed_pairs.extend(
@@ -281,7 +281,7 @@ fn newton_loop(
             .verlet
             .uncovered(x, &ws.direction, MAX_WIDENED_SKINS, &mut ws.uncovered)
         {
-            build_verlet_list(potential, x, true, ws);
+            build_verlet_list(potential, x, Skins::Forced, ws);
         } else if !ws.uncovered.is_empty() {
             widen_skins(potential, x, ws);
         }
@@ -292,6 +292,11 @@ fn newton_loop(
             &mut ws.potential,
             &mut ws.candidates,
         );
+        let listed = ws.verlet.pairs.ball_ball.len();
+        if listed >= TIGHTEN_MIN_PAIRS && listed > TIGHTEN_RATIO * ws.candidates.ball_ball.len() {
+            // The candidates stay the same pairs in the same order: a list built around x covers the segment.
+            build_verlet_list(potential, x, Skins::Tight, ws);
+        }
         ws.times.broad_phase += clock.elapsed().as_secs_f64();
         // Kept for the next iteration's anticipated couplings (the group lengths scale `direction` in place).
         ws.full_direction.clear();
@@ -432,29 +437,47 @@ fn trial_energy(
     potential.energy_over(&ws.trial, &ws.candidates)
 }
 
-/// Rebuilds the Verlet list around `x`. Each ball's skin covers its predicted motion `|x̃ᵢ − xᵢ|` plus a margin
-/// (a quarter radius and twice the reach) for the Newton iterates' wandering, and at least 1.5 × the current
-/// direction when one forces the rebuild, so the list usually serves the whole step.
+/// What a rebuilt Verlet list's skins cover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Skins {
+    /// Each ball's predicted motion `|x̃ᵢ − xᵢ|` (the solve's first list).
+    Predicted,
+    /// The predicted motion, and 1.5 × the current direction (a segment left too many skins).
+    Forced,
+    /// 1.5 × the current direction alone (the list had grown far beyond the segments' needs).
+    Tight,
+}
+
+/// Rebuilds the Verlet list around `x`. Each ball's skin covers what `skins` says plus a margin (a quarter radius
+/// and twice the reach) for the Newton iterates' wandering.
 fn build_verlet_list(
     potential: &IncrementalPotential<'_>,
     x: &[DVec2],
-    around_direction: bool,
+    skins: Skins,
     ws: &mut NewtonWorkspace,
 ) {
     let reach = potential.model.reach();
     ws.skin.clear();
     ws.skin.extend(x.iter().enumerate().map(|(i, &c)| {
         let margin = 0.25 * potential.radius[i] + 2.0 * reach;
-        let motion = (potential.x_tilde[i] - c).length();
-        let forced = if around_direction {
-            1.5 * ws.direction[i].length()
-        } else {
-            0.0
-        };
-        (motion + margin).max(forced + margin)
+        let motion = || (potential.x_tilde[i] - c).length();
+        let along = || 1.5 * ws.direction[i].length();
+        margin
+            + match skins {
+                Skins::Predicted => motion(),
+                Skins::Forced => motion().max(along()),
+                Skins::Tight => along(),
+            }
     }));
     potential.verlet_list(x, &ws.skin, &mut ws.potential, &mut ws.verlet);
 }
+
+/// A Verlet list holding more than this many times the segment's candidate pairs (and at least
+/// [`TIGHTEN_MIN_PAIRS`]) is rebuilt with [`Skins::Tight`]: in a landing pile the predicted motions of the
+/// falling balls make the first list hold ten times the pairs any clamped Newton segment reaches, and every
+/// iteration filters all of them.
+const TIGHTEN_RATIO: usize = 4;
+const TIGHTEN_MIN_PAIRS: usize = 8192;
 
 /// At most this many balls whose Newton segment leaves its skin get a wider skin in place
 /// ([`widen_skins`]); more, and the Verlet list is rebuilt around the iterate. A rebuild grids every ball
