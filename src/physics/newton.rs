@@ -142,6 +142,11 @@ pub struct NewtonWorkspace {
     group: Vec<u32>,
     group_size: Vec<u32>,
     group_length: Vec<f64>,
+    /// The last direction's collisions on its full segment (`t` of first contact), and the segment candidates
+    /// between two contact groups.
+    wall_hits: Vec<(u32, f64)>,
+    pair_hits: Vec<(u32, u32, f64)>,
+    between: Vec<(u32, u32)>,
     /// When set, every accepted Newton piece `(ball, from, to)` is appended to `pieces` (for tests that check
     /// the path itself, not only its end).
     pub record_pieces: bool,
@@ -504,38 +509,51 @@ fn widen_skins(potential: &IncrementalPotential<'_>, x: &[DVec2], ws: &mut Newto
 fn earliest_time_of_impact(
     potential: &IncrementalPotential<'_>,
     x: &[DVec2],
-    ws: &NewtonWorkspace,
+    ws: &mut NewtonWorkspace,
 ) -> Option<f64> {
+    let NewtonWorkspace {
+        candidates,
+        direction,
+        wall_hits,
+        pair_hits,
+        ..
+    } = ws;
+    wall_hits.clear();
+    pair_hits.clear();
     let mut earliest: Option<f64> = None;
-    let mut keep = |t: Option<f64>| {
-        if let Some(t) = t
-            && earliest.is_none_or(|e| t < e)
-        {
+    let mut keep = |t: f64| {
+        if earliest.is_none_or(|e| t < e) {
             earliest = Some(t);
         }
     };
-    for &(i, k) in &ws.candidates.ball_wall {
-        let i = i as usize;
-        let d = ws.direction[i];
-        if d != DVec2::ZERO {
-            keep(time_of_impact_ball_wall(
-                x[i],
+    for &(i, k) in &candidates.ball_wall {
+        let iu = i as usize;
+        let d = direction[iu];
+        if d != DVec2::ZERO
+            && let Some(t) = time_of_impact_ball_wall(
+                x[iu],
                 d,
-                potential.radius[i],
+                potential.radius[iu],
                 &potential.walls[k as usize],
-            ));
+            )
+        {
+            keep(t);
+            wall_hits.push((i, t));
         }
     }
-    for &(i, j) in &ws.candidates.ball_ball {
-        let (i, j) = (i as usize, j as usize);
-        keep(time_of_impact_ball_ball(
-            x[i],
-            ws.direction[i],
-            potential.radius[i],
-            x[j],
-            ws.direction[j],
-            potential.radius[j],
-        ));
+    for &(i, j) in &candidates.ball_ball {
+        let (iu, ju) = (i as usize, j as usize);
+        if let Some(t) = time_of_impact_ball_ball(
+            x[iu],
+            direction[iu],
+            potential.radius[iu],
+            x[ju],
+            direction[ju],
+            potential.radius[ju],
+        ) {
+            keep(t);
+            pair_hits.push((i, j, t));
+        }
     }
     earliest
 }
@@ -550,8 +568,10 @@ fn earliest_time_of_impact(
 /// collision on the way shortens only the smaller group when that suffices, so a ball falling onto a pile no
 /// longer throttles the pile.
 ///
-/// Each pass checks every candidate pair's motion under the current lengths with exact CCD and shortens a
-/// length to `s ×` its time of impact; passes repeat until no pair collides. The lengths only decrease and
+/// A wall or a pair inside one group that the full segment meets at `τ` (recorded by the earliest-impact pass)
+/// limits its group to `s τ`. Pairs between two groups can then meet under the shortened lengths, so passes of
+/// exact CCD over them under the current lengths shorten a length to `s ×` its time of impact until none
+/// collides. The lengths only decrease and
 /// every ball moves along a prefix of its own segment, so the candidates of the full direction still cover the
 /// motion, and every later backtracking step is a prefix again: the step is collision-free.
 ///
@@ -577,6 +597,9 @@ fn scale_direction_by_contact_group(
         hessian,
         candidates,
         direction,
+        wall_hits,
+        pair_hits,
+        between,
         ..
     } = ws;
     sets.reset(n);
@@ -600,24 +623,32 @@ fn scale_direction_by_contact_group(
     }
     group_length.clear();
     group_length.resize(n, 1.0);
+    // A wall, or a pair inside one group, first met at τ of the full segment is met at τ / t on a segment
+    // shortened to t, so s·τ is the group's longest safe length against it, and any shorter one stays safe.
+    for &(i, tau) in wall_hits.iter() {
+        let g = group[i as usize] as usize;
+        group_length[g] = group_length[g].min(s * tau);
+    }
+    for &(i, j, tau) in pair_hits.iter() {
+        let g = group[i as usize] as usize;
+        if g == group[j as usize] as usize {
+            group_length[g] = group_length[g].min(s * tau);
+        }
+    }
+    // Pairs between two groups can meet once either group is shortened, so they are checked in passes under
+    // the current lengths until none collides (lengths only decrease).
+    between.clear();
+    between.extend(
+        candidates
+            .ball_ball
+            .iter()
+            .filter(|&&(i, j)| group[i as usize] != group[j as usize]),
+    );
     let radius = potential.radius;
     let mut settled = false;
     for _ in 0..MAX_PASSES {
         let mut changed = false;
-        for &(i, k) in &candidates.ball_wall {
-            let i = i as usize;
-            let g = group[i] as usize;
-            let t = group_length[g];
-            if t == 0.0 || direction[i] == DVec2::ZERO {
-                continue;
-            }
-            let wall = &potential.walls[k as usize];
-            if let Some(tau) = time_of_impact_ball_wall(x[i], direction[i] * t, radius[i], wall) {
-                group_length[g] = t * s * tau;
-                changed = true;
-            }
-        }
-        for &(i, j) in &candidates.ball_ball {
+        for &(i, j) in between.iter() {
             let (i, j) = (i as usize, j as usize);
             let (gi, gj) = (group[i] as usize, group[j] as usize);
             let (ti, tj) = (group_length[gi], group_length[gj]);
@@ -631,10 +662,6 @@ fn scale_direction_by_contact_group(
             );
             let Some(tau) = hit else { continue };
             changed = true;
-            if gi == gj {
-                group_length[gi] = ti * s * tau;
-                continue;
-            }
             // Shorten the smaller group alone when the other one's motion, by itself, misses it.
             let (p, q, gp, gq) = if group_size[gi] <= group_size[gj] {
                 (i, j, gi, gj)
@@ -791,7 +818,7 @@ mod tests {
             angle: 0.0,
         }];
         let wall_index = WallIndex::new(&walls);
-        let (r, gap, h, rows) = (0.05, 3e-4, 1.0 / 60.0, 4usize);
+        let (r, gap, h, rows) = (0.05, 1e-4, 1.0 / 60.0, 4usize);
         let mut x = Vec::new();
         for row in 0..rows {
             for k in 0..rows - row {
