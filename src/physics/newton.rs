@@ -9,8 +9,10 @@
 //! starts feasible stays feasible.
 //!
 //! Pairs come from one Verlet list per solve (a broad-phase query with each ball's skin covering its predicted
-//! motion), rebuilt only when a Newton segment leaves a skin; the CCD, the line search and the next iteration's
-//! contacts all filter the segment's candidates out of it.
+//! motion). When a Newton segment leaves a few skins they are widened in place, when it leaves many the list is
+//! rebuilt, and a list far larger than the segments need is rebuilt tighter; the CCD, the line search and the
+//! next iteration's contacts all filter the segment's candidates out of it, so they see the same pairs in the
+//! same order whichever list holds them.
 
 use std::time::Instant;
 
