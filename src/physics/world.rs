@@ -5,7 +5,7 @@ use glam::DVec2;
 use serde::{Deserialize, Serialize};
 
 use super::broad_phase::BroadPhase;
-use super::geometry::{Ball, Wall, ball_wall_gap};
+use super::geometry::{Ball, Wall, ball_wall_distance, ball_wall_gap};
 use super::linear::LinearCounters;
 use super::newton::{
     NewtonReport, NewtonSettings, NewtonWorkspace, PhaseTimes, StopReason, minimize,
@@ -392,8 +392,7 @@ impl LaneWorld {
             .collect();
         self.time += h;
         let tunneled = self.update_tunnelling();
-        let (min_gap, max_penetration) = self.gap_and_penetration();
-        let energy = self.energy();
+        let (min_gap, max_penetration, energy) = self.gap_penetration_and_energy();
         let stats = &mut self.stats;
         stats.steps += 1;
         stats.max_newton = stats.max_newton.max(report.iterations);
@@ -433,6 +432,16 @@ impl LaneWorld {
     /// Kinetic + gravitational potential + contact energy `B` of the balls, plus the rods' kinetic and
     /// potential energy, in the current state [J].
     pub fn energy(&self) -> f64 {
+        let x: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
+        let mut contacts = ContactSet::default();
+        self.with_potential(&x, |potential| {
+            potential.contacts(&x, &mut Default::default(), &mut contacts)
+        });
+        self.energy_over(&x, &contacts)
+    }
+
+    /// [`Self::energy`] with the contacts at `x` (the balls' positions) already found.
+    fn energy_over(&self, x: &[DVec2], contacts: &ContactSet) -> f64 {
         let g = self.settings.gravity;
         let mut total: f64 = self
             .rods
@@ -442,11 +451,15 @@ impl LaneWorld {
         for b in &self.balls {
             total += 0.5 * b.mass * b.velocity.length_squared() - b.mass * g.dot(b.position);
         }
-        let x: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
+        total + self.with_potential(x, |potential| potential.contact_energy(x, contacts))
+    }
+
+    /// Runs `f` on the lane's potential at rest at `x` (no friction): for contacts and contact energy.
+    fn with_potential<T>(&self, x: &[DVec2], f: impl FnOnce(&IncrementalPotential<'_>) -> T) -> T {
         let mass: Vec<f64> = self.balls.iter().map(|b| b.mass).collect();
         let radius: Vec<f64> = self.balls.iter().map(|b| b.radius).collect();
-        let potential = IncrementalPotential {
-            x_tilde: &x,
+        f(&IncrementalPotential {
+            x_tilde: x,
             mass: &mass,
             radius: &radius,
             walls: &self.walls,
@@ -454,16 +467,42 @@ impl LaneWorld {
             h: self.settings.h,
             model: self.contact_model(),
             friction: None,
-        };
-        let mut ws = super::potential::Workspace::default();
-        let mut contacts = ContactSet::default();
-        potential.contacts(&x, &mut ws, &mut contacts);
-        total + potential.contact_energy(&x, &contacts)
+        })
     }
 
     /// Smallest signed surface distance over all pairs within reach (every ball–wall pair; ball–ball pairs
     /// within `max(10 d̂, 1 cm)`) and the deepest overlap.
     pub fn gap_and_penetration(&mut self) -> (Option<f64>, f64) {
+        let (gap, penetration, _) = self.gap_pairs();
+        (gap, penetration)
+    }
+
+    /// [`Self::gap_and_penetration`] and [`Self::energy`] from one broad-phase query: the contacts are the gap's
+    /// ball–ball pairs that are within reach (the same pairs in the same order as [`Self::energy`]'s own query),
+    /// so the energy is the same to the bit.
+    fn gap_penetration_and_energy(&mut self) -> (Option<f64>, f64, f64) {
+        let (gap, penetration, pairs) = self.gap_pairs();
+        let x: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
+        let reach = self.contact_model().reach();
+        let mut contacts = ContactSet::default();
+        for (i, b) in self.balls.iter().enumerate() {
+            for k in self.wall_index.near(b.position, b.radius, reach) {
+                if ball_wall_distance(b.position, b.radius, &self.walls[k]).value < reach {
+                    contacts.ball_wall.push((i as u32, k as u32));
+                }
+            }
+        }
+        let r = |i: u32| self.balls[i as usize].radius;
+        contacts.ball_ball.extend(
+            pairs
+                .into_iter()
+                .filter(|&(i, j)| (x[i as usize] - x[j as usize]).length() - r(i) - r(j) < reach),
+        );
+        (gap, penetration, self.energy_over(&x, &contacts))
+    }
+
+    /// The gap and the deepest overlap, with the ball–ball pairs the gap looked at (sorted).
+    fn gap_pairs(&mut self) -> (Option<f64>, f64, Vec<(u32, u32)>) {
         let mut min_gap: Option<f64> = None;
         let mut keep = |d: f64| min_gap = Some(min_gap.map_or(d, |m: f64| m.min(d)));
         for b in &self.balls {
@@ -477,12 +516,12 @@ impl LaneWorld {
         let reach = (10.0 * self.dhat()).max(0.01);
         self.report_broad_phase
             .near_pairs(&x, &radius, reach, &mut pairs);
-        for (i, j) in pairs {
+        for &(i, j) in &pairs {
             let (i, j) = (i as usize, j as usize);
             keep((x[i] - x[j]).length() - radius[i] - radius[j]);
         }
         let penetration = min_gap.map_or(0.0, |d| (-d).max(0.0));
-        (min_gap, penetration)
+        (min_gap, penetration, pairs)
     }
 
     /// Marks balls that crossed a wall during the last step: they were outside the wall's slab on one side of

@@ -20,7 +20,9 @@ fn the_pit_is_the_same_for_every_engine_and_fits_the_box() {
 fn ipc_stays_penetration_free_in_the_bench_pit() {
     let mut lane = pit_lane(400, ContactMethod::Ipc);
     for _ in 0..90 {
-        lane.step().expect("the IPC pit steps");
+        let reported = lane.step().expect("the IPC pit steps").energy;
+        // The step reports its energy from the gap's broad-phase query; a query of its own gives the same bits.
+        assert_eq!(reported.to_bits(), lane.energy().to_bits());
         let (gap, _) = lane.gap_and_penetration();
         assert!(
             gap.is_none_or(|g| g > 0.0),
@@ -31,6 +33,19 @@ fn ipc_stays_penetration_free_in_the_bench_pit() {
     assert_eq!(lane.stats.max_penetration, 0.0);
     // Balls have landed and touch the floor or each other within d̂.
     assert!(lane.stats.min_gap.is_some_and(|g| g < lane.dhat()));
+}
+
+#[test]
+fn a_penalty_step_reports_the_energy_of_its_own_query() {
+    let mut lane = pit_lane(300, ContactMethod::Penalty);
+    let mut overlapped = false;
+    for _ in 0..60 {
+        let reported = lane.step().expect("the penalty pit steps").energy;
+        assert_eq!(reported.to_bits(), lane.energy().to_bits());
+        overlapped |= lane.gap_and_penetration().1 > 0.0;
+    }
+    // Penalty contacts overlap, so the energy included contact terms.
+    assert!(overlapped);
 }
 
 #[test]
