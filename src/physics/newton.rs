@@ -137,6 +137,8 @@ pub struct NewtonWorkspace {
     verlet: VerletList,
     skin: Vec<f64>,
     uncovered: Vec<u32>,
+    /// The list's size after its last tightening in this solve (0: not tightened).
+    tightened_pairs: usize,
     widened: Vec<(u32, f64)>,
     seed_pairs: Vec<(u32, u32)>,
     /// Contact groups of the current iterate: the sets, each ball's group (its root), sizes and step lengths.
@@ -173,6 +175,7 @@ pub fn minimize(
     let started = Instant::now();
     let clock = Instant::now();
     build_verlet_list(potential, x, Skins::Predicted, ws);
+    ws.tightened_pairs = 0;
     potential.predicted_pairs(x, &ws.verlet, &mut ws.seed_pairs);
     if let Some((friction, _)) = potential.friction {
         ws.seed_pairs.extend(
@@ -300,9 +303,15 @@ fn newton_loop(
             &mut ws.candidates,
         );
         let listed = ws.verlet.pairs.ball_ball.len();
-        if listed >= TIGHTEN_MIN_PAIRS && listed > TIGHTEN_RATIO * ws.candidates.ball_ball.len() {
+        if listed >= TIGHTEN_MIN_PAIRS
+            && listed > TIGHTEN_RATIO * ws.candidates.ball_ball.len()
+            && listed > 2 * ws.tightened_pairs
+        {
             // The candidates stay the same pairs in the same order: a list built around x covers the segment.
             build_verlet_list(potential, x, Skins::Tight, ws);
+            // A list that stays large after tightening (balls moving together in one island, few candidates
+            // among them) is tightened again only once it has doubled.
+            ws.tightened_pairs = ws.verlet.pairs.ball_ball.len();
         }
         ws.times.broad_phase += clock.elapsed().as_secs_f64();
         // Kept for the next iteration's anticipated couplings (the group lengths scale `direction` in place).
