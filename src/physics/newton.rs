@@ -497,7 +497,8 @@ const TIGHTEN_MIN_PAIRS: usize = 8192;
 
 /// At most this many balls whose Newton segment leaves its skin get a wider skin in place
 /// ([`widen_skins`]); more, and the Verlet list is rebuilt around the iterate. A rebuild grids every ball
-/// (about 2.3 ms at N = 10 000 on the reference pit); widening scans the balls once per widened ball.
+/// (about 2.3 ms at N = 10 000 on the reference pit); widening scans, per widened ball, the balls within reach
+/// of it in x.
 const MAX_WIDENED_SKINS: usize = 32;
 
 /// Widens the skins of the balls in `ws.uncovered` to hold their segment, with the same allowance as a forced

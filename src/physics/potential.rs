@@ -124,19 +124,10 @@ pub struct VerletList {
 }
 
 impl VerletList {
-    /// Does every ball's segment `x → x + Δx`, bounded by the circle around its midpoint of radius `|Δx|/2`,
-    /// stay inside its skin? (`|mᵢ − pᵢ| + |Δxᵢ|/2 ≤ sᵢ`; then every pair within reach anywhere on the segment,
-    /// and every segment-candidate pair, is in the list.)
-    pub fn covers(&self, x: &[DVec2], direction: &[DVec2]) -> bool {
-        x.len() == self.reference.len()
-            && x.iter()
-                .zip(direction)
-                .zip(self.reference.iter().zip(&self.skin))
-                .all(|((&c, &d), (&p, &s))| segment_inside(c, d, p, s))
-    }
-
-    /// The balls whose segment `x → x + Δx` leaves their skin (see [`VerletList::covers`]), into `out`;
-    /// stops and returns `false` once more than `limit` are found (or when the list is for another island).
+    /// The balls whose segment `x → x + Δx` leaves their skin, into `out`: those whose segment, bounded by the
+    /// circle around its midpoint of radius `|Δx|/2`, does not stay inside the skin (`|mᵢ − pᵢ| + |Δxᵢ|/2 > sᵢ`;
+    /// for every other ball, every pair within reach anywhere on its segment is in the list). Stops and returns
+    /// `false` once more than `limit` are found (or when the list is for another island).
     pub fn uncovered(
         &self,
         x: &[DVec2],
@@ -228,6 +219,17 @@ impl<'a> IncrementalPotential<'a> {
     pub fn contacts(&self, x: &[DVec2], workspace: &mut Workspace, out: &mut ContactSet) {
         out.ball_wall.clear();
         out.ball_ball.clear();
+        workspace
+            .broad_phase
+            .near_pairs(x, self.radius, self.model.reach(), &mut workspace.pairs);
+        self.contacts_from_near_pairs(x, &workspace.pairs, out);
+    }
+
+    /// As [`Self::contacts`], with the ball–ball pairs taken from `near` (sorted; any superset of the pairs
+    /// within reach, such as a broad-phase query with a longer reach): the same pairs in the same order.
+    pub fn contacts_from_near_pairs(&self, x: &[DVec2], near: &[(u32, u32)], out: &mut ContactSet) {
+        out.ball_wall.clear();
+        out.ball_ball.clear();
         let reach = self.model.reach();
         for (i, &c) in x.iter().enumerate() {
             for k in self.wall_index.near(c, self.radius[i], reach) {
@@ -237,16 +239,10 @@ impl<'a> IncrementalPotential<'a> {
                 }
             }
         }
-        workspace
-            .broad_phase
-            .near_pairs(x, self.radius, reach, &mut workspace.pairs);
-        for &(i, j) in &workspace.pairs {
-            let (i_, j_) = (i as usize, j as usize);
-            let d = (x[i_] - x[j_]).length() - self.radius[i_] - self.radius[j_];
-            if d < reach {
-                out.ball_ball.push((i, j));
-            }
-        }
+        out.ball_ball.extend(near.iter().copied().filter(|&(i, j)| {
+            let (i, j) = (i as usize, j as usize);
+            (x[i] - x[j]).length() - self.radius[i] - self.radius[j] < reach
+        }));
     }
 
     /// Pairs that can come within reach anywhere on the segment `x + α Δx`, `α ∈ [0, 1]`: each ball is bounded
@@ -284,7 +280,8 @@ impl<'a> IncrementalPotential<'a> {
     /// Builds a Verlet list: every pair that can be within reach while each ball `i` stays within `skin[i]` of
     /// `reference[i]` (ball–wall pairs whose wall bounds come within reach of the circle `(pᵢ, rᵢ + sᵢ)`,
     /// ball–ball pairs with `|pᵢ − pⱼ| ≤ rᵢ + rⱼ + sᵢ + sⱼ + reach`). One broad-phase query then serves every
-    /// Newton iteration and line-search trial whose segments stay inside the skins ([`VerletList::covers`]).
+    /// Newton iteration and line-search trial whose segments stay inside the skins ([`VerletList::uncovered`]
+    /// finds none).
     pub fn verlet_list(
         &self,
         reference: &[DVec2],
@@ -435,8 +432,8 @@ impl<'a> IncrementalPotential<'a> {
         }
     }
 
-    /// As [`Self::segment_candidates`], filtered out of a Verlet list that [`VerletList::covers`] the segment:
-    /// the same pairs in the same order, without a broad-phase query.
+    /// As [`Self::segment_candidates`], filtered out of a Verlet list that covers the segment (no ball
+    /// [`VerletList::uncovered`]): the same pairs in the same order, without a broad-phase query.
     pub fn segment_candidates_among(
         &self,
         x: &[DVec2],

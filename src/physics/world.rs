@@ -5,7 +5,7 @@ use glam::DVec2;
 use serde::{Deserialize, Serialize};
 
 use super::broad_phase::BroadPhase;
-use super::geometry::{Ball, Wall, ball_wall_distance, ball_wall_gap};
+use super::geometry::{Ball, Wall, ball_wall_gap};
 use super::linear::LinearCounters;
 use super::newton::{
     NewtonReport, NewtonSettings, NewtonWorkspace, PhaseTimes, StopReason, minimize,
@@ -483,21 +483,10 @@ impl LaneWorld {
     fn gap_penetration_and_energy(&mut self) -> (Option<f64>, f64, f64) {
         let (gap, penetration, pairs) = self.gap_pairs();
         let x: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
-        let reach = self.contact_model().reach();
         let mut contacts = ContactSet::default();
-        for (i, b) in self.balls.iter().enumerate() {
-            for k in self.wall_index.near(b.position, b.radius, reach) {
-                if ball_wall_distance(b.position, b.radius, &self.walls[k]).value < reach {
-                    contacts.ball_wall.push((i as u32, k as u32));
-                }
-            }
-        }
-        let r = |i: u32| self.balls[i as usize].radius;
-        contacts.ball_ball.extend(
-            pairs
-                .into_iter()
-                .filter(|&(i, j)| (x[i as usize] - x[j as usize]).length() - r(i) - r(j) < reach),
-        );
+        self.with_potential(&x, |potential| {
+            potential.contacts_from_near_pairs(&x, &pairs, &mut contacts)
+        });
         (gap, penetration, self.energy_over(&x, &contacts))
     }
 
