@@ -472,10 +472,9 @@ fn build_verlet_list(
     skins: Skins,
     ws: &mut NewtonWorkspace,
 ) {
-    let reach = potential.model.reach();
     ws.skin.clear();
     ws.skin.extend(x.iter().enumerate().map(|(i, &c)| {
-        let margin = 0.25 * potential.radius[i] + 2.0 * reach;
+        let margin = skin_margin(potential, i);
         let motion = || (potential.x_tilde[i] - c).length();
         let along = || 1.5 * ws.direction[i].length();
         margin
@@ -486,6 +485,12 @@ fn build_verlet_list(
             }
     }));
     potential.verlet_list(x, &ws.skin, &mut ws.potential, &mut ws.verlet);
+}
+
+/// The part of ball `i`'s skin beyond the motion it must cover: a quarter radius and twice the reach, for the
+/// Newton iterates' wandering.
+fn skin_margin(potential: &IncrementalPotential<'_>, i: usize) -> f64 {
+    0.25 * potential.radius[i] + 2.0 * potential.model.reach()
 }
 
 /// A Verlet list holding more than this many times the segment's candidate pairs (and at least
@@ -504,11 +509,10 @@ const MAX_WIDENED_SKINS: usize = 32;
 /// Widens the skins of the balls in `ws.uncovered` to hold their segment, with the same allowance as a forced
 /// rebuild ([`build_verlet_list`]): 1.5 × the direction and the margin, here measured from the old reference.
 fn widen_skins(potential: &IncrementalPotential<'_>, x: &[DVec2], ws: &mut NewtonWorkspace) {
-    let reach = potential.model.reach();
     ws.widened.clear();
     ws.widened.extend(ws.uncovered.iter().map(|&i| {
         let iu = i as usize;
-        let margin = 0.25 * potential.radius[iu] + 2.0 * reach;
+        let margin = skin_margin(potential, iu);
         let offset = (x[iu] - ws.verlet.reference[iu]).length();
         let skin = offset + 1.5 * ws.direction[iu].length() + margin;
         (i, skin.max(ws.verlet.skin[iu]))

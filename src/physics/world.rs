@@ -432,16 +432,22 @@ impl LaneWorld {
     /// Kinetic + gravitational potential + contact energy `B` of the balls, plus the rods' kinetic and
     /// potential energy, in the current state [J].
     pub fn energy(&self) -> f64 {
-        let x: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
-        let mut contacts = ContactSet::default();
-        self.with_potential(&x, |potential| {
-            potential.contacts(&x, &mut Default::default(), &mut contacts)
-        });
-        self.energy_over(&x, &contacts)
+        let x = self.positions();
+        self.motion_energy()
+            + self.with_potential(&x, |potential| {
+                let mut contacts = ContactSet::default();
+                potential.contacts(&x, &mut Default::default(), &mut contacts);
+                potential.contact_energy(&x, &contacts)
+            })
     }
 
-    /// [`Self::energy`] with the contacts at `x` (the balls' positions) already found.
-    fn energy_over(&self, x: &[DVec2], contacts: &ContactSet) -> f64 {
+    /// The balls' centres.
+    fn positions(&self) -> Vec<DVec2> {
+        self.balls.iter().map(|b| b.position).collect()
+    }
+
+    /// [`Self::energy`] without the contact energy: the rods', then the balls' kinetic and gravitational terms.
+    fn motion_energy(&self) -> f64 {
         let g = self.settings.gravity;
         let mut total: f64 = self
             .rods
@@ -451,7 +457,7 @@ impl LaneWorld {
         for b in &self.balls {
             total += 0.5 * b.mass * b.velocity.length_squared() - b.mass * g.dot(b.position);
         }
-        total + self.with_potential(x, |potential| potential.contact_energy(x, contacts))
+        total
     }
 
     /// Runs `f` on the lane's potential at rest at `x` (no friction): for contacts and contact energy.
@@ -473,7 +479,8 @@ impl LaneWorld {
     /// Smallest signed surface distance over all pairs within reach (every ball–wall pair; ball–ball pairs
     /// within `max(10 d̂, 1 cm)`) and the deepest overlap.
     pub fn gap_and_penetration(&mut self) -> (Option<f64>, f64) {
-        let (gap, penetration, _) = self.gap_pairs();
+        let x = self.positions();
+        let (gap, penetration, _) = self.gap_pairs(&x);
         (gap, penetration)
     }
 
@@ -481,17 +488,19 @@ impl LaneWorld {
     /// ball–ball pairs that are within reach (the same pairs in the same order as [`Self::energy`]'s own query),
     /// so the energy is the same to the bit.
     fn gap_penetration_and_energy(&mut self) -> (Option<f64>, f64, f64) {
-        let (gap, penetration, pairs) = self.gap_pairs();
-        let x: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
-        let mut contacts = ContactSet::default();
-        self.with_potential(&x, |potential| {
-            potential.contacts_from_near_pairs(&x, &pairs, &mut contacts)
+        let x = self.positions();
+        let (gap, penetration, pairs) = self.gap_pairs(&x);
+        let contact = self.with_potential(&x, |potential| {
+            let mut contacts = ContactSet::default();
+            potential.contacts_from_near_pairs(&x, &pairs, &mut contacts);
+            potential.contact_energy(&x, &contacts)
         });
-        (gap, penetration, self.energy_over(&x, &contacts))
+        (gap, penetration, self.motion_energy() + contact)
     }
 
-    /// The gap and the deepest overlap, with the ball–ball pairs the gap looked at (sorted).
-    fn gap_pairs(&mut self) -> (Option<f64>, f64, Vec<(u32, u32)>) {
+    /// The gap and the deepest overlap with the balls at `x` (their centres), with the ball–ball pairs the gap
+    /// looked at (sorted).
+    fn gap_pairs(&mut self, x: &[DVec2]) -> (Option<f64>, f64, Vec<(u32, u32)>) {
         let mut min_gap: Option<f64> = None;
         let mut keep = |d: f64| min_gap = Some(min_gap.map_or(d, |m: f64| m.min(d)));
         for b in &self.balls {
@@ -499,12 +508,11 @@ impl LaneWorld {
                 keep(ball_wall_gap(b.position, b.radius, w));
             }
         }
-        let x: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
         let radius: Vec<f64> = self.balls.iter().map(|b| b.radius).collect();
         let mut pairs = Vec::new();
         let reach = (10.0 * self.dhat()).max(0.01);
         self.report_broad_phase
-            .near_pairs(&x, &radius, reach, &mut pairs);
+            .near_pairs(x, &radius, reach, &mut pairs);
         for &(i, j) in &pairs {
             let (i, j) = (i as usize, j as usize);
             keep((x[i] - x[j]).length() - radius[i] - radius[j]);
