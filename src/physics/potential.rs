@@ -217,8 +217,6 @@ impl<'a> IncrementalPotential<'a> {
     /// The pairs within reach at `x`: ball–wall pairs with `d < reach` and ball–ball pairs with
     /// `d < reach` (for penalty, `reach = 0`: overlaps only).
     pub fn contacts(&self, x: &[DVec2], workspace: &mut Workspace, out: &mut ContactSet) {
-        out.ball_wall.clear();
-        out.ball_ball.clear();
         workspace
             .broad_phase
             .near_pairs(x, self.radius, self.model.reach(), &mut workspace.pairs);
