@@ -33,6 +33,11 @@ pub struct BenchArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Runs of each (engine, N). They are taken in turn (every engine once, then again), so a slow spell of the
+    /// machine hits all engines alike; the table gives the median of the runs' medians, their range, and the
+    /// ratio to rapier2d run by run.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
 }
 
 /// Arguments of the hidden `bench-one` child.
@@ -64,6 +69,22 @@ pub struct BenchRun {
     /// Where our engines' time went, in ms per step averaged over the run (`null` for rapier2d).
     #[serde(default)]
     pub profile_ms_per_step: Option<Profile>,
+    /// Each run's median when `--repeat` asked for several, in the order they ran (`median_ms` is their
+    /// median).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub median_ms_runs: Vec<f64>,
+}
+
+/// An engine's median step time over rapier2d's at one N (`--json`'s `ratios`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Ratio {
+    pub engine: String,
+    pub peer: String,
+    pub n: usize,
+    /// The engines' medians (over runs) divided.
+    pub median_ratio: f64,
+    /// Run by run: each run of the engine over the peer's run taken just after it.
+    pub runs: Vec<f64>,
 }
 
 /// Mean ms per step in each phase of a step (see [`PhaseTimes`]).
@@ -102,6 +123,25 @@ impl Profile {
             total: ms(total_s),
             symbolic_per_step: c.symbolic as f64 / steps.max(1) as f64,
             numeric_per_step: c.numeric as f64 / steps.max(1) as f64,
+        }
+    }
+
+    /// Every field's mean over `profiles` (repeated runs of one pit).
+    pub fn mean(profiles: &[Profile]) -> Profile {
+        let k = profiles.len().max(1) as f64;
+        let mean = |field: fn(&Profile) -> f64| profiles.iter().map(field).sum::<f64>() / k;
+        Profile {
+            broad_phase: mean(|p| p.broad_phase),
+            contacts: mean(|p| p.contacts),
+            assembly: mean(|p| p.assembly),
+            linear_solve: mean(|p| p.linear_solve),
+            ccd: mean(|p| p.ccd),
+            line_search: mean(|p| p.line_search),
+            newton_other: mean(|p| p.newton_other),
+            outside_newton: mean(|p| p.outside_newton),
+            total: mean(|p| p.total),
+            symbolic_per_step: mean(|p| p.symbolic_per_step),
+            numeric_per_step: mean(|p| p.numeric_per_step),
         }
     }
 
@@ -268,7 +308,102 @@ pub fn bench_ours(method: ContactMethod, n: usize, steps: usize) -> BenchRun {
             times.iter().sum::<f64>() * 1e-3,
             times.len(),
         )),
+        median_ms_runs: Vec::new(),
     }
+}
+
+/// The median of `values` (the mean of the middle two for an even count); NaN when empty.
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        k if k % 2 == 1 => sorted[k / 2],
+        k => 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]),
+    }
+}
+
+/// One (engine, N) over its repeated runs, in the order they ran: the median of their medians and of their
+/// p95s, the largest peak RSS and the mean profile. The pit is deterministic, so every run must report the same
+/// steps, Newton counts, gaps, penetrations and escapes; a run that does not is an error naming the field.
+pub fn combine_runs(runs: &[BenchRun]) -> Result<BenchRun> {
+    let Some(first) = runs.first() else {
+        bail!("no runs to combine");
+    };
+    if runs.len() == 1 {
+        return Ok(first.clone());
+    }
+    // Each deterministic field as text that holds every bit (`{:?}` of an f64 round-trips).
+    let fields = |r: &BenchRun| {
+        [
+            ("engine", format!("{} N={}", r.engine, r.n)),
+            ("steps", r.steps.to_string()),
+            ("mean_newton", format!("{:?}", r.mean_newton)),
+            ("max_newton", format!("{:?}", r.max_newton)),
+            ("min_gap_m", format!("{:?}", r.min_gap_m)),
+            ("max_penetration_m", format!("{:?}", r.max_penetration_m)),
+            ("escaped", r.escaped.to_string()),
+        ]
+    };
+    let expected = fields(first);
+    for (k, run) in runs.iter().enumerate().skip(1) {
+        for ((field, got), (_, want)) in fields(run).iter().zip(&expected) {
+            if got != want {
+                bail!(
+                    "{} N={}: run {} reported {field} {got}, run 1 {want}; the pit should be deterministic",
+                    first.engine,
+                    first.n,
+                    k + 1
+                );
+            }
+        }
+    }
+    let medians: Vec<f64> = runs.iter().map(|r| r.median_ms).collect();
+    let p95s: Vec<f64> = runs.iter().map(|r| r.p95_ms).collect();
+    let profiles: Vec<Profile> = runs
+        .iter()
+        .filter_map(|r| r.profile_ms_per_step.clone())
+        .collect();
+    Ok(BenchRun {
+        median_ms: median(&medians),
+        p95_ms: median(&p95s),
+        peak_rss_mb: runs.iter().filter_map(|r| r.peak_rss_mb).reduce(f64::max),
+        profile_ms_per_step: (profiles.len() == runs.len()).then(|| Profile::mean(&profiles)),
+        median_ms_runs: medians,
+        ..first.clone()
+    })
+}
+
+/// Each engine's median over rapier2d's at the same N, overall and run by run.
+pub fn ratios(runs: &[BenchRun]) -> Vec<Ratio> {
+    const PEER: &str = "rapier2d";
+    let mut out = Vec::new();
+    for run in runs.iter().filter(|r| r.engine != PEER) {
+        let Some(peer) = runs.iter().find(|r| r.engine == PEER && r.n == run.n) else {
+            continue;
+        };
+        let by_run = if run.median_ms_runs.len() == peer.median_ms_runs.len() {
+            run.median_ms_runs
+                .iter()
+                .zip(&peer.median_ms_runs)
+                .map(|(a, b)| a / b)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        out.push(Ratio {
+            engine: run.engine.clone(),
+            peer: PEER.into(),
+            n: run.n,
+            median_ratio: run.median_ms / peer.median_ms,
+            runs: if by_run.is_empty() {
+                vec![run.median_ms / peer.median_ms]
+            } else {
+                by_run
+            },
+        });
+    }
+    out
 }
 
 /// `bench-one`: one run, printed as one JSON line for the parent.
@@ -355,44 +490,65 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
             args.steps
         );
     }
+    if args.repeat == 0 || args.repeat > 100 {
+        bail!(
+            "invalid --repeat: must be between 1 and 100, got {}",
+            args.repeat
+        );
+    }
+    if let Some(other) = args
+        .engines
+        .iter()
+        .find(|e| !["ipc", "penalty", "rapier2d"].contains(&e.as_str()))
+    {
+        bail!("invalid --engines: unknown engine {other:?} (ipc, penalty, rapier2d)");
+    }
     let exe = std::env::current_exe().context("cannot locate the running binary")?;
     let mut runs = Vec::new();
     for &n in &args.n {
-        for engine in &args.engines {
-            let run = match engine.as_str() {
-                "ipc" | "penalty" => {
-                    let mut c = Command::new(&exe);
-                    c.args([
-                        "bench-one",
-                        "--engine",
-                        engine,
-                        "--n",
-                        &n.to_string(),
-                        "--steps",
-                    ])
-                    .arg(args.steps.to_string());
-                    run_child(c, &format!("{engine} N={n}"))?
+        let mut repeated: Vec<Vec<BenchRun>> = vec![Vec::new(); args.engines.len()];
+        for round in 1..=args.repeat {
+            for (engine, done) in args.engines.iter().zip(&mut repeated) {
+                let run = match engine.as_str() {
+                    "ipc" | "penalty" => {
+                        let mut c = Command::new(&exe);
+                        c.args([
+                            "bench-one",
+                            "--engine",
+                            engine,
+                            "--n",
+                            &n.to_string(),
+                            "--steps",
+                        ])
+                        .arg(args.steps.to_string());
+                        run_child(c, &format!("{engine} N={n}"))?
+                    }
+                    "rapier2d" => {
+                        let mut c = Command::new(rapier_peer()?);
+                        c.args(["--n", &n.to_string(), "--steps", &args.steps.to_string()]);
+                        run_child(c, &format!("rapier2d N={n}"))?
+                    }
+                    other => {
+                        bail!(
+                            "invalid --engines: unknown engine {other:?} (ipc, penalty, rapier2d)"
+                        )
+                    }
+                };
+                if !args.json {
+                    eprintln!(
+                        "{:>9} N={:>6}: median {:8.2} ms  p95 {:8.2} ms  (run {round} of {})",
+                        run.engine, run.n, run.median_ms, run.p95_ms, args.repeat
+                    );
                 }
-                "rapier2d" => {
-                    let mut c = Command::new(rapier_peer()?);
-                    c.args(["--n", &n.to_string(), "--steps", &args.steps.to_string()]);
-                    run_child(c, &format!("rapier2d N={n}"))?
-                }
-                other => {
-                    bail!("invalid --engines: unknown engine {other:?} (ipc, penalty, rapier2d)")
-                }
-            };
-            if !args.json {
-                eprintln!(
-                    "{:>9} N={:>6}: median {:8.2} ms  p95 {:8.2} ms",
-                    run.engine, run.n, run.median_ms, run.p95_ms
-                );
+                done.push(run);
             }
-            runs.push(run);
+        }
+        for done in &repeated {
+            runs.push(combine_runs(done)?);
         }
     }
     if args.json {
-        println!("{}", json!({"runs": runs}));
+        println!("{}", json!({"runs": runs, "ratios": ratios(&runs)}));
     } else {
         println!("{}", format_table(&runs));
     }
@@ -426,6 +582,42 @@ pub fn format_table(runs: &[BenchRun]) -> String {
             r.escaped
         ));
     }
+    let spread = |values: &[f64]| {
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi)
+    };
+    if runs.iter().any(|r| r.median_ms_runs.len() > 1) {
+        out.push_str("\n median ms over the runs: median (lowest - highest run)\n");
+        for r in runs.iter().filter(|r| r.median_ms_runs.len() > 1) {
+            let (lo, hi) = spread(&r.median_ms_runs);
+            out.push_str(&format!(
+                " {:8} | {:6} | {:.3} ({lo:.3} - {hi:.3}) over {} runs\n",
+                r.engine,
+                r.n,
+                r.median_ms,
+                r.median_ms_runs.len()
+            ));
+        }
+    }
+    let ratios = ratios(runs);
+    if !ratios.is_empty() {
+        out.push_str("\n median over rapier2d's median at the same N (run by run: each run over the rapier2d run just after it)\n");
+        for q in &ratios {
+            let (lo, hi) = spread(&q.runs);
+            out.push_str(&format!(
+                " {:8} | {:6} | {:.2}",
+                q.engine, q.n, q.median_ratio
+            ));
+            if q.runs.len() > 1 {
+                out.push_str(&format!(
+                    " (run by run {lo:.2} - {hi:.2} over {} runs)",
+                    q.runs.len()
+                ));
+            }
+            out.push('\n');
+        }
+    }
     let profiled: Vec<&BenchRun> = runs
         .iter()
         .filter(|r| r.profile_ms_per_step.is_some())
@@ -434,7 +626,7 @@ pub fn format_table(runs: &[BenchRun]) -> String {
         .first()
         .and_then(|r| r.profile_ms_per_step.as_ref())
     {
-        out.push_str("\n where the time goes, ms per step (mean over the run)\n engine   |      N");
+        out.push_str("\n where the time goes, ms per step (mean over the run, and over the runs with --repeat)\n engine   |      N");
         for (name, _) in first.parts() {
             out.push_str(&format!(" | {name:>9}"));
         }

@@ -2,7 +2,8 @@
 //! No timing is asserted here: this machine is shared and noisy.
 
 use contact_sandbox::cli::bench::{
-    BenchRun, PIT_WIDTH, Profile, bench_ours, parse_report, pit_balls, pit_lane,
+    BenchArgs, BenchRun, PIT_WIDTH, Profile, bench_ours, combine_runs, parse_report, pit_balls,
+    pit_lane, ratios, run_bench,
 };
 use contact_sandbox::physics::world::ContactMethod;
 use proptest::prelude::*;
@@ -119,6 +120,7 @@ fn report(values: [f64; 6]) -> BenchRun {
             total: values[0] + values[5],
             ..Profile::default()
         }),
+        median_ms_runs: Vec::new(),
     }
 }
 
@@ -158,4 +160,128 @@ proptest! {
         let back = parse_report(&line).expect("parses");
         prop_assert_eq!(report_bits(&back), report_bits(&run), "{}", line);
     }
+}
+
+/// A run of `engine` at N = 1 000 with the given median, p95, peak RSS and linear-solve time.
+fn timed(engine: &str, median: f64, p95: f64, rss: f64, solve: f64) -> BenchRun {
+    BenchRun {
+        engine: engine.into(),
+        median_ms: median,
+        p95_ms: p95,
+        peak_rss_mb: Some(rss),
+        profile_ms_per_step: Some(Profile {
+            linear_solve: solve,
+            total: 2.0 * solve,
+            ..Profile::default()
+        }),
+        ..report([
+            median,
+            p95,
+            14.458333333333334,
+            2.2442500153332934e-6,
+            0.0,
+            solve,
+        ])
+    }
+}
+
+#[test]
+fn repeated_runs_report_the_median_of_their_medians_and_the_spread() {
+    let runs = [
+        timed("ipc", 3.6, 15.0, 36.0, 2.0),
+        timed("ipc", 3.2, 14.0, 37.5, 1.0),
+        timed("ipc", 5.1, 19.0, 35.0, 3.0),
+    ];
+    let combined = combine_runs(&runs).expect("the runs agree");
+    assert_eq!(combined.median_ms, 3.6);
+    assert_eq!(combined.p95_ms, 15.0);
+    assert_eq!(combined.peak_rss_mb, Some(37.5));
+    assert_eq!(combined.median_ms_runs, vec![3.6, 3.2, 5.1]);
+    let profile = combined.profile_ms_per_step.expect("a mean profile");
+    assert_eq!(profile.linear_solve, 2.0);
+    assert_eq!(profile.total, 4.0);
+    // The deterministic fields are the runs' own.
+    assert_eq!(combined.mean_newton, runs[0].mean_newton);
+    assert_eq!(combined.min_gap_m, runs[0].min_gap_m);
+    // An even count takes the mean of the middle two.
+    let even = combine_runs(&runs[..2]).expect("the runs agree");
+    assert_eq!(even.median_ms, 0.5 * (3.6 + 3.2));
+    // One run is reported as it came, without a list of runs.
+    let one = combine_runs(&runs[..1]).expect("one run");
+    assert_eq!(one, runs[0]);
+    let line = serde_json::to_string(&one).expect("serialises");
+    assert!(!line.contains("median_ms_runs"), "{line}");
+}
+
+#[test]
+fn repeated_runs_that_disagree_on_the_physics_are_refused_by_name() {
+    let a = timed("ipc", 3.6, 15.0, 36.0, 2.0);
+    let mut b = timed("ipc", 3.2, 14.0, 36.0, 2.0);
+    b.min_gap_m = Some(2.244250015333294e-6);
+    let error = combine_runs(&[a.clone(), b])
+        .expect_err("the gaps differ")
+        .to_string();
+    assert!(error.contains("min_gap_m"), "{error}");
+    assert!(
+        error.contains("2.244250015333294e-6") && error.contains("run 2"),
+        "{error}"
+    );
+    let mut c = a.clone();
+    c.max_newton = Some(97);
+    let error = combine_runs(&[a, c])
+        .expect_err("the Newton caps differ")
+        .to_string();
+    assert!(error.contains("max_newton"), "{error}");
+}
+
+#[test]
+fn ratios_pair_each_run_with_the_peer_run_after_it() {
+    let ipc = combine_runs(&[
+        timed("ipc", 4.0, 15.0, 36.0, 2.0),
+        timed("ipc", 6.0, 15.0, 36.0, 2.0),
+        timed("ipc", 5.0, 15.0, 36.0, 2.0),
+    ])
+    .expect("ipc runs agree");
+    let peer = |median| BenchRun {
+        mean_newton: None,
+        max_newton: None,
+        profile_ms_per_step: None,
+        ..timed("rapier2d", median, 2.0, 33.0, 0.0)
+    };
+    let rapier = combine_runs(&[peer(1.0), peer(2.0), peer(1.25)]).expect("peer runs agree");
+    let found = ratios(&[ipc, rapier]);
+    assert_eq!(found.len(), 1);
+    let q = &found[0];
+    assert_eq!(
+        (q.engine.as_str(), q.peer.as_str(), q.n),
+        ("ipc", "rapier2d", 1000)
+    );
+    assert_eq!(q.median_ratio, 5.0 / 1.25);
+    assert_eq!(q.runs, vec![4.0, 3.0, 4.0]);
+}
+
+#[test]
+fn bench_refuses_a_bad_repeat_count_or_engine_before_running_anything() {
+    let args = |repeat: usize, engines: &[&str]| BenchArgs {
+        n: vec![100],
+        steps: 5,
+        engines: engines.iter().map(|e| e.to_string()).collect(),
+        json: true,
+        repeat,
+    };
+    let error = run_bench(&args(0, &["ipc"]))
+        .expect_err("no runs")
+        .to_string();
+    assert!(error.contains("--repeat") && error.contains('0'), "{error}");
+    let error = run_bench(&args(101, &["ipc"]))
+        .expect_err("too many")
+        .to_string();
+    assert!(
+        error.contains("--repeat") && error.contains("101"),
+        "{error}"
+    );
+    let error = run_bench(&args(2, &["ipc", "box2d"]))
+        .expect_err("unknown engine")
+        .to_string();
+    assert!(error.contains("box2d"), "{error}");
 }
