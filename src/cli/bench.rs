@@ -83,7 +83,8 @@ pub struct Ratio {
     pub n: usize,
     /// The engines' medians (over runs) divided.
     pub median_ratio: f64,
-    /// Run by run: each run of the engine over the peer's run taken just after it.
+    /// Run by run: each run of the engine over the peer's run in the same round (`--repeat` takes every engine
+    /// once per round).
     pub runs: Vec<f64>,
 }
 
@@ -602,7 +603,7 @@ pub fn format_table(runs: &[BenchRun]) -> String {
     }
     let ratios = ratios(runs);
     if !ratios.is_empty() {
-        out.push_str("\n median over rapier2d's median at the same N (run by run: each run over the rapier2d run just after it)\n");
+        out.push_str("\n median over rapier2d's median at the same N (run by run: each run over rapier2d's run in the same round)\n");
         for q in &ratios {
             let (lo, hi) = spread(&q.runs);
             out.push_str(&format!(

@@ -235,7 +235,7 @@ fn repeated_runs_that_disagree_on_the_physics_are_refused_by_name() {
 }
 
 #[test]
-fn ratios_pair_each_run_with_the_peer_run_after_it() {
+fn ratios_pair_each_run_with_the_peer_run_of_its_round() {
     let ipc = combine_runs(&[
         timed("ipc", 4.0, 15.0, 36.0, 2.0),
         timed("ipc", 6.0, 15.0, 36.0, 2.0),
