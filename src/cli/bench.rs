@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use glam::DVec2;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -383,25 +383,21 @@ pub fn ratios(runs: &[BenchRun]) -> Vec<Ratio> {
         let Some(peer) = runs.iter().find(|r| r.engine == PEER && r.n == run.n) else {
             continue;
         };
-        let by_run = if run.median_ms_runs.len() == peer.median_ms_runs.len() {
-            run.median_ms_runs
-                .iter()
-                .zip(&peer.median_ms_runs)
-                .map(|(a, b)| a / b)
-                .collect()
+        let median_ratio = run.median_ms / peer.median_ms;
+        let paired =
+            !run.median_ms_runs.is_empty() && run.median_ms_runs.len() == peer.median_ms_runs.len();
+        let runs = if paired {
+            let rounds = run.median_ms_runs.iter().zip(&peer.median_ms_runs);
+            rounds.map(|(a, b)| a / b).collect()
         } else {
-            Vec::new()
+            vec![median_ratio]
         };
         out.push(Ratio {
             engine: run.engine.clone(),
             peer: PEER.into(),
             n: run.n,
-            median_ratio: run.median_ms / peer.median_ms,
-            runs: if by_run.is_empty() {
-                vec![run.median_ms / peer.median_ms]
-            } else {
-                by_run
-            },
+            median_ratio,
+            runs,
         });
     }
     out
@@ -497,43 +493,40 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
             args.repeat
         );
     }
-    if let Some(other) = args
+    // Each engine: ours (run by `bench-one`) or the rapier2d peer; an unknown one is refused before any run.
+    let ours: Vec<bool> = args
         .engines
         .iter()
-        .find(|e| !["ipc", "penalty", "rapier2d"].contains(&e.as_str()))
-    {
-        bail!("invalid --engines: unknown engine {other:?} (ipc, penalty, rapier2d)");
-    }
+        .map(|engine| match engine.as_str() {
+            "ipc" | "penalty" => Ok(true),
+            "rapier2d" => Ok(false),
+            other => Err(anyhow!(
+                "invalid --engines: unknown engine {other:?} (ipc, penalty, rapier2d)"
+            )),
+        })
+        .collect::<Result<_>>()?;
     let exe = std::env::current_exe().context("cannot locate the running binary")?;
     let mut runs = Vec::new();
     for &n in &args.n {
         let mut repeated: Vec<Vec<BenchRun>> = vec![Vec::new(); args.engines.len()];
         for round in 1..=args.repeat {
-            for (engine, done) in args.engines.iter().zip(&mut repeated) {
-                let run = match engine.as_str() {
-                    "ipc" | "penalty" => {
-                        let mut c = Command::new(&exe);
-                        c.args([
-                            "bench-one",
-                            "--engine",
-                            engine,
-                            "--n",
-                            &n.to_string(),
-                            "--steps",
-                        ])
-                        .arg(args.steps.to_string());
-                        run_child(c, &format!("{engine} N={n}"))?
-                    }
-                    "rapier2d" => {
-                        let mut c = Command::new(rapier_peer()?);
-                        c.args(["--n", &n.to_string(), "--steps", &args.steps.to_string()]);
-                        run_child(c, &format!("rapier2d N={n}"))?
-                    }
-                    other => {
-                        bail!(
-                            "invalid --engines: unknown engine {other:?} (ipc, penalty, rapier2d)"
-                        )
-                    }
+            for ((engine, &ours), done) in args.engines.iter().zip(&ours).zip(&mut repeated) {
+                let run = if ours {
+                    let mut c = Command::new(&exe);
+                    c.args([
+                        "bench-one",
+                        "--engine",
+                        engine,
+                        "--n",
+                        &n.to_string(),
+                        "--steps",
+                    ])
+                    .arg(args.steps.to_string());
+                    run_child(c, &format!("{engine} N={n}"))?
+                } else {
+                    let mut c = Command::new(rapier_peer()?);
+                    c.args(["--n", &n.to_string(), "--steps", &args.steps.to_string()]);
+                    run_child(c, &format!("rapier2d N={n}"))?
                 };
                 if !args.json {
                     eprintln!(
