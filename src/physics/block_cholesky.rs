@@ -142,6 +142,13 @@ impl BlockCholesky {
         self.split.is_some()
     }
 
+    /// Columns computed on one thread after the two shares (the split subtree's ancestors); 0 without a split.
+    pub fn serial_tail(&self) -> usize {
+        self.split
+            .as_ref()
+            .map_or(0, |s| s.on_path.iter().filter(|&&p| p).count())
+    }
+
     /// Factorises on one thread from now on (for comparisons).
     #[cfg(test)]
     pub fn serial(&mut self) {

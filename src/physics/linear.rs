@@ -7,8 +7,8 @@
 //! The pattern is a set of coupled ball pairs that only grows during one minimisation: it is seeded with the
 //! pairs predicted to come within reach during the step ([`LinearWorkspace::reset_pattern`]), and a Newton
 //! iteration that couples a pair outside it adds the pair. Pairs of the pattern that are not in contact hold
-//! explicit zero blocks. So the fill-reducing ordering (faer's approximate minimum degree on the ball graph) and
-//! the factor's structure are computed once per pattern, not once per iteration; each iteration only scatters
+//! explicit zero blocks. So the fill-reducing ordering (faer's approximate minimum degree on the ball graph, under
+//! one level of nested dissection for a large pattern: [`super::ordering`]) and the factor's structure are computed once per pattern, not once per iteration; each iteration only scatters
 //! its blocks into fixed slots and refactorises numerically. A large factorisation shares its columns between
 //! two threads, each column computed by the same operations in the same order, so the result does not depend
 //! on the thread count.
@@ -17,13 +17,11 @@
 //! reference pit the block factorisation cut the linear solve from 5.53 to 2.30 ms per step at N = 1 000, from
 //! 80.8 to 34.6 at 4 000 and from 420 to 243 at 10 000 (`bench-one --engine ipc --steps 120`, one build).
 
-use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::sparse::SymbolicSparseColMatRef;
-use faer::sparse::linalg::amd;
 use glam::DVec2;
 
 use super::block_cholesky::BlockCholesky;
 use super::geometry::Sym2;
+use super::ordering::fill_reducing_order;
 use super::potential::BlockHessian;
 
 /// Why a Newton system could not be solved.
@@ -177,23 +175,9 @@ impl LinearWorkspace {
         if m == 0 {
             return Ok(());
         }
-        // Approximate minimum degree on the ball graph.
-        let block_ptr: Vec<usize> = self.block_col_ptr.clone();
-        let block_rows: Vec<usize> = self.block_rows.iter().map(|&r| r as usize).collect();
-        let graph = SymbolicSparseColMatRef::new_checked(m, m, &block_ptr, None, &block_rows);
-        let mut block_fwd = vec![0usize; m];
-        let mut block_inv = vec![0usize; m];
-        let mut buffer = MemBuffer::try_new(amd::order_scratch::<usize>(m, block_rows.len()))
-            .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
-        amd::order(
-            &mut block_fwd,
-            &mut block_inv,
-            graph,
-            amd::Control::default(),
-            MemStack::new(&mut buffer),
-        )
-        .map_err(|e| LinearSolveError::Cholesky(format!("{e:?}")))?;
-        let order: Vec<u32> = block_fwd.iter().map(|&b| b as u32).collect();
+        // Approximate minimum degree, under one level of nested dissection for a large pattern.
+        let order = fill_reducing_order(m, &self.block_col_ptr, &self.block_rows)
+            .map_err(LinearSolveError::Cholesky)?;
         let factor = BlockCholesky::analyse(m, &self.block_col_ptr, &self.block_rows, &order);
         for c in 0..m {
             for &r in &self.block_rows[self.block_col_ptr[c]..self.block_col_ptr[c + 1]] {
@@ -479,6 +463,37 @@ mod tests {
             solve_newton_direction(&broken, &g, &mut LinearWorkspace::default(), &mut serial)
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_pile_past_the_dissection_threshold_keeps_only_the_separator_serial() {
+        // A 200 × 50 grid like the landed 10 000-ball pit: cut across, each half one thread's share, and only
+        // the separator (about one column of balls) left to compute after them.
+        let (hessian, g, _) = grid_system(200, 50, &[(1, 0), (0, 1), (1, 1)]);
+        let mut ws = LinearWorkspace::default();
+        let mut out = Vec::new();
+        solve_newton_direction(&hessian, &g, &mut ws, &mut out).expect("solves");
+        let r = residual(&hessian, &out, &g);
+        assert!(r < 1e-10, "residual {r}");
+        let factor = ws.factor.as_ref().expect("analysed");
+        assert!(factor.is_split());
+        let tail = factor.serial_tail();
+        assert!((50..=110).contains(&tail), "serial tail {tail}");
+        // No more fill than minimum degree over the whole pattern gives (246 017 blocks on this grid).
+        let (m, col_ptr, rows) = (
+            ws.coupled.len(),
+            ws.block_col_ptr.clone(),
+            ws.block_rows.clone(),
+        );
+        let plain = crate::physics::ordering::minimum_degree(m, &col_ptr, &rows).expect("orders");
+        let plain = BlockCholesky::analyse(m, &col_ptr, &rows, &plain);
+        assert!(
+            factor.factor_blocks() <= plain.factor_blocks(),
+            "{} blocks against {}",
+            factor.factor_blocks(),
+            plain.factor_blocks()
+        );
+        assert!(plain.serial_tail() > 2 * tail);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod friction;
 pub mod geometry;
 pub mod linear;
 pub mod newton;
+pub mod ordering;
 pub mod penalty;
 pub mod potential;
 pub mod rod;
