@@ -172,9 +172,8 @@ impl BlockCholesky {
             .map(|k| range.start + k)
     }
 
-    /// Clears the values before a new matrix is scattered in.
-    pub fn clear(&mut self) {
-        self.off.iter_mut().for_each(|b| *b = [0.0; 4]);
+    /// Clears the diagonal blocks before a new matrix's are added.
+    pub fn clear_diagonal(&mut self) {
         self.diag_a.iter_mut().for_each(|d| *d = Sym2::default());
     }
 
@@ -184,19 +183,17 @@ impl BlockCholesky {
         self.diag_a[p] = self.diag_a[p].plus(block);
     }
 
-    /// Adds the symmetric `block` to the off-diagonal slot `slot` (from [`Self::slot`]).
-    pub fn add_off_diagonal(&mut self, slot: usize, block: Sym2) {
-        let b = &mut self.off[slot];
-        b[0] += block.xx;
-        b[1] += block.xy;
-        b[2] += block.xy;
-        b[3] += block.yy;
-    }
-
-    /// Factorises the scattered matrix in place (left-looking), on two threads where the analysis found a share
-    /// worth it; every column is computed by the same operations in the same order either way, so the factor
-    /// does not depend on it.
-    pub fn factorize(&mut self) -> Result<(), NotPositiveDefinite> {
+    /// Factorises the matrix whose diagonal blocks were added and whose off-diagonal blocks are
+    /// `blocks[k].2`, at `L`'s slot `slots[k]` (from [`Self::slot`]; a slot may take several blocks, added in
+    /// order). Left-looking, on two threads where the analysis found a share worth it: each thread clears and
+    /// fills its own share of `L` before computing it, so the blocks it works on are already in its core's
+    /// cache. Every column is computed by the same operations in the same order either way, so the factor does
+    /// not depend on the thread count.
+    pub fn factorize(
+        &mut self,
+        blocks: &[(u32, u32, Sym2)],
+        slots: &[usize],
+    ) -> Result<(), NotPositiveDefinite> {
         let m = self.len();
         let BlockCholesky {
             order,
@@ -223,17 +220,22 @@ impl BlockCholesky {
             diag_a,
         };
         let Some(split) = split.as_ref() else {
+            scatter(blocks, slots, 0..off.len(), off);
             return columns.factor(0..m, 0, off, 0, diag, slot_of_row);
         };
         slot_of_row_b.resize(m, 0);
         let sub = split.subtree.clone();
-        let (off_before, rest) = off.split_at_mut(col_ptr[sub.start]);
-        let (off_sub, off_after) = rest.split_at_mut(col_ptr[sub.end] - col_ptr[sub.start]);
+        let (sub_start, sub_end) = (col_ptr[sub.start], col_ptr[sub.end]);
+        let (off_before, rest) = off.split_at_mut(sub_start);
+        let (off_sub, off_after) = rest.split_at_mut(sub_end - sub_start);
         let (diag_before, rest) = diag.split_at_mut(sub.start);
         let (diag_sub, diag_after) = rest.split_at_mut(sub.len());
         let light = |k: &usize| !split.on_path[*k];
         let (here, there) = std::thread::scope(|scope| {
             let worker = scope.spawn(|| {
+                scatter(blocks, slots, 0..sub_start, off_before);
+                let after = sub_end..sub_end + off_after.len();
+                scatter(blocks, slots, after, off_after);
                 columns
                     .factor(
                         (0..sub.start).filter(light),
@@ -254,6 +256,7 @@ impl BlockCholesky {
                         )
                     })
             });
+            scatter(blocks, slots, sub_start..sub_end, off_sub);
             let here = columns.factor(
                 sub.clone(),
                 col_ptr[sub.start],
@@ -308,6 +311,25 @@ impl BlockCholesky {
         }
         for (k, &b) in self.order.iter().enumerate() {
             rhs[b as usize] = self.work[k];
+        }
+    }
+}
+
+/// Clears `off`, which holds `L`'s slots `range`, and adds into it the blocks whose slot lies in `range`.
+fn scatter(
+    blocks: &[(u32, u32, Sym2)],
+    slots: &[usize],
+    range: Range<usize>,
+    off: &mut [[f64; 4]],
+) {
+    off.iter_mut().for_each(|b| *b = [0.0; 4]);
+    for (&(_, _, block), &slot) in blocks.iter().zip(slots) {
+        if range.contains(&slot) {
+            let b = &mut off[slot - range.start];
+            b[0] += block.xx;
+            b[1] += block.xy;
+            b[2] += block.xy;
+            b[3] += block.yy;
         }
     }
 }
@@ -655,17 +677,18 @@ mod tests {
             col_ptr[c + 1] += col_ptr[c];
         }
         let mut chol = BlockCholesky::analyse(m, &col_ptr, &rows, order);
-        chol.clear();
+        chol.clear_diagonal();
         for (i, d) in diag.iter().enumerate() {
             chol.add_diagonal(i, *d);
         }
-        for &(i, j, blk) in off {
-            let slot = chol
-                .slot(i as usize, j as usize)
-                .expect("pattern holds the pair");
-            chol.add_off_diagonal(slot, blk);
-        }
-        chol.factorize()?;
+        let slots: Vec<usize> = off
+            .iter()
+            .map(|&(i, j, _)| {
+                chol.slot(i as usize, j as usize)
+                    .expect("pattern holds the pair")
+            })
+            .collect();
+        chol.factorize(off, &slots)?;
         let mut x = b.to_vec();
         chol.solve_in_place(&mut x);
         Ok(x)

@@ -248,19 +248,17 @@ fn solve_pattern(
     gradient: &[DVec2],
     out: &mut [DVec2],
 ) -> Result<(), LinearSolveError> {
-    chol.clear();
+    chol.clear_diagonal();
     for (c, &b) in ws.coupled.iter().enumerate() {
         chol.add_diagonal(c, hessian.diagonal[b as usize]);
     }
-    for (&(_, _, block), &slot) in hessian.off_diagonal.iter().zip(&ws.slots) {
-        chol.add_off_diagonal(slot, block);
-    }
-    chol.factorize().map_err(|e| {
-        LinearSolveError::Cholesky(format!(
-            "not positive definite at ball {}",
-            ws.coupled[e.ball]
-        ))
-    })?;
+    chol.factorize(&hessian.off_diagonal, &ws.slots)
+        .map_err(|e| {
+            LinearSolveError::Cholesky(format!(
+                "not positive definite at ball {}",
+                ws.coupled[e.ball]
+            ))
+        })?;
     ws.rhs.clear();
     ws.rhs
         .extend(ws.coupled.iter().map(|&b| -gradient[b as usize]));
