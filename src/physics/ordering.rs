@@ -183,65 +183,75 @@ pub fn bisect(graph: &Graph) -> Option<Vec<Part>> {
     (separator as f64 <= MAX_SEPARATOR_PER_SQRT * (m as f64).sqrt()).then_some(parts)
 }
 
-/// The first part, then the second, each by minimum degree beside the weighted separator clique, then the
-/// separator in its balls' order.
+/// The first part, then the second, each by minimum degree beside the weighted separator clique (the two on
+/// their own threads), then the separator in its balls' order.
 fn dissected_order(graph: &Graph, parts: &[Part]) -> Result<Vec<u32>, String> {
-    let m = graph.len();
-    let separator: Vec<u32> = (0..m as u32)
+    let separator: Vec<u32> = (0..graph.len() as u32)
         .filter(|&v| parts[v as usize] == Part::Separator)
         .collect();
-    let mut order = Vec::with_capacity(m);
-    let mut local = vec![u32::MAX; m];
-    for half in [Part::First, Part::Second] {
-        // The half's balls and the separator, numbered in ball order; the extra vertices after them.
-        let members: Vec<u32> = (0..m as u32)
-            .filter(|&v| matches!(parts[v as usize], p if p == half || p == Part::Separator))
-            .collect();
-        for (i, &v) in members.iter().enumerate() {
-            local[v as usize] = i as u32;
-        }
-        let k = members.len() + SEPARATOR_WEIGHT;
-        let mut lower: Vec<Vec<u32>> = vec![Vec::new(); k];
-        for (i, &v) in members.iter().enumerate() {
-            for &w in graph.neighbours(v as usize) {
-                let j = local[w as usize];
-                if j != u32::MAX && j as usize > i {
-                    lower[i].push(j);
-                }
-            }
-        }
-        let clique: Vec<u32> = separator
-            .iter()
-            .map(|&v| local[v as usize])
-            .chain((members.len()..k).map(|i| i as u32))
-            .collect();
-        for (a, &x) in clique.iter().enumerate() {
-            for &y in &clique[a + 1..] {
-                lower[x.min(y) as usize].push(x.max(y));
-            }
-        }
-        let mut col_ptr = Vec::with_capacity(k + 1);
-        col_ptr.push(0);
-        let mut rows = Vec::new();
-        for column in &mut lower {
-            column.sort_unstable();
-            column.dedup();
-            rows.extend_from_slice(column);
-            col_ptr.push(rows.len());
-        }
-        let sub = minimum_degree(k, &col_ptr, &rows)?;
-        order.extend(
-            sub.iter()
-                .filter(|&&i| (i as usize) < members.len())
-                .map(|&i| members[i as usize])
-                .filter(|&v| parts[v as usize] == half),
-        );
-        for &v in &members {
-            local[v as usize] = u32::MAX;
-        }
-    }
+    let (first, second) = std::thread::scope(|scope| {
+        let second = scope.spawn(|| half_order(graph, parts, &separator, Part::Second));
+        let first = half_order(graph, parts, &separator, Part::First);
+        (first, second.join())
+    });
+    let second = second.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let mut order = first?;
+    order.extend(second?);
     order.extend_from_slice(&separator);
     Ok(order)
+}
+
+/// The balls of `half` in the order minimum degree eliminates them beside the separator's weighted clique.
+fn half_order(
+    graph: &Graph,
+    parts: &[Part],
+    separator: &[u32],
+    half: Part,
+) -> Result<Vec<u32>, String> {
+    // The half's balls and the separator, numbered in ball order; the extra vertices after them.
+    let members: Vec<u32> = (0..graph.len() as u32)
+        .filter(|&v| matches!(parts[v as usize], p if p == half || p == Part::Separator))
+        .collect();
+    let mut local = vec![u32::MAX; graph.len()];
+    for (i, &v) in members.iter().enumerate() {
+        local[v as usize] = i as u32;
+    }
+    let k = members.len() + SEPARATOR_WEIGHT;
+    let mut lower: Vec<Vec<u32>> = vec![Vec::new(); k];
+    for (i, &v) in members.iter().enumerate() {
+        for &w in graph.neighbours(v as usize) {
+            let j = local[w as usize];
+            if j != u32::MAX && j as usize > i {
+                lower[i].push(j);
+            }
+        }
+    }
+    let clique: Vec<u32> = separator
+        .iter()
+        .map(|&v| local[v as usize])
+        .chain((members.len()..k).map(|i| i as u32))
+        .collect();
+    for (a, &x) in clique.iter().enumerate() {
+        for &y in &clique[a + 1..] {
+            lower[x.min(y) as usize].push(x.max(y));
+        }
+    }
+    let mut col_ptr = Vec::with_capacity(k + 1);
+    col_ptr.push(0);
+    let mut rows = Vec::new();
+    for column in &mut lower {
+        column.sort_unstable();
+        column.dedup();
+        rows.extend_from_slice(column);
+        col_ptr.push(rows.len());
+    }
+    let sub = minimum_degree(k, &col_ptr, &rows)?;
+    Ok(sub
+        .iter()
+        .filter(|&&i| (i as usize) < members.len())
+        .map(|&i| members[i as usize])
+        .filter(|&v| parts[v as usize] == half)
+        .collect())
 }
 
 #[cfg(test)]
