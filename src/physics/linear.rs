@@ -7,11 +7,11 @@
 //! The pattern is a set of coupled ball pairs that only grows during one minimisation: it is seeded with the
 //! pairs predicted to come within reach during the step ([`LinearWorkspace::reset_pattern`]), and a Newton
 //! iteration that couples a pair outside it adds the pair. Pairs of the pattern that are not in contact hold
-//! explicit zero blocks. So the fill-reducing ordering (faer's approximate minimum degree on the ball graph, under
-//! one level of nested dissection for a large pattern: [`super::ordering`]) and the factor's structure are computed once per pattern, not once per iteration; each iteration only scatters
-//! its blocks into fixed slots and refactorises numerically. A large factorisation shares its columns between
-//! two threads, each column computed by the same operations in the same order, so the result does not depend
-//! on the thread count.
+//! explicit zero blocks. So the fill-reducing ordering (faer's approximate minimum degree on the ball graph,
+//! under one level of nested dissection for a large pattern: [`super::ordering`]) and the factor's structure are
+//! computed once per pattern, not once per iteration; each iteration only scatters its blocks into fixed slots
+//! and refactorises numerically. A large factorisation shares its columns between two threads, each column
+//! computed by the same operations in the same order, so the result does not depend on the thread count.
 //!
 //! faer's own sparse `LLᵀ` (simplicial, or supernodal from 2 000 coupled balls) was used before; on the
 //! reference pit the block factorisation cut the linear solve from 5.53 to 2.30 ms per step at N = 1 000, from
