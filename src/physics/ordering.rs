@@ -257,6 +257,92 @@ fn half_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::physics::block_cholesky::BlockCholesky;
+    use crate::physics::geometry::Sym2;
+    use glam::DVec2;
+    use proptest::prelude::*;
+
+    /// The block lower triangle of the pairs of `points` closer than `reach` (a contact graph; balls out of
+    /// reach of the rest make further components).
+    fn contact_graph(points: &[(f64, f64)], reach: f64) -> (usize, Vec<usize>, Vec<u32>) {
+        let m = points.len();
+        let mut col_ptr = vec![0];
+        let mut rows = Vec::new();
+        for (i, a) in points.iter().enumerate() {
+            for (j, b) in points.iter().enumerate().skip(i + 1) {
+                if (a.0 - b.0).hypot(a.1 - b.1) < reach {
+                    rows.push(j as u32);
+                }
+            }
+            col_ptr.push(rows.len());
+        }
+        (m, col_ptr, rows)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Any contact graph: a cut that no coupling crosses, a permutation with the separator last, and a
+        /// factorisation in that order that solves `A x = b` to round-off.
+        #[test]
+        fn a_dissected_order_of_any_contact_graph_factorises(
+            points in proptest::collection::vec((0.0f64..20.0, 0.0f64..4.0), 2..600),
+            reach in 0.3f64..1.5,
+        ) {
+            let (m, col_ptr, rows) = contact_graph(&points, reach);
+            let graph = Graph::new(m, &col_ptr, &rows);
+            let cut = bisect(&graph);
+            let Some(parts) = cut else {
+                return Ok(());
+            };
+            for c in 0..m {
+                for &r in &rows[col_ptr[c]..col_ptr[c + 1]] {
+                    let pair = (parts[c], parts[r as usize]);
+                    prop_assert!(pair != (Part::First, Part::Second) && pair != (Part::Second, Part::First));
+                }
+            }
+            let order = dissected_order(&graph, &parts).expect("orders");
+            let mut seen = vec![false; m];
+            for &v in &order {
+                prop_assert!(!seen[v as usize]);
+                seen[v as usize] = true;
+            }
+            prop_assert!(seen.iter().all(|&s| s));
+            let tail = parts.iter().filter(|&&p| p == Part::Separator).count();
+            prop_assert!(order[m - tail..].iter().all(|&v| parts[v as usize] == Part::Separator));
+            // A diagonally dominant block matrix on the graph, and b.
+            let mut diag: Vec<Sym2> = (0..m).map(|i| Sym2::scaled_identity(1.0 + i as f64 % 3.0)).collect();
+            let mut off = Vec::new();
+            for c in 0..m {
+                for &r in &rows[col_ptr[c]..col_ptr[c + 1]] {
+                    let b = Sym2 { xx: 2.0, xy: 0.5, yy: 1.5 };
+                    diag[c] = diag[c].plus(b);
+                    diag[r as usize] = diag[r as usize].plus(b);
+                    off.push((c as u32, r, b.scale(-1.0)));
+                }
+            }
+            let b: Vec<DVec2> = (0..m).map(|i| DVec2::new((i as f64).sin(), (i as f64 * 0.3).cos())).collect();
+            let mut chol = BlockCholesky::analyse(m, &col_ptr, &rows, &order);
+            chol.clear_diagonal();
+            for (i, d) in diag.iter().enumerate() {
+                chol.add_diagonal(i, *d);
+            }
+            let slots: Vec<usize> = off
+                .iter()
+                .map(|&(i, j, _)| chol.slot(i as usize, j as usize).expect("pattern holds the pair"))
+                .collect();
+            chol.factorize(&off, &slots).expect("positive definite");
+            let mut x = b.clone();
+            chol.solve_in_place(&mut x);
+            let mut ax: Vec<DVec2> = (0..m).map(|i| diag[i].mul_vec(x[i])).collect();
+            for &(i, j, blk) in &off {
+                ax[i as usize] += blk.mul_vec(x[j as usize]);
+                ax[j as usize] += blk.mul_vec(x[i as usize]);
+            }
+            let worst = ax.iter().zip(&b).map(|(p, q)| (*p - *q).abs().max_element()).fold(0.0, f64::max);
+            prop_assert!(worst < 1e-10, "residual {worst}");
+        }
+    }
 
     /// A `w × h` grid of balls coupled to their right, upper and upper-right neighbours (a landed pile's
     /// contact graph), as a block lower triangle.
