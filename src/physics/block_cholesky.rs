@@ -6,7 +6,8 @@
 //! `A`'s blocks lands in `L`) is computed once per sparsity pattern. A numeric factorisation is then a plain
 //! left-looking sweep over fixed positions: no elimination-tree walks, no permuted copy of `A`, no index checks.
 //!
-//! The elimination order is given by the caller (approximate minimum degree on the ball graph) and renumbered
+//! The elimination order is given by the caller (approximate minimum degree on the ball graph, under one level of
+//! nested dissection for a large pattern: [`super::ordering`]) and renumbered
 //! in postorder of its elimination tree (the same fill), so every subtree is a contiguous range of columns. A
 //! large factorisation then has one thread factorise a heavy subtree while another computes the columns
 //! that neither read it nor are its ancestors, and the ancestors come last; each column is computed by the
@@ -187,7 +188,8 @@ impl BlockCholesky {
     /// `blocks[k].2`, at `L`'s slot `slots[k]` (from [`Self::slot`]; a slot may take several blocks, added in
     /// order). Left-looking, on two threads where the analysis found a share worth it: each thread clears and
     /// fills its own share of `L` before computing it, so the blocks it works on are already in its core's
-    /// cache. Every column is computed by the same operations in the same order either way, so the factor does
+    /// cache (the second thread also fills the path's columns, which lie among its blocks; the calling thread
+    /// computes them after both shares). Every column is computed by the same operations in the same order either way, so the factor does
     /// not depend on the thread count.
     pub fn factorize(
         &mut self,
@@ -267,11 +269,10 @@ impl BlockCholesky {
             );
             (here, worker.join())
         });
+        // A panic on the second thread comes first: it must not be lost behind a failed pivot here.
+        let there = there.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         here?;
-        match there {
-            Ok(result) => result?,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        there?;
         let path = (sub.end..m).filter(|&k| split.on_path[k]);
         columns.factor(path, 0, off, 0, diag, slot_of_row)
     }

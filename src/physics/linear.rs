@@ -464,9 +464,10 @@ mod tests {
     }
 
     #[test]
-    fn a_pile_past_the_dissection_threshold_keeps_only_the_separator_serial() {
-        // A 200 × 50 grid like the landed 10 000-ball pit: cut across, each half one thread's share, and only
-        // the separator (about one column of balls) left to compute after them.
+    fn a_pile_past_the_dissection_threshold_leaves_a_short_serial_tail() {
+        // A 200 × 50 grid like the landed 10 000-ball pit: cut across, each half one thread's share, and left to
+        // compute after them the separator (one column of 50 balls) and a few of a half's top columns (92 in all
+        // here; on the pit the split takes exactly the separator's 49).
         let (hessian, g, _) = grid_system(200, 50, &[(1, 0), (0, 1), (1, 1)]);
         let mut ws = LinearWorkspace::default();
         let mut out = Vec::new();

@@ -5,15 +5,17 @@
 //! subtree of the elimination tree, the other the columns beside it, and the subtree's ancestors come last on
 //! one thread. Minimum degree on a landed 10 000-ball pile leaves 140–360 ancestors holding a third of the
 //! work. So a large pattern is first cut in two by a small separator, each half is ordered by minimum degree,
-//! and the separator comes last: the halves become the two threads' shares and the separator the short serial
-//! tail. On the 10 000-ball pile that cut the estimated critical path from 1.6–2.1 to 1.37 million block
+//! and the separator comes last: the halves become the two threads' shares, and the serial tail shrinks to the
+//! separator (on the pile, 49 columns) or little more (on a 200 × 50 grid, 92 columns: the split's own choice of
+//! subtree leaves a few of a half's top columns to it). On the 10 000-ball pile that cut the estimated critical path from 1.6–2.1 to 1.37 million block
 //! products, with no more fill than minimum degree on the whole (144 000 blocks against 146 000–150 000).
 //!
 //! Minimum degree on a half alone does not know that its boundary couples to the separator; it eliminates
 //! boundary balls early, and the separator's rows then fill half the factor (4.3 million products instead of
 //! 2.6). Each half is therefore ordered together with the separator, which is joined into one clique with
-//! [`SEPARATOR_WEIGHT`] extra vertices: its degree then stays above anything the half reaches, minimum degree
-//! leaves it to the end, and the boundary balls carry their coupling to it in their degrees. The half's order is
+//! [`SEPARATOR_WEIGHT`] extra vertices: its degree then stays above what the half reaches, so minimum degree
+//! tends to leave it to the end, and the boundary balls carry their coupling to it in their degrees (if it
+//! eliminated a separator ball early, only the fill would suffer: the separator is placed last regardless). The half's order is
 //! then read without the separator and the extra vertices. This stands in for constrained minimum degree
 //! (CAMD), which faer does not have.
 
@@ -114,6 +116,36 @@ impl Graph {
         &self.neighbours[self.start[v]..self.start[v + 1]]
     }
 
+    /// A ball of the largest connected component (the first such, in ball order).
+    fn largest_component(&self) -> usize {
+        let mut seen = vec![false; self.len()];
+        let mut queue = Vec::new();
+        let (mut best, mut best_size) = (0, 0);
+        for root in 0..self.len() {
+            if seen[root] {
+                continue;
+            }
+            seen[root] = true;
+            queue.clear();
+            queue.push(root as u32);
+            let mut head = 0;
+            while head < queue.len() {
+                let v = queue[head] as usize;
+                head += 1;
+                for &w in self.neighbours(v) {
+                    if !seen[w as usize] {
+                        seen[w as usize] = true;
+                        queue.push(w);
+                    }
+                }
+            }
+            if queue.len() > best_size {
+                (best, best_size) = (root, queue.len());
+            }
+        }
+        best
+    }
+
     /// Breadth-first levels from `root` (`u32::MAX` where not reached), and the last ball reached.
     fn levels(&self, root: usize, level: &mut Vec<u32>, queue: &mut Vec<u32>) -> usize {
         level.clear();
@@ -136,18 +168,19 @@ impl Graph {
     }
 }
 
-/// Cuts the graph at the breadth-first level from a pseudo-peripheral ball that has half the balls before it.
-/// The separator is that level's balls with a neighbour on the next level, so no coupling joins the two
-/// parts. Balls the search does not reach (other components) join the first part. `None` when the levels are
-/// too few for a cut or the separator would be too large.
+/// Cuts the graph at the breadth-first level from a pseudo-peripheral ball of its largest component that has
+/// half the balls before it. The separator is that level's balls with a neighbour on the next level, so no
+/// coupling joins the two parts. Balls the search does not reach (other components) join the first part.
+/// `None` when the levels are too few for a cut or the separator would be too large.
 pub fn bisect(graph: &Graph) -> Option<Vec<Part>> {
     let m = graph.len();
     if m == 0 {
         return None;
     }
     let (mut level, mut queue) = (Vec::new(), Vec::new());
-    // Two sweeps find a ball at the end of a longest shortest path (for a wide pile: at one side).
-    let far = graph.levels(0, &mut level, &mut queue);
+    // Two sweeps from the largest component find a ball at the end of a longest shortest path (for a wide
+    // pile: at one side).
+    let far = graph.levels(graph.largest_component(), &mut level, &mut queue);
     let far = graph.levels(far, &mut level, &mut queue);
     graph.levels(far, &mut level, &mut queue);
     let deepest = level.iter().filter(|&&l| l != u32::MAX).max().copied()? as usize;
@@ -388,6 +421,20 @@ mod tests {
     }
 
     #[test]
+    fn a_small_group_numbered_first_does_not_stop_the_cut() {
+        // Two balls in contact of their own, numbered before a 200 × 50 pile.
+        let (m, col_ptr, rows) = grid(200, 50);
+        let mut shifted_ptr = vec![0, 1, 1];
+        shifted_ptr.extend(col_ptr[1..].iter().map(|&p| p + 1));
+        let mut shifted_rows = vec![1];
+        shifted_rows.extend(rows.iter().map(|&r| r + 2));
+        let graph = Graph::new(m + 2, &shifted_ptr, &shifted_rows);
+        let parts = bisect(&graph).expect("the pile is cut");
+        let separator = parts.iter().filter(|&&p| p == Part::Separator).count();
+        assert!((50..=110).contains(&separator), "separator {separator}");
+    }
+
+    #[test]
     fn the_dissected_order_is_a_permutation_with_the_separator_last() {
         let (m, col_ptr, rows) = grid(200, 50);
         let order = fill_reducing_order(m, &col_ptr, &rows).expect("orders");
@@ -408,7 +455,10 @@ mod tests {
 
     #[test]
     fn a_chain_too_short_to_cut_and_a_small_pattern_keep_minimum_degree() {
-        // A path of three balls has levels 0, 1, 2: a cut at the middle is allowed; two balls have none.
+        // A path of three balls has levels 0, 1, 2: the middle ball separates the ends. Two balls have no cut.
+        let parts = bisect(&Graph::new(3, &[0, 1, 2, 2], &[1, 2])).expect("a cut");
+        assert_eq!(parts[1], Part::Separator);
+        assert_ne!(parts[0], parts[2]);
         let graph = Graph::new(2, &[0, 1, 1], &[1]);
         assert!(bisect(&graph).is_none());
         let (m, col_ptr, rows) = grid(40, 20);
