@@ -118,29 +118,14 @@ impl Graph {
 
     /// A ball of the largest connected component (the first such, in ball order).
     fn largest_component(&self) -> usize {
-        let mut seen = vec![false; self.len()];
-        let mut queue = Vec::new();
+        let (mut level, mut queue) = (vec![u32::MAX; self.len()], Vec::new());
         let (mut best, mut best_size) = (0, 0);
         for root in 0..self.len() {
-            if seen[root] {
-                continue;
-            }
-            seen[root] = true;
-            queue.clear();
-            queue.push(root as u32);
-            let mut head = 0;
-            while head < queue.len() {
-                let v = queue[head] as usize;
-                head += 1;
-                for &w in self.neighbours(v) {
-                    if !seen[w as usize] {
-                        seen[w as usize] = true;
-                        queue.push(w);
-                    }
+            if level[root] == u32::MAX {
+                self.sweep(root, &mut level, &mut queue);
+                if queue.len() > best_size {
+                    (best, best_size) = (root, queue.len());
                 }
-            }
-            if queue.len() > best_size {
-                (best, best_size) = (root, queue.len());
             }
         }
         best
@@ -150,6 +135,13 @@ impl Graph {
     fn levels(&self, root: usize, level: &mut Vec<u32>, queue: &mut Vec<u32>) -> usize {
         level.clear();
         level.resize(self.len(), u32::MAX);
+        self.sweep(root, level, queue);
+        queue[queue.len() - 1] as usize
+    }
+
+    /// Numbers the balls that `root` reaches and `level` still marks `u32::MAX` by their distance from it;
+    /// `queue` ends holding them in that order.
+    fn sweep(&self, root: usize, level: &mut [u32], queue: &mut Vec<u32>) {
         queue.clear();
         queue.push(root as u32);
         level[root] = 0;
@@ -164,7 +156,6 @@ impl Graph {
                 }
             }
         }
-        queue[queue.len() - 1] as usize
     }
 }
 
