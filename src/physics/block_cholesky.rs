@@ -36,7 +36,7 @@ pub struct BlockCholesky {
     /// `rows[col_ptr[k]..col_ptr[k + 1]]`, ascending; `off` holds the blocks row-major.
     col_ptr: Vec<usize>,
     rows: Vec<u32>,
-    off: Vec<[f64; 4]>,
+    off: Vec<Block>,
     /// The same blocks by row: row `j` has the block of column `row_cols[t]` at `off[row_blocks[t]]` for `t` in
     /// `row_ptr[j]..row_ptr[j + 1]`.
     row_ptr: Vec<usize>,
@@ -52,6 +52,8 @@ pub struct BlockCholesky {
     slot_of_row_b: Vec<usize>,
     /// Scratch for the triangular solves, in elimination order.
     work: Vec<DVec2>,
+    /// Factorise with [`update_portable`] even where the CPU has AVX2 (to compare the two).
+    portable: bool,
 }
 
 /// A diagonal pivot that was not positive: `A` is not positive definite (or not finite).
@@ -115,7 +117,7 @@ impl BlockCholesky {
             split,
             slot_of_row_b: Vec::new(),
             position,
-            off: vec![[0.0; 4]; l_rows.len()],
+            off: vec![Block::ZERO; l_rows.len()],
             col_ptr: l_col_ptr,
             rows: l_rows,
             row_ptr,
@@ -125,6 +127,7 @@ impl BlockCholesky {
             diag: vec![[0.0; 3]; m],
             slot_of_row: vec![0; m],
             work: vec![DVec2::ZERO; m],
+            portable: false,
         }
     }
 
@@ -154,6 +157,12 @@ impl BlockCholesky {
     #[cfg(test)]
     pub fn serial(&mut self) {
         self.split = None;
+    }
+
+    /// Factorises with the portable update from now on (for comparisons with the AVX2 one).
+    #[cfg(test)]
+    pub fn portable(&mut self) {
+        self.portable = true;
     }
 
     /// Number of strictly lower blocks of `L` (the fill included).
@@ -210,6 +219,7 @@ impl BlockCholesky {
             diag,
             slot_of_row,
             slot_of_row_b,
+            portable,
             ..
         } = self;
         let columns = Columns {
@@ -220,6 +230,11 @@ impl BlockCholesky {
             row_cols,
             row_blocks,
             diag_a,
+            update: if *portable {
+                update_portable
+            } else {
+                update_kernel()
+            },
         };
         let Some(split) = split.as_ref() else {
             scatter(blocks, slots, 0..off.len(), off);
@@ -291,7 +306,7 @@ impl BlockCholesky {
             let y = DVec2::new(y0, (v.y - l10 * y0) / l11);
             self.work[j] = y;
             for q in self.col_ptr[j]..self.col_ptr[j + 1] {
-                let [a, b, c, d] = self.off[q];
+                let [a, b, c, d] = self.off[q].0;
                 let w = &mut self.work[self.rows[q] as usize];
                 w.x -= a * y.x + b * y.y;
                 w.y -= c * y.x + d * y.y;
@@ -301,7 +316,7 @@ impl BlockCholesky {
         for j in (0..m).rev() {
             let mut v = self.work[j];
             for q in self.col_ptr[j]..self.col_ptr[j + 1] {
-                let [a, b, c, d] = self.off[q];
+                let [a, b, c, d] = self.off[q].0;
                 let x = self.work[self.rows[q] as usize];
                 v.x -= a * x.x + c * x.y;
                 v.y -= b * x.x + d * x.y;
@@ -317,20 +332,105 @@ impl BlockCholesky {
 }
 
 /// Clears `off`, which holds `L`'s slots `range`, and adds into it the blocks whose slot lies in `range`.
-fn scatter(
-    blocks: &[(u32, u32, Sym2)],
-    slots: &[usize],
-    range: Range<usize>,
-    off: &mut [[f64; 4]],
-) {
-    off.iter_mut().for_each(|b| *b = [0.0; 4]);
+fn scatter(blocks: &[(u32, u32, Sym2)], slots: &[usize], range: Range<usize>, off: &mut [Block]) {
+    off.iter_mut().for_each(|b| *b = Block::ZERO);
     for (&(_, _, block), &slot) in blocks.iter().zip(slots) {
         if range.contains(&slot) {
-            let b = &mut off[slot - range.start];
+            let Block(b) = &mut off[slot - range.start];
             b[0] += block.xx;
             b[1] += block.xy;
             b[2] += block.xy;
             b[3] += block.yy;
+        }
+    }
+}
+
+/// One block of `L` (row-major `[l₀₀, l₀₁, l₁₀, l₁₁]`), aligned so that no block straddles two cache lines.
+/// Unaligned, half of them did, and the update below ran about 10 % slower.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(C, align(32))]
+struct Block([f64; 4]);
+
+impl Block {
+    const ZERO: Block = Block([0.0; 4]);
+}
+
+/// `column[slot_of_row[rows[k]]] −= xs[k] · [a b; c d]ᵀ` for every `k`: the updates of column `j` by one
+/// earlier column, whose blocks below row `j` are `xs` in rows `rows`. Every such row is one of column `j`'s,
+/// and `slot_of_row` holds its place there.
+type Update = fn(&[Block], &[u32], &[usize], &mut [Block], [f64; 4]);
+
+/// The update for this CPU: the AVX2 one where it is available (the same operations in the same order, so
+/// the same bits), else the portable one.
+fn update_kernel() -> Update {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return update_avx2;
+    }
+    update_portable
+}
+
+/// [`Update`] in plain Rust.
+fn update_portable(
+    xs: &[Block],
+    rows: &[u32],
+    slot_of_row: &[usize],
+    column: &mut [Block],
+    [a, b, c, d]: [f64; 4],
+) {
+    for (Block([x0, x1, x2, x3]), &row) in xs.iter().zip(rows) {
+        let Block(y) = &mut column[slot_of_row[row as usize]];
+        y[0] -= x0 * a + x1 * b;
+        y[1] -= x0 * c + x1 * d;
+        y[2] -= x2 * a + x3 * b;
+        y[3] -= x2 * c + x3 * d;
+    }
+}
+
+/// [`Update`] on four lanes: `y −= [x₀ x₀ x₂ x₂]·[a c a c] + [x₁ x₁ x₃ x₃]·[b d b d]`, each lane the portable
+/// loop's multiplications, addition and subtraction in its order (no fused multiply–add), so the bits are the
+/// same. Without bounds checks: the factorisation spends most of its time here (on the 10 000-ball pile, about
+/// 12 % less per factorisation than the portable loop, measured on dumped Newton systems).
+#[cfg(target_arch = "x86_64")]
+fn update_avx2(
+    xs: &[Block],
+    rows: &[u32],
+    slot_of_row: &[usize],
+    column: &mut [Block],
+    abcd: [f64; 4],
+) {
+    // SAFETY: `update_kernel` returns this function only where AVX2 was detected.
+    unsafe { update_avx2_unchecked(xs, rows, slot_of_row, column, abcd) }
+}
+
+/// The body of [`update_avx2`]; the caller guarantees AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn update_avx2_unchecked(
+    xs: &[Block],
+    rows: &[u32],
+    slot_of_row: &[usize],
+    column: &mut [Block],
+    [a, b, c, d]: [f64; 4],
+) {
+    use std::arch::x86_64::*;
+    let ac = _mm256_setr_pd(a, c, a, c);
+    let bd = _mm256_setr_pd(b, d, b, d);
+    for (x, &row) in xs.iter().zip(rows) {
+        debug_assert!(slot_of_row[row as usize] < column.len());
+        // SAFETY: a row of an earlier column below row `j` is a row of column `j` (the rows of `L`'s column
+        // `j` are the union of its children's rows and `A`'s), `factor` has just set its `slot_of_row` to
+        // its place in `column`, and `rows` are ball indices below `slot_of_row.len()`. A `Block` is 32-byte
+        // aligned, as the aligned loads and stores require.
+        unsafe {
+            let x = _mm256_load_pd(x.0.as_ptr());
+            let sum = _mm256_add_pd(
+                _mm256_mul_pd(_mm256_movedup_pd(x), ac),
+                _mm256_mul_pd(_mm256_permute_pd(x, 0b1111), bd),
+            );
+            let slot = *slot_of_row.get_unchecked(row as usize);
+            let y = column.get_unchecked_mut(slot).0.as_mut_ptr();
+            _mm256_store_pd(y, _mm256_sub_pd(_mm256_load_pd(y), sum));
         }
     }
 }
@@ -344,6 +444,8 @@ struct Columns<'a> {
     row_cols: &'a [u32],
     row_blocks: &'a [usize],
     diag_a: &'a [Sym2],
+    /// The block update of one column by another ([`update_portable`], or its AVX2 twin where the CPU has it).
+    update: Update,
 }
 
 impl Columns<'_> {
@@ -353,7 +455,7 @@ impl Columns<'_> {
         &self,
         range: impl Iterator<Item = usize>,
         base: usize,
-        off: &mut [[f64; 4]],
+        off: &mut [Block],
         diag_base: usize,
         diag: &mut [[f64; 3]],
         slot_of_row: &mut [usize],
@@ -372,22 +474,18 @@ impl Columns<'_> {
                 // L[j, k] at `slot` of column k; the column's rows after j update column j, which holds them all.
                 let slot = self.row_blocks[t];
                 let p = slot - base;
-                let [a, b, c, d] = done[p];
+                let [a, b, c, d] = done[p].0;
                 dxx -= a * a + b * b;
                 dxy -= a * c + b * d;
                 dyy -= c * c + d * d;
                 let column_end = self.col_ptr[self.row_cols[t] as usize + 1] - base;
-                for (x, &row) in done[p + 1..column_end]
-                    .iter()
-                    .zip(&self.rows[slot + 1..column_end + base])
-                {
-                    let [x0, x1, x2, x3] = *x;
-                    let y = &mut column[slot_of_row[row as usize]];
-                    y[0] -= x0 * a + x1 * b;
-                    y[1] -= x0 * c + x1 * d;
-                    y[2] -= x2 * a + x3 * b;
-                    y[3] -= x2 * c + x3 * d;
-                }
+                (self.update)(
+                    &done[p + 1..column_end],
+                    &self.rows[slot + 1..column_end + base],
+                    slot_of_row,
+                    column,
+                    [a, b, c, d],
+                );
             }
             let failed = NotPositiveDefinite {
                 ball: self.order[j] as usize,
@@ -404,7 +502,7 @@ impl Columns<'_> {
             let l11 = s.sqrt();
             diag[j - diag_base] = [l00, l10, l11];
             // L[i, j] = W[i, j] C⁻ᵀ, row by row: y₀ = x₀ / l₀₀, y₁ = (x₁ − l₁₀ y₀) / l₁₁.
-            for b in column.iter_mut() {
+            for Block(b) in column.iter_mut() {
                 let y0 = b[0] / l00;
                 let y2 = b[2] / l00;
                 *b = [y0, (b[1] - l10 * y0) / l11, y2, (b[3] - l10 * y2) / l11];
@@ -664,6 +762,19 @@ mod tests {
         off: &[(u32, u32, Sym2)],
         b: &[DVec2],
     ) -> Result<Vec<DVec2>, NotPositiveDefinite> {
+        solve_with(m, pairs, order, diag, off, b, false)
+    }
+
+    /// [`solve`], with the portable update if `portable`.
+    fn solve_with(
+        m: usize,
+        pairs: &[(u32, u32)],
+        order: &[u32],
+        diag: &[Sym2],
+        off: &[(u32, u32, Sym2)],
+        b: &[DVec2],
+        portable: bool,
+    ) -> Result<Vec<DVec2>, NotPositiveDefinite> {
         let mut sorted: Vec<(u32, u32)> =
             pairs.iter().map(|&(i, j)| (i.min(j), i.max(j))).collect();
         sorted.sort_unstable();
@@ -678,6 +789,9 @@ mod tests {
             col_ptr[c + 1] += col_ptr[c];
         }
         let mut chol = BlockCholesky::analyse(m, &col_ptr, &rows, order);
+        if portable {
+            chol.portable();
+        }
         chol.clear_diagonal();
         for (i, d) in diag.iter().enumerate() {
             chol.add_diagonal(i, *d);
@@ -730,6 +844,11 @@ mod tests {
             let x = solve(m, &pairs, &order, &diag, &off, &b).expect("dominant matrices are positive definite");
             let r = residual(&dense(m, &diag, &off), &x, &b);
             prop_assert!(r < 1e-10, "residual {}", r);
+            // The CPU's update (AVX2 where it has it) and the portable one give the same bits.
+            let portable = solve_with(m, &pairs, &order, &diag, &off, &b, true).expect("the same matrix");
+            for (p, q) in x.iter().zip(&portable) {
+                prop_assert_eq!((p.x.to_bits(), p.y.to_bits()), (q.x.to_bits(), q.y.to_bits()));
+            }
         }
     }
 
