@@ -230,11 +230,7 @@ impl BlockCholesky {
             row_cols,
             row_blocks,
             diag_a,
-            update: if *portable {
-                update_portable
-            } else {
-                update_kernel()
-            },
+            avx2: !*portable && has_avx2(),
         };
         let Some(split) = split.as_ref() else {
             scatter(blocks, slots, 0..off.len(), off);
@@ -355,22 +351,19 @@ impl Block {
     const ZERO: Block = Block([0.0; 4]);
 }
 
+/// Whether the block update can use AVX2 on this CPU.
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return true;
+    }
+    false
+}
+
 /// `column[slot_of_row[rows[k]]] −= xs[k] · [a b; c d]ᵀ` for every `k`: the updates of column `j` by one
 /// earlier column, whose blocks below row `j` are `xs` in rows `rows`. Every such row is one of column `j`'s,
 /// and `slot_of_row` holds its place there.
-type Update = fn(&[Block], &[u32], &[usize], &mut [Block], [f64; 4]);
-
-/// The update for this CPU: the AVX2 one where it is available (the same operations in the same order, so
-/// the same bits), else the portable one.
-fn update_kernel() -> Update {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        return update_avx2;
-    }
-    update_portable
-}
-
-/// [`Update`] in plain Rust.
+#[inline(always)]
 fn update_portable(
     xs: &[Block],
     rows: &[u32],
@@ -387,26 +380,14 @@ fn update_portable(
     }
 }
 
-/// [`Update`] on four lanes: `y −= [x₀ x₀ x₂ x₂]·[a c a c] + [x₁ x₁ x₃ x₃]·[b d b d]`, each lane the portable
-/// loop's multiplications, addition and subtraction in its order (no fused multiply–add), so the bits are the
-/// same. Without bounds checks: the factorisation spends most of its time here (on the 10 000-ball pile, about
-/// 12 % less per factorisation than the portable loop, measured on dumped Newton systems).
-#[cfg(target_arch = "x86_64")]
-fn update_avx2(
-    xs: &[Block],
-    rows: &[u32],
-    slot_of_row: &[usize],
-    column: &mut [Block],
-    abcd: [f64; 4],
-) {
-    // SAFETY: `update_kernel` returns this function only where AVX2 was detected.
-    unsafe { update_avx2_unchecked(xs, rows, slot_of_row, column, abcd) }
-}
-
-/// The body of [`update_avx2`]; the caller guarantees AVX2.
+/// [`update_portable`] on four lanes: `y −= [x₀ x₀ x₂ x₂]·[a c a c] + [x₁ x₁ x₃ x₃]·[b d b d]`, each lane the
+/// portable loop's multiplications, addition and subtraction in its order (no fused multiply–add), so the bits
+/// are the same. Without bounds checks: the factorisation spends most of its time here. The caller guarantees
+/// AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn update_avx2_unchecked(
+#[inline]
+unsafe fn update_avx2(
     xs: &[Block],
     rows: &[u32],
     slot_of_row: &[usize],
@@ -444,8 +425,8 @@ struct Columns<'a> {
     row_cols: &'a [u32],
     row_blocks: &'a [usize],
     diag_a: &'a [Sym2],
-    /// The block update of one column by another ([`update_portable`], or its AVX2 twin where the CPU has it).
-    update: Update,
+    /// Whether the CPU has AVX2 (and [`update_avx2`] is used instead of [`update_portable`]).
+    avx2: bool,
 }
 
 impl Columns<'_> {
@@ -459,6 +440,61 @@ impl Columns<'_> {
         diag_base: usize,
         diag: &mut [[f64; 3]],
         slot_of_row: &mut [usize],
+    ) -> Result<(), NotPositiveDefinite> {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `avx2` is set only where the CPU has it.
+            return unsafe { self.factor_avx2(range, base, off, diag_base, diag, slot_of_row) };
+        }
+        self.factor_with(
+            range,
+            base,
+            off,
+            diag_base,
+            diag,
+            slot_of_row,
+            update_portable,
+        )
+    }
+
+    /// [`Self::factor`] compiled for AVX2, with [`update_avx2`] inlined. The caller guarantees AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn factor_avx2(
+        &self,
+        range: impl Iterator<Item = usize>,
+        base: usize,
+        off: &mut [Block],
+        diag_base: usize,
+        diag: &mut [[f64; 3]],
+        slot_of_row: &mut [usize],
+    ) -> Result<(), NotPositiveDefinite> {
+        self.factor_with(
+            range,
+            base,
+            off,
+            diag_base,
+            diag,
+            slot_of_row,
+            // SAFETY: this function runs only where the CPU has AVX2.
+            |xs, rows, slot_of_row, column, abcd| unsafe {
+                update_avx2(xs, rows, slot_of_row, column, abcd)
+            },
+        )
+    }
+
+    /// [`Self::factor`] with the block update `update` ([`update_portable`] or [`update_avx2`]).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn factor_with(
+        &self,
+        range: impl Iterator<Item = usize>,
+        base: usize,
+        off: &mut [Block],
+        diag_base: usize,
+        diag: &mut [[f64; 3]],
+        slot_of_row: &mut [usize],
+        update: impl Fn(&[Block], &[u32], &[usize], &mut [Block], [f64; 4]),
     ) -> Result<(), NotPositiveDefinite> {
         for j in range {
             let (start, end) = (self.col_ptr[j] - base, self.col_ptr[j + 1] - base);
@@ -479,7 +515,7 @@ impl Columns<'_> {
                 dxy -= a * c + b * d;
                 dyy -= c * c + d * d;
                 let column_end = self.col_ptr[self.row_cols[t] as usize + 1] - base;
-                (self.update)(
+                update(
                     &done[p + 1..column_end],
                     &self.rows[slot + 1..column_end + base],
                     slot_of_row,
