@@ -4,7 +4,7 @@
 //! the ball graph's. Working on blocks instead of scalars quarters the index work of a scalar sparse Cholesky,
 //! and the whole structure of `L` (elimination tree, every column's rows, every row's columns, and where each of
 //! `A`'s blocks lands in `L`) is computed once per sparsity pattern. A numeric factorisation is then a plain
-//! left-looking sweep over fixed positions: no elimination-tree walks, no permuted copy of `A`, no index checks.
+//! left-looking sweep over fixed positions: no elimination-tree walks, no permuted copy of `A`, no searches.
 //! Its inner loop, the update of one column by an earlier one, runs on four lanes where the CPU has AVX2, with
 //! the same bits as the portable loop.
 //!
@@ -68,8 +68,31 @@ pub struct NotPositiveDefinite {
 impl BlockCholesky {
     /// The structure of `L` for the block lower triangle `(col_ptr, rows)` of an `m × m` block matrix (column
     /// `c` holds the rows `> c` coupled to `c`) eliminated in `order` (a permutation of `0..m`).
+    ///
+    /// Panics on a malformed pattern (an entry not strictly below the diagonal or beyond `m`, or an `order`
+    /// that is not a permutation): the factorisation's unchecked inner loop relies on the structure computed
+    /// from a well-formed one.
     pub fn analyse(m: usize, col_ptr: &[usize], rows: &[u32], order: &[u32]) -> Self {
-        debug_assert_eq!(order.len(), m);
+        assert!(
+            col_ptr.len() == m + 1 && col_ptr.windows(2).all(|w| w[0] <= w[1]),
+            "column pointers of a {m}-ball pattern"
+        );
+        for c in 0..m {
+            for &r in &rows[col_ptr[c]..col_ptr[c + 1]] {
+                assert!(
+                    c < r as usize && (r as usize) < m,
+                    "pattern entry ({r}, {c}) is not strictly below the diagonal of a {m}-ball matrix"
+                );
+            }
+        }
+        let mut seen = vec![false; m];
+        assert!(
+            order.len() == m
+                && order
+                    .iter()
+                    .all(|&b| (b as usize) < m && !std::mem::replace(&mut seen[b as usize], true)),
+            "the elimination order is not a permutation of the {m} balls"
+        );
         let first = Tree::new(m, col_ptr, rows, order);
         let order = first.postorder(order);
         let Tree {
@@ -113,8 +136,7 @@ impl BlockCholesky {
                 next[k] += 1;
             }
         }
-        let split = parallel_split(&parent, &l_col_ptr, &row_ptr, &row_cols, &row_blocks);
-        let row_updates = row_cols
+        let row_updates: Vec<(u32, u32)> = row_cols
             .iter()
             .zip(&row_blocks)
             .map(|(&k, &slot)| {
@@ -124,6 +146,7 @@ impl BlockCholesky {
                 (narrow(slot), narrow(l_col_ptr[k as usize + 1]))
             })
             .collect();
+        let split = parallel_split(&parent, &l_col_ptr, &row_ptr, &row_updates);
         BlockCholesky {
             order,
             split,
@@ -243,7 +266,7 @@ impl BlockCholesky {
         };
         let Some(split) = split.as_ref() else {
             scatter(blocks, slots, 0..off.len(), off);
-            return columns.factor(0..m, 0, off, 0, diag, slot_of_row);
+            return columns.factor(0..m, Share::whole(off, diag, slot_of_row));
         };
         slot_of_row_b.resize(m, 0);
         let sub = split.subtree.clone();
@@ -261,32 +284,28 @@ impl BlockCholesky {
                 columns
                     .factor(
                         (0..sub.start).filter(light),
-                        0,
-                        off_before,
-                        0,
-                        diag_before,
-                        slot_of_row_b,
+                        Share::whole(off_before, diag_before, slot_of_row_b),
                     )
                     .and_then(|()| {
-                        columns.factor(
-                            (sub.end..m).filter(light),
-                            col_ptr[sub.end],
-                            off_after,
-                            sub.end,
-                            diag_after,
-                            slot_of_row_b,
-                        )
+                        let share = Share {
+                            base: col_ptr[sub.end],
+                            off: off_after,
+                            diag_base: sub.end,
+                            diag: diag_after,
+                            slot_of_row: slot_of_row_b,
+                        };
+                        columns.factor((sub.end..m).filter(light), share)
                     })
             });
             scatter(blocks, slots, sub_start..sub_end, off_sub);
-            let here = columns.factor(
-                sub.clone(),
-                col_ptr[sub.start],
-                off_sub,
-                sub.start,
-                diag_sub,
+            let share = Share {
+                base: col_ptr[sub.start],
+                off: off_sub,
+                diag_base: sub.start,
+                diag: diag_sub,
                 slot_of_row,
-            );
+            };
+            let here = columns.factor(sub.clone(), share);
             (here, worker.join())
         });
         // A panic on the second thread comes first: it must not be lost behind a failed pivot here.
@@ -294,7 +313,7 @@ impl BlockCholesky {
         here?;
         there?;
         let path = (sub.end..m).filter(|&k| split.on_path[k]);
-        columns.factor(path, 0, off, 0, diag, slot_of_row)
+        columns.factor(path, Share::whole(off, diag, slot_of_row))
     }
 
     /// Solves `A x = b` with the last factorisation. `rhs[ball]` is `b` on entry and `x` on return.
@@ -391,8 +410,8 @@ fn update_portable(
 
 /// [`update_portable`] on four lanes: `y −= [x₀ x₀ x₂ x₂]·[a c a c] + [x₁ x₁ x₃ x₃]·[b d b d]`, each lane the
 /// portable loop's multiplications, addition and subtraction in its order (no fused multiply–add), so the bits
-/// are the same. Without bounds checks: the factorisation spends most of its time here. The caller guarantees
-/// AVX2.
+/// are the same. The two indexed accesses per block are unchecked: the factorisation spends most of its time
+/// here. The caller guarantees AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -408,10 +427,12 @@ unsafe fn update_avx2(
     let bd = _mm256_setr_pd(b, d, b, d);
     for (x, &row) in xs.iter().zip(rows) {
         debug_assert!(slot_of_row[row as usize] < column.len());
-        // SAFETY: a row of an earlier column below row `j` is a row of column `j` (the rows of `L`'s column
-        // `j` are the union of its children's rows and `A`'s), `factor` has just set its `slot_of_row` to
-        // its place in `column`, and `rows` are ball indices below `slot_of_row.len()`. A `Block` is 32-byte
-        // aligned, as the aligned loads and stores require.
+        // SAFETY: a row of an earlier column `k` below row `j` is a row of column `j`: the rows of `L`'s
+        // column `j` are `A`'s and those of its children's columns, so by induction those of every
+        // descendant, and `L[j, k] ≠ 0` makes `k` one (`analyse` refuses a malformed pattern, from which this
+        // would not follow). `factor_with` has just set that row's `slot_of_row` to its place in `column`, and
+        // `rows` are ball indices below `slot_of_row.len()`. A `Block` is 32-byte aligned, as the aligned loads
+        // and stores require.
         unsafe {
             let x = _mm256_load_pd(x.0.as_ptr());
             let sum = _mm256_add_pd(
@@ -425,6 +446,30 @@ unsafe fn update_avx2(
     }
 }
 
+/// Where one call of [`Columns::factor`] writes: `L`'s blocks from slot `base` on and its diagonal blocks from
+/// column `diag_base` on (every column the call reads must be among them), with the thread's scratch of each
+/// row's place in the column being computed.
+struct Share<'s> {
+    base: usize,
+    off: &'s mut [Block],
+    diag_base: usize,
+    diag: &'s mut [[f64; 3]],
+    slot_of_row: &'s mut [usize],
+}
+
+impl<'s> Share<'s> {
+    /// Blocks and diagonal from the first column on.
+    fn whole(off: &'s mut [Block], diag: &'s mut [[f64; 3]], slot_of_row: &'s mut [usize]) -> Self {
+        Share {
+            base: 0,
+            off,
+            diag_base: 0,
+            diag,
+            slot_of_row,
+        }
+    }
+}
+
 /// The read-only part of a factorisation, shared by the threads.
 struct Columns<'a> {
     order: &'a [u32],
@@ -434,35 +479,23 @@ struct Columns<'a> {
     row_updates: &'a [(u32, u32)],
     diag_a: &'a [Sym2],
     /// Whether the CPU has AVX2 (and [`update_avx2`] is used instead of [`update_portable`]).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     avx2: bool,
 }
 
 impl Columns<'_> {
-    /// Computes the columns `range` (ascending) of `L`. `off` holds `L`'s blocks from slot `base` on and `diag`
-    /// its diagonal blocks from column `diag_base` on; every column that one of them reads must be among them.
+    /// Computes the columns `range` (ascending) of `L` into `share`.
     fn factor(
         &self,
         range: impl Iterator<Item = usize>,
-        base: usize,
-        off: &mut [Block],
-        diag_base: usize,
-        diag: &mut [[f64; 3]],
-        slot_of_row: &mut [usize],
+        share: Share<'_>,
     ) -> Result<(), NotPositiveDefinite> {
         #[cfg(target_arch = "x86_64")]
         if self.avx2 {
             // SAFETY: `avx2` is set only where the CPU has it.
-            return unsafe { self.factor_avx2(range, base, off, diag_base, diag, slot_of_row) };
+            return unsafe { self.factor_avx2(range, share) };
         }
-        self.factor_with(
-            range,
-            base,
-            off,
-            diag_base,
-            diag,
-            slot_of_row,
-            update_portable,
-        )
+        self.factor_with(range, share, update_portable)
     }
 
     /// [`Self::factor`] compiled for AVX2, with [`update_avx2`] inlined. The caller guarantees AVX2.
@@ -471,39 +504,29 @@ impl Columns<'_> {
     unsafe fn factor_avx2(
         &self,
         range: impl Iterator<Item = usize>,
-        base: usize,
-        off: &mut [Block],
-        diag_base: usize,
-        diag: &mut [[f64; 3]],
-        slot_of_row: &mut [usize],
+        share: Share<'_>,
     ) -> Result<(), NotPositiveDefinite> {
-        self.factor_with(
-            range,
+        // SAFETY: this function runs only where the CPU has AVX2.
+        self.factor_with(range, share, |xs, rows, slot_of_row, column, abcd| unsafe {
+            update_avx2(xs, rows, slot_of_row, column, abcd)
+        })
+    }
+
+    /// [`Self::factor`] with the block update `update` ([`update_portable`] or [`update_avx2`]).
+    #[inline(always)]
+    fn factor_with(
+        &self,
+        range: impl Iterator<Item = usize>,
+        share: Share<'_>,
+        update: impl Fn(&[Block], &[u32], &[usize], &mut [Block], [f64; 4]),
+    ) -> Result<(), NotPositiveDefinite> {
+        let Share {
             base,
             off,
             diag_base,
             diag,
             slot_of_row,
-            // SAFETY: this function runs only where the CPU has AVX2.
-            |xs, rows, slot_of_row, column, abcd| unsafe {
-                update_avx2(xs, rows, slot_of_row, column, abcd)
-            },
-        )
-    }
-
-    /// [`Self::factor`] with the block update `update` ([`update_portable`] or [`update_avx2`]).
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn factor_with(
-        &self,
-        range: impl Iterator<Item = usize>,
-        base: usize,
-        off: &mut [Block],
-        diag_base: usize,
-        diag: &mut [[f64; 3]],
-        slot_of_row: &mut [usize],
-        update: impl Fn(&[Block], &[u32], &[usize], &mut [Block], [f64; 4]),
-    ) -> Result<(), NotPositiveDefinite> {
+        } = share;
         for j in range {
             let (start, end) = (self.col_ptr[j] - base, self.col_ptr[j + 1] - base);
             // Columns are stored in order, so every earlier column lies before `start`.
@@ -574,8 +597,7 @@ fn parallel_split(
     parent: &[u32],
     col_ptr: &[usize],
     row_ptr: &[usize],
-    row_cols: &[u32],
-    row_blocks: &[usize],
+    row_updates: &[(u32, u32)],
 ) -> Option<Split> {
     let m = parent.len();
     let mut own = vec![0u64; m];
@@ -585,7 +607,7 @@ fn parallel_split(
     for k in 0..m {
         // Computing column k costs one block product per block of each column that updates it, below row k.
         own[k] = (row_ptr[k]..row_ptr[k + 1])
-            .map(|t| (col_ptr[row_cols[t] as usize + 1] - row_blocks[t]) as u64)
+            .map(|t| u64::from(row_updates[t].1 - row_updates[t].0))
             .sum::<u64>()
             + (col_ptr[k + 1] - col_ptr[k]) as u64
             + 1;
@@ -798,7 +820,8 @@ mod tests {
         a
     }
 
-    /// Builds, factorises and solves; returns `x` for `b`.
+    /// Builds, factorises (with the portable update if `portable`) and solves; returns `x` for `b` and the
+    /// factor's bits (`L`'s blocks, then its diagonal).
     fn solve(
         m: usize,
         pairs: &[(u32, u32)],
@@ -806,20 +829,8 @@ mod tests {
         diag: &[Sym2],
         off: &[(u32, u32, Sym2)],
         b: &[DVec2],
-    ) -> Result<Vec<DVec2>, NotPositiveDefinite> {
-        solve_with(m, pairs, order, diag, off, b, false)
-    }
-
-    /// [`solve`], with the portable update if `portable`.
-    fn solve_with(
-        m: usize,
-        pairs: &[(u32, u32)],
-        order: &[u32],
-        diag: &[Sym2],
-        off: &[(u32, u32, Sym2)],
-        b: &[DVec2],
         portable: bool,
-    ) -> Result<Vec<DVec2>, NotPositiveDefinite> {
+    ) -> Result<(Vec<DVec2>, Vec<u64>), NotPositiveDefinite> {
         let mut sorted: Vec<(u32, u32)> =
             pairs.iter().map(|&(i, j)| (i.min(j), i.max(j))).collect();
         sorted.sort_unstable();
@@ -849,9 +860,16 @@ mod tests {
             })
             .collect();
         chol.factorize(off, &slots)?;
+        let bits = chol
+            .off
+            .iter()
+            .flat_map(|b| b.0)
+            .chain(chol.diag.iter().flatten().copied())
+            .map(f64::to_bits)
+            .collect();
         let mut x = b.to_vec();
         chol.solve_in_place(&mut x);
-        Ok(x)
+        Ok((x, bits))
     }
 
     fn residual(a: &[Vec<f64>], x: &[DVec2], b: &[DVec2]) -> f64 {
@@ -886,14 +904,13 @@ mod tests {
             order.sort_by_key(|&k| shuffle[k as usize]);
             let (diag, off) = matrix(m, &pairs, seed);
             let b: Vec<DVec2> = (0..m).map(|k| DVec2::new((k as f64).sin(), (k as f64 * 0.7).cos())).collect();
-            let x = solve(m, &pairs, &order, &diag, &off, &b).expect("dominant matrices are positive definite");
+            let (x, bits) = solve(m, &pairs, &order, &diag, &off, &b, false)
+                .expect("dominant matrices are positive definite");
             let r = residual(&dense(m, &diag, &off), &x, &b);
             prop_assert!(r < 1e-10, "residual {}", r);
-            // The CPU's update (AVX2 where it has it) and the portable one give the same bits.
-            let portable = solve_with(m, &pairs, &order, &diag, &off, &b, true).expect("the same matrix");
-            for (p, q) in x.iter().zip(&portable) {
-                prop_assert_eq!((p.x.to_bits(), p.y.to_bits()), (q.x.to_bits(), q.y.to_bits()));
-            }
+            // The CPU's update (AVX2 where it has it) and the portable one give the same factor, bit for bit.
+            let (_, portable) = solve(m, &pairs, &order, &diag, &off, &b, true).expect("the same matrix");
+            prop_assert!(bits == portable, "the AVX2 update changed the factor's bits");
         }
     }
 
@@ -924,15 +941,32 @@ mod tests {
         )];
         let b = vec![DVec2::ONE; 2];
         assert_eq!(
-            solve(2, &pairs, &[0, 1], &diag, &off, &b),
+            solve(2, &pairs, &[0, 1], &diag, &off, &b, false).map(|(x, _)| x),
             Err(NotPositiveDefinite { ball: 1 })
         );
         assert_eq!(
-            solve(2, &pairs, &[1, 0], &diag, &off, &b),
+            solve(2, &pairs, &[1, 0], &diag, &off, &b, false).map(|(x, _)| x),
             Err(NotPositiveDefinite { ball: 0 })
         );
         let nan = vec![Sym2::scaled_identity(f64::NAN); 2];
-        assert!(solve(2, &pairs, &[0, 1], &nan, &off, &b).is_err());
+        assert!(solve(2, &pairs, &[0, 1], &nan, &off, &b, false).is_err());
+    }
+
+    #[test]
+    fn a_malformed_pattern_is_refused_before_the_unchecked_loop_can_see_it() {
+        // A diagonal entry (the review's case: it once dropped a ball from the postorder and sent the update
+        // loop to a stale row place), an entry beyond the matrix, and an order that repeats a ball.
+        let refused = |col_ptr: Vec<usize>, rows: Vec<u32>, order: Vec<u32>| {
+            std::panic::catch_unwind(|| BlockCholesky::analyse(4, &col_ptr, &rows, &order)).is_err()
+        };
+        assert!(refused(
+            vec![0, 3, 3, 3, 3],
+            vec![0, 1, 2],
+            vec![0, 1, 3, 2]
+        ));
+        assert!(refused(vec![0, 1, 1, 1, 1], vec![4], vec![0, 1, 2, 3]));
+        assert!(refused(vec![0, 1, 1, 1, 1], vec![1], vec![0, 1, 1, 3]));
+        assert!(!refused(vec![0, 1, 1, 1, 1], vec![1], vec![3, 1, 2, 0]));
     }
 
     #[test]

@@ -454,6 +454,23 @@ mod tests {
             .zip(&serial)
             .all(|(a, b)| a.x.to_bits() == b.x.to_bits() && a.y.to_bits() == b.y.to_bits());
         assert!(same, "the split changed the factor's bits");
+        // The portable update, on two threads, gives the same bits as the CPU's (AVX2 where it has it).
+        let mut ws = LinearWorkspace::default();
+        let mut portable = Vec::new();
+        solve_newton_direction(&hessian, &g, &mut ws, &mut portable).expect("solves");
+        let analyses = ws.counters.symbolic;
+        ws.factor.as_mut().expect("analysed").portable();
+        solve_newton_direction(&hessian, &g, &mut ws, &mut portable).expect("solves");
+        assert!(ws.factor.as_ref().is_some_and(BlockCholesky::is_split));
+        assert_eq!(
+            ws.counters.symbolic, analyses,
+            "the same pattern, so the same split"
+        );
+        let same = parallel
+            .iter()
+            .zip(&portable)
+            .all(|(a, b)| a.x.to_bits() == b.x.to_bits() && a.y.to_bits() == b.y.to_bits());
+        assert!(same, "the portable update changed the bits");
         // An indefinite matrix is still refused with both threads running.
         let mut broken = hessian.clone();
         broken.diagonal.iter_mut().for_each(|d| d.xx = -1.0);
