@@ -125,27 +125,20 @@ impl BlockCholesky {
         for k in 0..m {
             l_col_ptr[k + 1] += l_col_ptr[k];
         }
+        // 32 bits keep the factorisation's index stream small (4 % faster on the 10k pile); 2³² blocks of `L`
+        // would need 128 GB.
+        let narrow = |v: usize| u32::try_from(v).expect("fewer than 2^32 blocks in L");
         let mut next = l_col_ptr.clone();
         let mut l_rows = vec![0u32; row_cols.len()];
-        let mut row_blocks = vec![0usize; row_cols.len()];
+        let mut row_updates = Vec::with_capacity(row_cols.len());
         for i in 0..m {
-            for t in row_ptr[i]..row_ptr[i + 1] {
-                let k = row_cols[t] as usize;
+            for &k in &row_cols[row_ptr[i]..row_ptr[i + 1]] {
+                let k = k as usize;
                 l_rows[next[k]] = i as u32;
-                row_blocks[t] = next[k];
+                row_updates.push((narrow(next[k]), narrow(l_col_ptr[k + 1])));
                 next[k] += 1;
             }
         }
-        let row_updates: Vec<(u32, u32)> = row_cols
-            .iter()
-            .zip(&row_blocks)
-            .map(|(&k, &slot)| {
-                // 32 bits keep the factorisation's index stream small (4 % faster on the 10k pile); 2³² blocks of
-                // `L` would need 128 GB.
-                let narrow = |v: usize| u32::try_from(v).expect("fewer than 2^32 blocks in L");
-                (narrow(slot), narrow(l_col_ptr[k as usize + 1]))
-            })
-            .collect();
         let split = parallel_split(&parent, &l_col_ptr, &row_ptr, &row_updates);
         BlockCholesky {
             order,

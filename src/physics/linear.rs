@@ -435,6 +435,13 @@ mod tests {
         )
     }
 
+    fn same_bits(a: &[DVec2], b: &[DVec2]) -> bool {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(p, q)| (p.x.to_bits(), p.y.to_bits()) == (q.x.to_bits(), q.y.to_bits()))
+    }
+
     #[test]
     fn a_wide_pile_factorises_on_two_threads_with_the_same_bits_as_on_one() {
         // A 150 × 30 grid of balls like the landed pit: minimum degree gives a long heavy path in the
@@ -449,11 +456,10 @@ mod tests {
         let mut serial = Vec::new();
         solve_newton_direction(&hessian, &g, &mut ws, &mut serial).expect("solves");
         assert!(!ws.factor.as_ref().is_some_and(BlockCholesky::is_split));
-        let same = parallel
-            .iter()
-            .zip(&serial)
-            .all(|(a, b)| a.x.to_bits() == b.x.to_bits() && a.y.to_bits() == b.y.to_bits());
-        assert!(same, "the split changed the factor's bits");
+        assert!(
+            same_bits(&parallel, &serial),
+            "the split changed the factor's bits"
+        );
         // The portable update, on two threads, gives the same bits as the CPU's (AVX2 where it has it).
         let mut ws = LinearWorkspace::default();
         let mut portable = Vec::new();
@@ -466,11 +472,10 @@ mod tests {
             ws.counters.symbolic, analyses,
             "the same pattern, so the same split"
         );
-        let same = parallel
-            .iter()
-            .zip(&portable)
-            .all(|(a, b)| a.x.to_bits() == b.x.to_bits() && a.y.to_bits() == b.y.to_bits());
-        assert!(same, "the portable update changed the bits");
+        assert!(
+            same_bits(&parallel, &portable),
+            "the portable update changed the bits"
+        );
         // An indefinite matrix is still refused with both threads running.
         let mut broken = hessian.clone();
         broken.diagonal.iter_mut().for_each(|d| d.xx = -1.0);
