@@ -13,6 +13,7 @@
 //! - `CONTACT_SANDBOX_FRAMES=N`: frames before the screenshot (default 15).
 //! - `CONTACT_SANDBOX_REPLAY=demo.ron`: open this demo in the replay viewer at start.
 
+pub mod ball_mesh;
 pub mod demo_panel;
 pub mod export;
 pub mod input;

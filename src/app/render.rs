@@ -1,37 +1,33 @@
-//! Drawing: walls as rectangles and balls as circles (meshes attached to the sim's entities), rods, velocity and
+//! Drawing: walls as rectangles and balls (all in one mesh, [`ball_mesh`]), rods, velocity and
 //! impulse arrows and contact markers as gizmos, and a camera that frames every lane (auto-fit until the user
 //! zooms or pans).
 
 use bevy::prelude::*;
 use bevy::render::renderer::RenderAdapterInfo;
 
-use super::{UiState, WALL_RGB, method_color};
+use super::{UiState, WALL_RGB, ball_mesh, method_color};
 use crate::physics::DVec2;
 use crate::physics::rod_flight::RodEnd;
 use crate::sim::{Ball, BodyState, Lane, LaneMember, Rod, SimSet, UNITS_PER_METRE, Wall};
 
-/// Smallest on-screen radius of a ball and width of a wall, in logical pixels, so a point ball and a 1 mm wall
-/// stay visible at any zoom.
-const MIN_BALL_RADIUS_PX: f32 = 6.0;
+/// On-screen radius of a point ball (the seed's, radius 0) and smallest radius of any other ball, in logical
+/// pixels: a ball of 50 mm in a 20 m pile is drawn at its true size of a few pixels, so the pile's packing shows,
+/// and a 1 mm ball still shows as a dot.
+const POINT_BALL_RADIUS_PX: f32 = 6.0;
+const MIN_BALL_RADIUS_PX: f32 = 2.0;
+/// Smallest on-screen width of a wall, in logical pixels, so a 1 mm wall stays visible at any zoom.
 const MIN_WALL_WIDTH_PX: f32 = 2.0;
+
+/// The radius a ball of `radius` metres is drawn with, in world units, at `px` world units per logical pixel.
+pub fn drawn_radius(radius: f64, px: f32) -> f32 {
+    if radius > 0.0 {
+        (radius as f32 * UNITS_PER_METRE).max(MIN_BALL_RADIUS_PX * px)
+    } else {
+        POINT_BALL_RADIUS_PX * px
+    }
+}
 /// Impulse arrows stay on screen this long after an impact [s of real time].
 const IMPULSE_ARROW_SECONDS: f32 = 0.6;
-/// Segment counts of the circle meshes a ball can be drawn with. A software renderer pays for every triangle:
-/// the 2 000-ball pit drew at 12 fps with 32 segments per ball and 16 fps with 8 (Xvfb, llvmpipe, 1600×900).
-const CIRCLE_SEGMENTS: [u32; 6] = [12, 16, 24, 32, 48, 64];
-/// Largest gap between a circle and the polygon drawn for it, in logical pixels.
-const CIRCLE_TOLERANCE_PX: f32 = 0.25;
-
-/// Index into [`CIRCLE_SEGMENTS`] of the coarsest polygon within [`CIRCLE_TOLERANCE_PX`] of a circle of
-/// `radius_px` logical pixels: an n-gon's edges come `r (1 − cos(π/n))` inside the circle.
-fn circle_detail(radius_px: f32) -> usize {
-    CIRCLE_SEGMENTS
-        .iter()
-        .position(|&n| {
-            radius_px * (1.0 - (std::f32::consts::PI / n as f32).cos()) <= CIRCLE_TOLERANCE_PX
-        })
-        .unwrap_or(CIRCLE_SEGMENTS.len() - 1)
-}
 
 pub struct RenderPlugin;
 
@@ -39,13 +35,14 @@ impl Plugin for RenderPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<CameraView>()
             .init_resource::<RecentImpulses>()
+            .add_plugins(ball_mesh::BallMeshPlugin)
             .add_systems(Startup, (spawn_camera, create_shapes))
             .add_systems(
                 Update,
                 (
                     attach_meshes,
                     collect_impulses,
-                    (fit_camera, keep_sizes_visible).chain(),
+                    (fit_camera, keep_sizes_visible, ball_mesh::draw_balls).chain(),
                     draw_gizmos,
                 )
                     .after(SimSet::Interpolate),
@@ -72,12 +69,8 @@ pub struct MainCamera;
 
 #[derive(Resource)]
 struct Shapes {
-    /// Unit circles with [`CIRCLE_SEGMENTS`] segments each, coarsest first.
-    circles: Vec<Handle<Mesh>>,
     square: Handle<Mesh>,
     wall: Handle<ColorMaterial>,
-    penalty: Handle<ColorMaterial>,
-    ipc: Handle<ColorMaterial>,
 }
 
 /// Rod impacts seen recently: (scene position [m], impulse [N s], age [s]).
@@ -119,26 +112,18 @@ fn create_shapes(
     mut meshes: ResMut<Assets<Mesh>>,
     mut materials: ResMut<Assets<ColorMaterial>>,
 ) {
-    use crate::physics::world::ContactMethod;
     commands.insert_resource(Shapes {
-        circles: CIRCLE_SEGMENTS
-            .iter()
-            .map(|&n| meshes.add(Circle::new(1.0).mesh().resolution(n)))
-            .collect(),
         square: meshes.add(Rectangle::new(1.0, 1.0)),
         wall: materials.add(Color::srgb_u8(WALL_RGB[0], WALL_RGB[1], WALL_RGB[2])),
-        penalty: materials.add(method_color(ContactMethod::Penalty)),
-        ipc: materials.add(method_color(ContactMethod::Ipc)),
     });
 }
 
-/// Gives new wall and ball entities their mesh and colour (the sim layer knows nothing of drawing).
+/// Gives new wall entities their mesh and colour (the sim layer knows nothing of drawing). The balls are drawn
+/// together, by [`ball_mesh::draw_balls`].
 fn attach_meshes(
     mut commands: Commands,
     shapes: Option<Res<Shapes>>,
-    lanes: Query<&Lane>,
     walls: Query<Entity, Added<Wall>>,
-    balls: Query<(Entity, &LaneMember), Added<Ball>>,
 ) {
     let Some(shapes) = shapes else { return };
     for entity in &walls {
@@ -146,15 +131,6 @@ fn attach_meshes(
             Mesh2d(shapes.square.clone()),
             MeshMaterial2d(shapes.wall.clone()),
         ));
-    }
-    for (entity, member) in &balls {
-        let material = match lanes.get(member.0).map(|l| l.world.settings.method) {
-            Ok(crate::physics::world::ContactMethod::Penalty) => shapes.penalty.clone(),
-            _ => shapes.ipc.clone(),
-        };
-        commands
-            .entity(entity)
-            .insert((Mesh2d(shapes.circles[0].clone()), MeshMaterial2d(material)));
     }
 }
 
@@ -227,13 +203,12 @@ fn fit_camera(
     }
 }
 
-/// Sets wall and ball sizes from their geometry, never thinner than a few pixels, and draws each ball with the
-/// coarsest circle mesh that looks round at its size on screen.
+/// Sets wall and ball sizes from their geometry, never thinner than a few pixels. A ball's drawn radius goes into
+/// its transform's scale, where [`ball_mesh::draw_balls`] reads it.
 fn keep_sizes_visible(
     camera: Query<&Projection, With<MainCamera>>,
-    shapes: Option<Res<Shapes>>,
     mut walls: Query<(&Wall, &mut Transform), Without<Ball>>,
-    mut balls: Query<(&Ball, &mut Transform, Option<&mut Mesh2d>), Without<Wall>>,
+    mut balls: Query<(&Ball, &mut Transform), Without<Wall>>,
 ) {
     let Ok(projection) = camera.single() else {
         return;
@@ -244,16 +219,9 @@ fn keep_sizes_visible(
         transform.scale = size.max(Vec2::splat(MIN_WALL_WIDTH_PX * px)).extend(1.0);
         transform.translation.z = 0.0;
     }
-    for (ball, mut transform, mesh) in &mut balls {
-        let r = (ball.radius as f32 * UNITS_PER_METRE).max(MIN_BALL_RADIUS_PX * px);
+    for (ball, mut transform) in &mut balls {
+        let r = drawn_radius(ball.radius, px);
         transform.scale = Vec3::new(r, r, 1.0);
-        transform.translation.z = 2.0;
-        if let (Some(shapes), Some(mut mesh)) = (&shapes, mesh) {
-            let circle = &shapes.circles[circle_detail(r / px)];
-            if mesh.0 != *circle {
-                mesh.0 = circle.clone();
-            }
-        }
     }
 }
 
@@ -366,7 +334,7 @@ fn draw_gizmos(
         && let Ok((transform, ball, rod)) = selected.get(entity)
     {
         let r = match (ball, rod) {
-            (Some(b), _) => (b.radius as f32 * u).max(MIN_BALL_RADIUS_PX * px) + 4.0 * px,
+            (Some(b), _) => drawn_radius(b.radius, px) + 4.0 * px,
             (_, Some(r)) => r.length as f32 * u / 2.0 + 4.0 * px,
             _ => 10.0 * px,
         };
@@ -375,33 +343,5 @@ fn draw_gizmos(
             r,
             Color::WHITE,
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn circle_detail_is_the_coarsest_polygon_within_the_tolerance() {
-        let gap = |r: f32, n: u32| r * (1.0 - (std::f32::consts::PI / n as f32).cos());
-        // The smallest ball on screen (6 px) needs 12 segments; 8 would leave 0.46 px.
-        assert_eq!(CIRCLE_SEGMENTS[circle_detail(MIN_BALL_RADIUS_PX)], 12);
-        assert!(gap(MIN_BALL_RADIUS_PX, 8) > CIRCLE_TOLERANCE_PX);
-        let mut previous = 0;
-        for tenths in 1..20_000 {
-            let r = tenths as f32 * 0.1;
-            let level = circle_detail(r);
-            assert!(level >= previous, "finer with size");
-            previous = level;
-            let n = CIRCLE_SEGMENTS[level];
-            if level + 1 < CIRCLE_SEGMENTS.len() {
-                assert!(gap(r, n) <= CIRCLE_TOLERANCE_PX, "{r} px with {n} segments");
-            }
-            if level > 0 {
-                assert!(gap(r, CIRCLE_SEGMENTS[level - 1]) > CIRCLE_TOLERANCE_PX);
-            }
-        }
-        assert_eq!(circle_detail(2_000.0), CIRCLE_SEGMENTS.len() - 1);
     }
 }
