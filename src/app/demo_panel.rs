@@ -253,9 +253,20 @@ fn demo_window(
     }
     let ctx = contexts.ctx_mut()?.clone();
     let mut open = demo_ui.open;
-    egui::Window::new("Demo")
+    // The title says what is going on while the window is collapsed (F5 records without opening it).
+    let title = if replay.is_some() {
+        "Demo · replaying"
+    } else if recorder.is_recording() {
+        "Demo · ● recording"
+    } else {
+        "Demo"
+    };
+    // It floats over the canvas, so it starts collapsed to its title bar unless a replay is open at start.
+    egui::Window::new(title)
+        .id(egui::Id::new("demo window"))
         .open(&mut open)
         .default_pos(egui::pos2(360.0, 8.0))
+        .default_open(replay.is_some())
         .resizable(false)
         .show(&ctx, |ui| match replay {
             Some(mut replay) => replay_viewer(ui, &mut replay, &mut demo_ui, &mut messages),
