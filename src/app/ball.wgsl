@@ -1,5 +1,5 @@
-// Balls as discs on quads (see src/app/ball_mesh.rs): uv runs from -1 to 1 across each quad, the disc is
-// uv·uv ≤ 1, its centre has the vertex colour and its rim RIM_SHADE of it, and the outermost pixel fades out so
+// Balls as discs on quads (see src/app/ball_mesh.rs): uv is in units of the ball's radius, the disc is
+// |uv| ≤ 1, its centre has the vertex colour and its rim RIM_SHADE of it, and the pixel across the rim fades so
 // the edge stays smooth without multisampling.
 #import bevy_sprite::{
     mesh2d_vertex_output::VertexOutput,
@@ -20,9 +20,9 @@ const RIM_SHADE: f32 = 0.55;
 @fragment
 fn fragment(mesh: VertexOutput) -> @location(0) vec4<f32> {
     let d = length(mesh.uv);
-    // One pixel in uv units.
+    // One pixel in uv units; the fade spans the pixel centred on the rim (the quad reaches half a pixel beyond).
     let pixel = max(fwidth(d), 1e-4);
-    let coverage = clamp((1.0 - d) / pixel, 0.0, 1.0);
+    let coverage = clamp((1.0 - d) / pixel + 0.5, 0.0, 1.0);
     if coverage <= 0.0 {
         discard;
     }

@@ -1,11 +1,11 @@
 //! Every ball of every lane drawn as one mesh, rebuilt each frame from the balls' interpolated transforms.
 //!
 //! Each ball is a quad. Its fragment shader (`ball.wgsl`) cuts out the disc, shades it darker towards the rim (so
-//! touching balls in a pile stay apart on screen) and fades its outermost pixel, a smooth edge without
+//! touching balls in a pile stay apart on screen) and fades the pixel across its rim, a smooth edge without
 //! multisampling. A software renderer (Mesa's llvmpipe, the only one on a machine without a GPU) pays on the CPU
-//! for every triangle it sets up: the 2 000-ball pit drew with the UI hidden at 27–30 fps with a 12-gon per ball,
-//! as one mesh entity per ball or all in one mesh alike, and at 51 fps with no balls at all. Two triangles per
-//! ball cost a sixth as much set-up as the 12-gon's fan, and the disc is exact at every size.
+//! for every triangle it sets up: the 2 000-ball pit drew with the UI hidden at 27–30 fps with a 12-gon per ball
+//! (a fan of 10 triangles), as one mesh entity per ball or all in one mesh alike, and at 51 fps with no balls at
+//! all. Two triangles per ball cost a fifth of the 12-gon's set-up, and the disc is exact at every size.
 
 use bevy::asset::{RenderAssetUsages, embedded_asset, embedded_path};
 use bevy::camera::visibility::NoFrustumCulling;
@@ -16,6 +16,7 @@ use bevy::shader::ShaderRef;
 use bevy::sprite_render::{AlphaMode2d, Material2d, Material2dPlugin};
 
 use super::method_color;
+use super::render::{MainCamera, camera_scale};
 use crate::sim::{Ball, Lane, LaneMember};
 
 /// Depth of the balls above the walls (the walls sit at 0).
@@ -54,8 +55,10 @@ impl Material2d for BallMaterial {
 #[derive(Component)]
 pub struct BallBatch;
 
-/// The corners of a quad in the shader's uv units, counter-clockwise.
+/// The corners of a quad, counter-clockwise, as multiples of its half side.
 const CORNERS: [[f32; 2]; 4] = [[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]];
+/// The shader fades a disc's edge over one pixel centred on its rim, so each quad reaches this many pixels beyond.
+const EDGE_MARGIN_PX: f32 = 0.5;
 
 /// Quads around discs, in the layout a [`Mesh`] takes.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -74,15 +77,18 @@ impl Discs {
         self.indices.clear();
     }
 
-    /// Adds the quad of side `2 radius` around `centre`, its four corners with uv at (±1, ±1) and `color`, and
-    /// its two triangles, counter-clockwise.
-    pub fn push(&mut self, centre: Vec2, radius: f32, color: LinearRgba) {
+    /// Adds the disc of `radius` around `centre` as a quad of half side `radius + margin`, its uv in units of
+    /// the radius (so the rim is at |uv| = 1 and the corners at ±(1 + margin / radius)), `color` at every
+    /// corner, and two triangles, counter-clockwise.
+    pub fn push(&mut self, centre: Vec2, radius: f32, margin: f32, color: [f32; 4]) {
         let first = self.positions.len() as u32;
-        for uv in CORNERS {
-            let p = centre + radius * Vec2::from(uv);
+        let half = radius + margin;
+        let uv_half = half / radius.max(f32::MIN_POSITIVE);
+        for corner in CORNERS {
+            let p = centre + half * Vec2::from(corner);
             self.positions.push([p.x, p.y, 0.0]);
-            self.uvs.push(uv);
-            self.colors.push(color.to_f32_array());
+            self.uvs.push((uv_half * Vec2::from(corner)).into());
+            self.colors.push(color);
         }
         self.indices
             .extend_from_slice(&[first, first + 1, first + 2, first, first + 2, first + 3]);
@@ -92,18 +98,34 @@ impl Discs {
         self.indices.is_empty()
     }
 
-    /// Writes the quads into `mesh`.
-    pub fn write_to(&self, mesh: &mut Mesh) {
-        mesh.insert_attribute(Mesh::ATTRIBUTE_POSITION, self.positions.clone());
-        mesh.insert_attribute(Mesh::ATTRIBUTE_UV_0, self.uvs.clone());
-        mesh.insert_attribute(Mesh::ATTRIBUTE_COLOR, self.colors.clone());
-        mesh.insert_indices(Indices::U32(self.indices.clone()));
+    /// Moves the quads into `mesh` (no copy: 10 000 balls are 1.7 MB a frame).
+    pub fn move_into(&mut self, mesh: &mut Mesh) {
+        mesh.insert_attribute(
+            Mesh::ATTRIBUTE_POSITION,
+            std::mem::take(&mut self.positions),
+        );
+        mesh.insert_attribute(Mesh::ATTRIBUTE_UV_0, std::mem::take(&mut self.uvs));
+        mesh.insert_attribute(Mesh::ATTRIBUTE_COLOR, std::mem::take(&mut self.colors));
+        mesh.insert_indices(Indices::U32(std::mem::take(&mut self.indices)));
     }
-}
 
-#[derive(Resource)]
-pub struct BallShapes {
-    mesh: Handle<Mesh>,
+    /// Takes back the buffers [`Discs::move_into`] gave `mesh`, emptied, so the next frame reuses their memory.
+    pub fn take_back(&mut self, mesh: &mut Mesh) {
+        use bevy::mesh::VertexAttributeValues as Values;
+        if let Some(Values::Float32x3(v)) = mesh.remove_attribute(Mesh::ATTRIBUTE_POSITION) {
+            self.positions = v;
+        }
+        if let Some(Values::Float32x2(v)) = mesh.remove_attribute(Mesh::ATTRIBUTE_UV_0) {
+            self.uvs = v;
+        }
+        if let Some(Values::Float32x4(v)) = mesh.remove_attribute(Mesh::ATTRIBUTE_COLOR) {
+            self.colors = v;
+        }
+        if let Some(Indices::U32(v)) = mesh.remove_indices() {
+            self.indices = v;
+        }
+        self.clear();
+    }
 }
 
 fn spawn_ball_batch(
@@ -117,48 +139,57 @@ fn spawn_ball_batch(
     ));
     commands.spawn((
         BallBatch,
-        Mesh2d(mesh.clone()),
+        Mesh2d(mesh),
         MeshMaterial2d(materials.add(BallMaterial::default())),
         Transform::from_xyz(0.0, 0.0, BALL_Z),
-        // The mesh changes every frame, and its bounds would be computed once, from an empty mesh.
+        // The mesh changes every frame; culling it would first recompute its bounds over every vertex.
         NoFrustumCulling,
         Visibility::Hidden,
     ));
-    commands.insert_resource(BallShapes { mesh });
 }
 
 /// Rebuilds the balls' mesh from their transforms: the translation is a ball's centre and `scale.x` its drawn
 /// radius (set by the render plugin's size rule); the colour is its lane's method's.
 pub fn draw_balls(
-    shapes: Option<Res<BallShapes>>,
-    lanes: Query<&Lane>,
+    camera: Query<&Projection, With<MainCamera>>,
+    lanes: Query<(Entity, &Lane)>,
     balls: Query<(&Transform, &LaneMember), With<Ball>>,
     mut meshes: ResMut<Assets<Mesh>>,
-    mut batch: Query<&mut Visibility, With<BallBatch>>,
+    mut batch: Query<(&Mesh2d, &mut Visibility), With<BallBatch>>,
     mut discs: Local<Discs>,
+    mut lane_colors: Local<Vec<(Entity, [f32; 4])>>,
 ) {
-    let (Some(shapes), Ok(mut visibility)) = (shapes, batch.single_mut()) else {
+    let (Ok(projection), Ok((mesh, mut visibility))) = (camera.single(), batch.single_mut()) else {
         return;
     };
-    discs.clear();
+    let Some(mut mesh) = meshes.get_mut(&mesh.0) else {
+        return;
+    };
+    discs.take_back(&mut mesh);
+    lane_colors.clear();
+    lane_colors.extend(lanes.iter().map(|(entity, lane)| {
+        let color = method_color(lane.world.settings.method).to_linear();
+        (entity, color.to_f32_array())
+    }));
+    let margin = EDGE_MARGIN_PX * camera_scale(projection);
     for (transform, member) in &balls {
-        let color = lanes
-            .get(member.0)
-            .map(|lane| method_color(lane.world.settings.method))
-            .unwrap_or(Color::WHITE)
-            .to_linear();
-        discs.push(transform.translation.truncate(), transform.scale.x, color);
+        let color = lane_colors
+            .iter()
+            .find(|(lane, _)| *lane == member.0)
+            .map_or([1.0; 4], |&(_, color)| color);
+        discs.push(
+            transform.translation.truncate(),
+            transform.scale.x,
+            margin,
+            color,
+        );
     }
     visibility.set_if_neq(if discs.is_empty() {
         Visibility::Hidden
     } else {
         Visibility::Inherited
     });
-    if !discs.is_empty()
-        && let Some(mut mesh) = meshes.get_mut(&shapes.mesh)
-    {
-        discs.write_to(&mut mesh);
-    }
+    discs.move_into(&mut mesh);
 }
 
 #[cfg(test)]
@@ -168,25 +199,26 @@ mod tests {
     #[test]
     fn each_disc_is_a_counter_clockwise_quad_around_its_centre() {
         let mut discs = Discs::default();
-        let green = LinearRgba::new(0.2, 0.6, 0.1, 1.0);
-        let red = LinearRgba::new(0.8, 0.05, 0.03, 1.0);
-        discs.push(Vec2::new(3.0, -1.0), 2.0, green);
-        discs.push(Vec2::new(-5.0, 4.0), 0.5, red);
+        let green = [0.2, 0.6, 0.1, 1.0];
+        let red = [0.8, 0.05, 0.03, 1.0];
+        let cases = [
+            (Vec2::new(3.0, -1.0), 2.0, 0.5, green),
+            (Vec2::new(-5.0, 4.0), 0.5, 0.25, red),
+        ];
+        for (centre, radius, margin, color) in cases {
+            discs.push(centre, radius, margin, color);
+        }
         assert_eq!(discs.positions.len(), 8);
         assert_eq!(discs.indices.len(), 12);
-        for (k, (centre, radius, color)) in [
-            (Vec2::new(3.0, -1.0), 2.0, green),
-            (Vec2::new(-5.0, 4.0), 0.5, red),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        for (k, (centre, radius, margin, color)) in cases.into_iter().enumerate() {
             for v in 4 * k..4 * k + 4 {
                 let p = Vec2::new(discs.positions[v][0], discs.positions[v][1]);
                 let uv = Vec2::from(discs.uvs[v]);
-                assert_eq!(uv.abs(), Vec2::ONE);
-                assert!((p - (centre + radius * uv)).length() < 1e-6);
-                assert_eq!(discs.colors[v], color.to_f32_array());
+                // The corner lies `radius + margin` out along each axis, and its uv measures that in radii,
+                // so the shader's rim |uv| = 1 is the disc's true edge.
+                assert!(((p - centre).abs() - Vec2::splat(radius + margin)).length() < 1e-6);
+                assert!((uv * radius - (p - centre)).length() < 1e-6);
+                assert_eq!(discs.colors[v], color);
             }
             for t in discs.indices[6 * k..6 * k + 6].chunks(3) {
                 assert!(
@@ -197,8 +229,31 @@ mod tests {
                 assert!((b - a).perp_dot(c - a) > 0.0, "counter-clockwise");
             }
         }
-        discs.clear();
+    }
+
+    #[test]
+    fn the_buffers_go_into_the_mesh_and_come_back_empty_with_their_memory() {
+        let mut discs = Discs::default();
+        for k in 0..100 {
+            discs.push(Vec2::splat(k as f32), 1.0, 0.1, [1.0; 4]);
+        }
+        let expected = discs.clone();
+        let mut mesh = Mesh::new(
+            PrimitiveTopology::TriangleList,
+            RenderAssetUsages::default(),
+        );
+        discs.move_into(&mut mesh);
         assert!(discs.is_empty());
-        assert_eq!(discs, Discs::default());
+        assert_eq!(mesh.count_vertices(), 400);
+        assert_eq!(mesh.indices().map(|i| i.len()), Some(600));
+        discs.take_back(&mut mesh);
+        assert!(discs.is_empty() && discs.positions.is_empty() && discs.uvs.is_empty());
+        assert!(discs.positions.capacity() >= 400 && discs.indices.capacity() >= 600);
+        assert_eq!(mesh.count_vertices(), 0);
+        // The same balls again give the same mesh.
+        for k in 0..100 {
+            discs.push(Vec2::splat(k as f32), 1.0, 0.1, [1.0; 4]);
+        }
+        assert_eq!(discs, expected);
     }
 }

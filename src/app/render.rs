@@ -10,13 +10,15 @@ use crate::physics::DVec2;
 use crate::physics::rod_flight::RodEnd;
 use crate::sim::{Ball, BodyState, Lane, LaneMember, Rod, SimSet, UNITS_PER_METRE, Wall};
 
-/// On-screen radius of a point ball (the seed's, radius 0) and smallest radius of any other ball, in logical
-/// pixels: a ball of 50 mm in a 20 m pile is drawn at its true size of a few pixels, so the pile's packing shows,
-/// and a 1 mm ball still shows as a dot.
+/// On-screen radius of a point ball (the seed's, radius 0), in logical pixels.
 const POINT_BALL_RADIUS_PX: f32 = 6.0;
+/// Smallest on-screen radius of any other ball, in logical pixels: a ball of 50 mm in a 20 m pile is drawn at its
+/// true size of a few pixels, so the pile's packing shows, and a 1 mm ball still shows as a dot.
 const MIN_BALL_RADIUS_PX: f32 = 2.0;
 /// Smallest on-screen width of a wall, in logical pixels, so a 1 mm wall stays visible at any zoom.
 const MIN_WALL_WIDTH_PX: f32 = 2.0;
+/// Impulse arrows stay on screen this long after an impact [s of real time].
+const IMPULSE_ARROW_SECONDS: f32 = 0.6;
 
 /// The radius a ball of `radius` metres is drawn with, in world units, at `px` world units per logical pixel.
 pub fn drawn_radius(radius: f64, px: f32) -> f32 {
@@ -26,8 +28,6 @@ pub fn drawn_radius(radius: f64, px: f32) -> f32 {
         POINT_BALL_RADIUS_PX * px
     }
 }
-/// Impulse arrows stay on screen this long after an impact [s of real time].
-const IMPULSE_ARROW_SECONDS: f32 = 0.6;
 
 pub struct RenderPlugin;
 
