@@ -473,14 +473,29 @@ fn gap_inset(
             (Some(g), _) => format!("{:.1} µm deep", -g * 1e6),
             _ => "—".into(),
         };
+        let mut text_x = rect.left() + 6.0;
         if let (Some(g), false) = (gap, through) {
-            let x = (face_x as f64 - g * px_per_m)
-                .clamp(rect.left() as f64 + 4.0, rect.right() as f64 - 4.0)
-                as f32;
-            painter.circle_filled(egui::pos2(x, y), 5.0, color);
+            let x = face_x as f64 - g * px_per_m;
+            if x < rect.left() as f64 + 4.0 {
+                // Farther than the window reaches: an arrow at its left edge, and the number beside it.
+                let tip = egui::pos2(rect.left() + 3.0, y);
+                painter.add(egui::Shape::convex_polygon(
+                    vec![
+                        tip,
+                        egui::pos2(tip.x + 8.0, y + 5.0),
+                        egui::pos2(tip.x + 8.0, y - 5.0),
+                    ],
+                    color,
+                    egui::Stroke::NONE,
+                ));
+                text_x = rect.left() + 16.0;
+            } else {
+                let x = x.min(rect.right() as f64 - 4.0) as f32;
+                painter.circle_filled(egui::pos2(x, y), 5.0, color);
+            }
         }
         painter.text(
-            egui::pos2(rect.left() + 6.0, y),
+            egui::pos2(text_x, y),
             egui::Align2::LEFT_CENTER,
             text,
             egui::FontId::monospace(12.0),
