@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use crate::physics::broad_phase::BroadPhase;
 use crate::physics::geometry::{Ball, Wall, ball_wall_gap};
 use crate::physics::rod_flight::Rod;
-use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, MAX_BALLS_PER_LANE};
+use crate::physics::world::{
+    ContactMethod, ContactSettings, LaneWorld, MAX_BALLS_PER_LANE, MAX_LENGTH, MAX_SPEED,
+};
 
 /// Most lanes a scene may hold.
 pub const MAX_LANES: usize = 64;
@@ -235,6 +237,20 @@ fn positive(place: &str, value: f64) -> Result<(), FieldError> {
     Ok(())
 }
 
+/// `|value| ≤ limit`: lengths and speeds beyond the range in which `f64` still resolves micrometre gaps
+/// ([`MAX_LENGTH`], [`MAX_SPEED`]) are refused.
+fn bounded(place: &str, value: f64, limit: f64, unit: &str) -> Result<(), FieldError> {
+    if value.abs() > limit {
+        return Err((
+            place.to_string(),
+            format!(
+                "must be within ±{limit:e} {unit} (gaps of micrometres are not resolved beyond that), got {value}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn finite(place: &str, value: f64) -> Result<(), FieldError> {
     if !value.is_finite() {
         return Err((
@@ -329,6 +345,14 @@ impl LaneSpec {
             positive(&format!("walls[{k}].half_extents.x"), w.half_extents.x)?;
             positive(&format!("walls[{k}].half_extents.y"), w.half_extents.y)?;
             finite(&format!("walls[{k}].angle"), w.angle)?;
+            for (field, value) in [
+                ("center.x", w.center.x),
+                ("center.y", w.center.y),
+                ("half_extents.x", w.half_extents.x),
+                ("half_extents.y", w.half_extents.y),
+            ] {
+                bounded(&format!("walls[{k}].{field}"), value, MAX_LENGTH, "m")?;
+            }
         }
         let walls: Vec<Wall> = self.walls.iter().map(WallSpec::to_wall).collect();
         for (i, b) in self.balls.iter().enumerate() {
@@ -341,6 +365,15 @@ impl LaneSpec {
                     format!("balls[{i}].radius"),
                     format!("must be >= 0, got {}", b.radius),
                 ));
+            }
+            for (field, value, limit, unit) in [
+                ("position.x", b.position.x, MAX_LENGTH, "m"),
+                ("position.y", b.position.y, MAX_LENGTH, "m"),
+                ("velocity.x", b.velocity.x, MAX_SPEED, "m/s"),
+                ("velocity.y", b.velocity.y, MAX_SPEED, "m/s"),
+                ("radius", b.radius, MAX_LENGTH, "m"),
+            ] {
+                bounded(&format!("balls[{i}].{field}"), value, limit, unit)?;
             }
         }
         for (r, rod) in self.rods.iter().enumerate() {

@@ -17,6 +17,12 @@ use super::union_find::UnionFind;
 
 /// Hard cap on balls per lane, so a hostile scene or a runaway spawner gets a clear error, not an OOM.
 pub const MAX_BALLS_PER_LANE: usize = 200_000;
+/// Largest coordinate, radius or half extent a lane accepts [m]. Gaps are resolved to micrometres and below, and
+/// `f64` keeps about 16 digits: at 1e6 m a gap of 1e-10 m is still resolved, far beyond it the contact sums lose
+/// their terms (a fuzzed scene with a ball of radius 1.8e19 m broke the line search's energy bookkeeping).
+pub const MAX_LENGTH: f64 = 1e6;
+/// Largest velocity component a lane accepts [m/s]: a step of 1 s at this speed stays within [`MAX_LENGTH`].
+pub const MAX_SPEED: f64 = 1e6;
 
 /// The contact model of a lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -575,6 +581,22 @@ fn check_ball(ball: &Ball) -> Result<(), SpawnError> {
             return Err(SpawnError::Invalid {
                 field,
                 requirement: "finite",
+                value,
+            });
+        }
+    }
+    let bounded: [(&'static str, f64, f64, &'static str); 5] = [
+        ("position.x", ball.position.x, MAX_LENGTH, "within ±1e6 m"),
+        ("position.y", ball.position.y, MAX_LENGTH, "within ±1e6 m"),
+        ("velocity.x", ball.velocity.x, MAX_SPEED, "within ±1e6 m/s"),
+        ("velocity.y", ball.velocity.y, MAX_SPEED, "within ±1e6 m/s"),
+        ("radius", ball.radius, MAX_LENGTH, "at most 1e6 m"),
+    ];
+    for (field, value, limit, requirement) in bounded {
+        if value.abs() > limit {
+            return Err(SpawnError::Invalid {
+                field,
+                requirement,
                 value,
             });
         }

@@ -1387,3 +1387,32 @@ fn soak_ipc_ball_pit_stays_finite_bounded_and_flat() {
         "RSS grew from {rss_middle} KiB (middle) to {rss_end} KiB (end)"
     );
 }
+
+/// Found by `the_parser_survives_mutated_shipped_scenes`: the gauntlet with one ball's radius replaced by 2⁶⁴ m
+/// parsed, and its first step tripped the line search's check that the cached energy at `x` equals the energy
+/// recomputed there. Lengths and speeds beyond ±1e6 are refused now, with the field named; 1e6 itself steps.
+#[test]
+fn a_ball_of_radius_two_to_the_64_metres_is_refused_and_one_of_1e6_steps() {
+    let (_, bytes) = shipped_scenes()
+        .into_iter()
+        .find(|(name, _)| name == "gauntlet.ron")
+        .expect("the gauntlet ships");
+    let spans = number_spans(&bytes);
+    // The fuzzer's span: the first lane's radius of 0.005 m.
+    let (a, b) = spans[62];
+    assert_eq!(&bytes[a..b], b"0.005");
+    let with = |number: &str| {
+        let mut text = bytes.clone();
+        text.splice(a..b, number.bytes());
+        String::from_utf8_lossy(&text).into_owned()
+    };
+    let message = expect_refusal(&with("18446744073709551616"));
+    assert!(
+        message.contains("radius") && message.contains("1e6") && message.contains(FILE),
+        "{message}"
+    );
+    let scene = parse_checked(&with("1e6"))
+        .expect("a clear message")
+        .expect("1e6 m is accepted");
+    build_and_step(&scene).expect("steps");
+}
