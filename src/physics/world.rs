@@ -17,9 +17,10 @@ use super::union_find::UnionFind;
 
 /// Hard cap on balls per lane, so a hostile scene or a runaway spawner gets a clear error, not an OOM.
 pub const MAX_BALLS_PER_LANE: usize = 200_000;
-/// Largest coordinate, radius or half extent a lane accepts [m]. Gaps are resolved to micrometres and below, and
-/// `f64` keeps about 16 digits: at 1e6 m a gap of 1e-10 m is still resolved, far beyond it the contact sums lose
-/// their terms (a fuzzed scene with a ball of radius 1.8e19 m broke the line search's energy bookkeeping).
+/// Largest coordinate, radius or half extent a lane accepts [m]. Gaps matter down to micrometres and below, and
+/// `f64` keeps about 16 digits: at 1e6 m a gap is still resolved to about 2e-10 m. Far beyond it the contact
+/// sums lose terms: a fuzzed scene with a ball of radius 1.8e19 m broke the line search's energy bookkeeping,
+/// while 1e15 m still stepped cleanly.
 pub const MAX_LENGTH: f64 = 1e6;
 /// Largest velocity component a lane accepts [m/s]: a step of 1 s at this speed stays within [`MAX_LENGTH`].
 pub const MAX_SPEED: f64 = 1e6;
