@@ -13,7 +13,8 @@ use crate::physics::broad_phase::BroadPhase;
 use crate::physics::geometry::{Ball, Wall, ball_wall_gap};
 use crate::physics::rod_flight::Rod;
 use crate::physics::world::{
-    ContactMethod, ContactSettings, LaneWorld, MAX_BALLS_PER_LANE, MAX_LENGTH, MAX_SPEED,
+    ContactMethod, ContactSettings, LaneWorld, MAX_BALLS_PER_LANE, MAX_LENGTH, SpawnError,
+    check_ball,
 };
 
 /// Most lanes a scene may hold.
@@ -237,8 +238,8 @@ fn positive(place: &str, value: f64) -> Result<(), FieldError> {
     Ok(())
 }
 
-/// `|value| ≤ limit`: lengths and speeds beyond the range in which `f64` still resolves micrometre gaps
-/// ([`MAX_LENGTH`], [`MAX_SPEED`]) are refused.
+/// `|value| ≤ limit`: a wall's lengths beyond the range in which `f64` still resolves micrometre gaps
+/// ([`MAX_LENGTH`]) are refused, in the words `check_ball` uses for a ball's.
 fn bounded(place: &str, value: f64, limit: f64, unit: &str) -> Result<(), FieldError> {
     if value.abs() > limit {
         return Err((
@@ -356,25 +357,17 @@ impl LaneSpec {
         }
         let walls: Vec<Wall> = self.walls.iter().map(WallSpec::to_wall).collect();
         for (i, b) in self.balls.iter().enumerate() {
-            finite_vec(&format!("balls[{i}].position"), b.position)?;
-            finite_vec(&format!("balls[{i}].velocity"), b.velocity)?;
-            positive(&format!("balls[{i}].mass"), b.mass)?;
-            finite(&format!("balls[{i}].radius"), b.radius)?;
-            if b.radius < 0.0 {
-                return Err((
-                    format!("balls[{i}].radius"),
-                    format!("must be >= 0, got {}", b.radius),
-                ));
-            }
-            for (field, value, limit, unit) in [
-                ("position.x", b.position.x, MAX_LENGTH, "m"),
-                ("position.y", b.position.y, MAX_LENGTH, "m"),
-                ("velocity.x", b.velocity.x, MAX_SPEED, "m/s"),
-                ("velocity.y", b.velocity.y, MAX_SPEED, "m/s"),
-                ("radius", b.radius, MAX_LENGTH, "m"),
-            ] {
-                bounded(&format!("balls[{i}].{field}"), value, limit, unit)?;
-            }
+            check_ball(&b.to_ball()).map_err(|e| match e {
+                SpawnError::Invalid {
+                    field,
+                    requirement,
+                    value,
+                } => (
+                    format!("balls[{i}].{field}"),
+                    format!("must be {requirement}, got {value}"),
+                ),
+                other => (format!("balls[{i}]"), other.to_string()),
+            })?;
         }
         for (r, rod) in self.rods.iter().enumerate() {
             rod.to_rod().validate().map_err(|e| {

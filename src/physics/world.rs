@@ -24,6 +24,8 @@ pub const MAX_BALLS_PER_LANE: usize = 200_000;
 pub const MAX_LENGTH: f64 = 1e6;
 /// Largest velocity component a lane accepts [m/s]: a step of 1 s at this speed stays within [`MAX_LENGTH`].
 pub const MAX_SPEED: f64 = 1e6;
+const WITHIN_LENGTH: &str = "within ±1e6 m (gaps of micrometres are not resolved beyond that)";
+const WITHIN_SPEED: &str = "within ±1e6 m/s (gaps of micrometres are not resolved beyond that)";
 
 /// The contact model of a lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -568,7 +570,9 @@ impl LaneWorld {
     }
 }
 
-fn check_ball(ball: &Ball) -> Result<(), SpawnError> {
+/// Checks a ball's own values: finite, position, radius and velocity within [`MAX_LENGTH`] and [`MAX_SPEED`],
+/// mass > 0, radius ≥ 0. Spawns and scene files both go through it.
+pub fn check_ball(ball: &Ball) -> Result<(), SpawnError> {
     let fields: [(&'static str, f64); 6] = [
         ("position.x", ball.position.x),
         ("position.y", ball.position.y),
@@ -581,17 +585,17 @@ fn check_ball(ball: &Ball) -> Result<(), SpawnError> {
         if !value.is_finite() {
             return Err(SpawnError::Invalid {
                 field,
-                requirement: "finite",
+                requirement: "a finite number",
                 value,
             });
         }
     }
     let bounded: [(&'static str, f64, f64, &'static str); 5] = [
-        ("position.x", ball.position.x, MAX_LENGTH, "within ±1e6 m"),
-        ("position.y", ball.position.y, MAX_LENGTH, "within ±1e6 m"),
-        ("velocity.x", ball.velocity.x, MAX_SPEED, "within ±1e6 m/s"),
-        ("velocity.y", ball.velocity.y, MAX_SPEED, "within ±1e6 m/s"),
-        ("radius", ball.radius, MAX_LENGTH, "at most 1e6 m"),
+        ("position.x", ball.position.x, MAX_LENGTH, WITHIN_LENGTH),
+        ("position.y", ball.position.y, MAX_LENGTH, WITHIN_LENGTH),
+        ("velocity.x", ball.velocity.x, MAX_SPEED, WITHIN_SPEED),
+        ("velocity.y", ball.velocity.y, MAX_SPEED, WITHIN_SPEED),
+        ("radius", ball.radius, MAX_LENGTH, WITHIN_LENGTH),
     ];
     for (field, value, limit, requirement) in bounded {
         if value.abs() > limit {
