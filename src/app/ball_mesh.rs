@@ -16,7 +16,7 @@ use bevy::shader::ShaderRef;
 use bevy::sprite_render::{AlphaMode2d, Material2d, Material2dPlugin};
 
 use super::method_color;
-use super::render::{MainCamera, camera_scale};
+use super::render::{MainCamera, camera_scale, drawn_radius};
 use crate::sim::{Ball, Lane, LaneMember};
 
 /// Depth of the balls above the walls (the walls sit at 0).
@@ -148,12 +148,12 @@ fn spawn_ball_batch(
     ));
 }
 
-/// Rebuilds the balls' mesh from their transforms: the translation is a ball's centre and `scale.x` its drawn
-/// radius (set by the render plugin's size rule); the colour is its lane's method's.
+/// Rebuilds the balls' mesh: each ball's centre is its (interpolated) translation, its radius the render
+/// plugin's size rule ([`drawn_radius`]) and its colour its lane's method's.
 pub fn draw_balls(
     camera: Query<&Projection, With<MainCamera>>,
     lanes: Query<(Entity, &Lane)>,
-    balls: Query<(&Transform, &LaneMember), With<Ball>>,
+    balls: Query<(&Ball, &Transform, &LaneMember)>,
     mut meshes: ResMut<Assets<Mesh>>,
     mut batch: Query<(&Mesh2d, &mut Visibility), With<BallBatch>>,
     mut discs: Local<Discs>,
@@ -171,15 +171,16 @@ pub fn draw_balls(
         let color = method_color(lane.world.settings.method).to_linear();
         (entity, color.to_f32_array())
     }));
-    let margin = EDGE_MARGIN_PX * camera_scale(projection);
-    for (transform, member) in &balls {
+    let px = camera_scale(projection);
+    let margin = EDGE_MARGIN_PX * px;
+    for (ball, transform, member) in &balls {
         let color = lane_colors
             .iter()
             .find(|(lane, _)| *lane == member.0)
             .map_or([1.0; 4], |&(_, color)| color);
         discs.push(
             transform.translation.truncate(),
-            transform.scale.x,
+            drawn_radius(ball.radius, px),
             margin,
             color,
         );

@@ -203,12 +203,11 @@ fn fit_camera(
     }
 }
 
-/// Sets wall and ball sizes from their geometry, never thinner than a few pixels. A ball's drawn radius goes into
-/// its transform's scale, where [`ball_mesh::draw_balls`] reads it.
+/// Sets wall sizes from their geometry, never thinner than a few pixels (balls get theirs from [`drawn_radius`]
+/// as [`ball_mesh::draw_balls`] builds their mesh).
 fn keep_sizes_visible(
     camera: Query<&Projection, With<MainCamera>>,
-    mut walls: Query<(&Wall, &mut Transform), Without<Ball>>,
-    mut balls: Query<(&Ball, &mut Transform), Without<Wall>>,
+    mut walls: Query<(&Wall, &mut Transform)>,
 ) {
     let Ok(projection) = camera.single() else {
         return;
@@ -218,10 +217,6 @@ fn keep_sizes_visible(
         let size = (wall.half_extents * 2.0).as_vec2() * UNITS_PER_METRE;
         transform.scale = size.max(Vec2::splat(MIN_WALL_WIDTH_PX * px)).extend(1.0);
         transform.translation.z = 0.0;
-    }
-    for (ball, mut transform) in &mut balls {
-        let r = drawn_radius(ball.radius, px);
-        transform.scale = Vec3::new(r, r, 1.0);
     }
 }
 
