@@ -14,6 +14,7 @@
 //! - `CONTACT_SANDBOX_REPLAY=demo.ron`: open this demo in the replay viewer at start.
 
 pub mod ball_mesh;
+pub mod canvas;
 pub mod demo_panel;
 pub mod export;
 pub mod input;
@@ -206,6 +207,7 @@ pub fn run_gui() -> anyhow::Result<()> {
     .add_plugins(WorldInspectorPlugin::default().run_if(inspector_open))
     .add_plugins((
         render::RenderPlugin,
+        canvas::CanvasPlugin,
         input::InputPlugin,
         panels::PanelsPlugin,
         demo_panel::DemoPanelPlugin,

@@ -136,6 +136,7 @@ fn sandbox_ui(
     sorted.sort_by_key(|e| lanes.get(*e).map(|l| l.1.index).unwrap_or(usize::MAX));
 
     egui::Panel::left("sandbox")
+        .frame(unfilled_panel(&ctx))
         .resizable(true)
         .default_size(330.0)
         .show_inside(&mut viewport_ui, |ui| {
@@ -179,6 +180,7 @@ fn sandbox_ui(
         });
 
     egui::Panel::right("lanes")
+        .frame(unfilled_panel(&ctx))
         .resizable(true)
         .default_size(400.0)
         .show_inside(&mut viewport_ui, |ui| {
@@ -197,6 +199,7 @@ fn sandbox_ui(
 
     if ui_state.show_plots {
         egui::Panel::bottom("plots")
+            .frame(unfilled_panel(&ctx))
             .resizable(true)
             .default_size(240.0)
             .show_inside(&mut viewport_ui, |ui| plots_panel(ui, &lanes, &sorted));
@@ -209,6 +212,12 @@ fn sandbox_ui(
     ));
     paint_lane_labels(&ctx, &lanes, &camera);
     Ok(())
+}
+
+/// A panel frame without fill: the clear colour shows under the panels, and the scene is clipped to the canvas
+/// (see `canvas`), so nothing else does.
+fn unfilled_panel(ctx: &egui::Context) -> egui::Frame {
+    egui::Frame::side_top_panel(&ctx.global_style()).fill(egui::Color32::TRANSPARENT)
 }
 
 fn scene_menu(

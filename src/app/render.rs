@@ -87,15 +87,18 @@ fn spawn_camera(mut commands: Commands) {
 fn antialiasing_for_the_adapter(
     mut commands: Commands,
     adapter: Option<Res<RenderAdapterInfo>>,
-    cameras: Query<Entity, With<MainCamera>>,
+    cameras: Query<Entity, With<Camera>>,
     mut done: Local<bool>,
 ) {
     if *done {
         return;
     }
-    let (Some(adapter), Ok(camera)) = (adapter, cameras.single()) else {
+    let Some(adapter) = adapter else {
         return;
     };
+    if cameras.is_empty() {
+        return;
+    }
     *done = true;
     // wgpu's `DeviceType` is not re-exported by Bevy; its `Debug` name is stable.
     if format!("{:?}", adapter.device_type) == "Cpu" {
@@ -103,7 +106,9 @@ fn antialiasing_for_the_adapter(
             "software renderer ({}): antialiasing off to keep the frame rate",
             adapter.name
         );
-        commands.entity(camera).insert(Msaa::Off);
+        for camera in &cameras {
+            commands.entity(camera).insert(Msaa::Off);
+        }
     }
 }
 
@@ -193,10 +198,15 @@ fn fit_camera(
     let scale = (size.x / canvas.x).max(size.y / canvas.y).max(1e-3);
     let centre = (lo + hi) / 2.0;
     let canvas_centre = (c0 + c1) / 2.0;
-    let shift = Vec2::new(
-        canvas_centre.x - window_size.x / 2.0,
-        -(canvas_centre.y - window_size.y / 2.0),
-    ) * scale;
+    // A camera clipped to the canvas (see `canvas`) is centred on it already.
+    let shift = if camera.viewport.is_some() {
+        Vec2::ZERO
+    } else {
+        Vec2::new(
+            canvas_centre.x - window_size.x / 2.0,
+            -(canvas_centre.y - window_size.y / 2.0),
+        ) * scale
+    };
     transform.translation = (centre - shift).extend(transform.translation.z);
     if let Projection::Orthographic(o) = &mut *projection {
         o.scale = scale;
