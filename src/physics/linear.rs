@@ -10,7 +10,8 @@
 //! explicit zero blocks. So the fill-reducing ordering (faer's approximate minimum degree on the ball graph,
 //! under one level of nested dissection for a large pattern: [`super::ordering`]) and the factor's structure are
 //! computed once per pattern, not once per iteration; each iteration only scatters its blocks into fixed slots
-//! and refactorises numerically. A large factorisation shares its columns between two threads, each column
+//! and refactorises numerically. A step seeded with the very pattern the workspace last analysed (a pile at rest)
+//! keeps that analysis: the 2 000-ball pit at rest steps in 2.8 ms instead of 4.0. A large factorisation shares its columns between two threads, each column
 //! computed by the same operations in the same order, so the result does not depend on the thread count.
 //!
 //! faer's own sparse `LLᵀ` (simplicial, or supernodal from 2 000 coupled balls) was used before; on the
@@ -40,6 +41,8 @@ pub struct LinearCounters {
     pub symbolic: u64,
     /// Numeric factorisations and solves.
     pub numeric: u64,
+    /// Patterns kept from the previous solve because its seed was the same.
+    pub reused: u64,
 }
 
 /// The sparsity pattern, the factor's structure and reused buffers.
@@ -87,13 +90,21 @@ const UNCOUPLED: u32 = u32::MAX;
 
 impl LinearWorkspace {
     /// Starts a new pattern for a system of `balls` balls, seeded with `pairs` (`i < j`, any order,
-    /// duplicates allowed).
+    /// duplicates allowed). If that is the pattern already analysed, the analysis is kept (the ordering and the
+    /// structure depend on the pattern alone, so the bits are the same).
     pub fn reset_pattern(&mut self, balls: usize, pairs: &[(u32, u32)]) {
+        let mut seed = std::mem::take(&mut self.scratch);
+        seed.clear();
+        seed.extend_from_slice(pairs);
+        seed.sort_unstable();
+        seed.dedup();
+        if self.analysed && self.balls == balls && seed == self.pairs {
+            self.counters.reused += 1;
+            self.scratch = seed;
+            return;
+        }
         self.balls = balls;
-        self.pairs.clear();
-        self.pairs.extend_from_slice(pairs);
-        self.pairs.sort_unstable();
-        self.pairs.dedup();
+        self.scratch = std::mem::replace(&mut self.pairs, seed);
         self.analysed = false;
     }
 
@@ -394,6 +405,54 @@ mod tests {
             let expected = if anticipate { 2 } else { 3 };
             assert_eq!(ws.counters.symbolic, expected, "anticipate = {anticipate}");
         }
+    }
+
+    #[test]
+    fn a_step_seeded_with_the_pattern_already_analysed_keeps_its_analysis_and_its_bits() {
+        let (hessian, g, _) = grid_system(12, 8, &[(1, 0), (0, 1), (1, 1)]);
+        let seed: Vec<(u32, u32)> = hessian
+            .off_diagonal
+            .iter()
+            .map(|&(i, j, _)| (i.min(j), i.max(j)))
+            .collect();
+        let n = g.len();
+        let mut ws = LinearWorkspace::default();
+        let mut first = Vec::new();
+        ws.reset_pattern(n, &seed);
+        solve_newton_direction(&hessian, &g, &mut ws, &mut first).expect("solves");
+        assert_eq!((ws.counters.symbolic, ws.counters.reused), (1, 0));
+
+        // The next step's seed is the same pairs, listed in another order and twice over: kept.
+        let mut again: Vec<(u32, u32)> = seed.iter().rev().copied().collect();
+        again.extend_from_slice(&seed);
+        let mut second = Vec::new();
+        ws.reset_pattern(n, &again);
+        solve_newton_direction(&hessian, &g, &mut ws, &mut second).expect("solves");
+        assert_eq!((ws.counters.symbolic, ws.counters.reused), (1, 1));
+        assert!(same_bits(&first, &second));
+        let mut fresh = LinearWorkspace::default();
+        let mut third = Vec::new();
+        fresh.reset_pattern(n, &again);
+        solve_newton_direction(&hessian, &g, &mut fresh, &mut third).expect("solves");
+        assert!(
+            same_bits(&first, &third),
+            "a fresh workspace gives the same bits"
+        );
+
+        // One pair fewer, or another ball count, is a new pattern.
+        ws.reset_pattern(n, &seed[1..]);
+        solve_newton_direction(&hessian, &g, &mut ws, &mut second).expect("solves");
+        assert_eq!(
+            ws.counters.symbolic, 3,
+            "analysed, then grown by the pair it lacked"
+        );
+        ws.reset_pattern(n + 1, &seed);
+        let mut g_more = g.clone();
+        g_more.push(DVec2::new(1.0, 1.0));
+        let mut h_more = hessian.clone();
+        h_more.diagonal.push(Sym2::scaled_identity(1.0));
+        solve_newton_direction(&h_more, &g_more, &mut ws, &mut second).expect("solves");
+        assert_eq!((ws.counters.symbolic, ws.counters.reused), (4, 1));
     }
 
     /// A `w × h` grid of balls, each coupled to its neighbours at the offsets `(column, row)` in `links`, with
