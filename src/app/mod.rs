@@ -15,6 +15,7 @@
 
 pub mod ball_mesh;
 pub mod canvas;
+pub mod decimate;
 pub mod demo_panel;
 pub mod export;
 pub mod input;

@@ -10,6 +10,7 @@ use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use egui_plot::{Legend, Line, Plot, PlotPoints, Points, VLine};
 
+use super::decimate::min_max_per_column;
 use super::landscape::{LandscapeInput, landscape};
 use super::render::{CameraView, MainCamera};
 use super::{IPC_RGB, PENALTY_RGB, UiState};
@@ -825,17 +826,23 @@ fn plots_panel(
                     .legend(Legend::default())
                     .allow_scroll(false)
                     .show(ui, |plot| {
+                        // Thinned to the columns of the plot as last drawn (egui_plot's transform).
+                        let transform = plot.transform();
+                        let (x0, columns_per_unit) =
+                            (transform.bounds().min()[0], transform.dpos_dvalue_x());
                         for &entity in sorted {
                             let Ok((_, lane, _, diagnostics)) = lanes.get(entity) else {
                                 continue;
                             };
-                            let points: Vec<[f64; 2]> = diagnostics
-                                .history
-                                .iter()
-                                .filter_map(|s| {
+                            let mut points = Vec::new();
+                            min_max_per_column(
+                                diagnostics.history.iter().filter_map(|s| {
                                     extract(s).filter(|v| v.is_finite()).map(|v| [s.time, v])
-                                })
-                                .collect();
+                                }),
+                                x0,
+                                columns_per_unit,
+                                &mut points,
+                            );
                             plot.line(
                                 Line::new(lane.world.name.clone(), PlotPoints::from(points))
                                     .color(method_color32(lane.world.settings.method)),
@@ -893,7 +900,8 @@ fn landscape_panel(
         x_start,
         x_tilde: ui_state.landscape_x_tilde,
         x_range: range,
-        samples: 600,
+        // One sample per point of the plot's width: more would only add triangles to draw.
+        samples: (ui.available_width() as usize).clamp(100, 600),
         newton: NewtonSettings {
             tolerance: 1e-10,
             max_iterations: 59,
