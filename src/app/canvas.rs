@@ -8,7 +8,10 @@
 
 use bevy::camera::visibility::RenderLayers;
 use bevy::camera::{CameraOutputMode, Viewport};
+use bevy::ecs::schedule::{ScheduleBuildSettings, ScheduleLabel};
 use bevy::prelude::*;
+use bevy::render::RenderApp;
+use bevy::render::camera::CameraRenderGraph;
 use bevy::render::render_resource::BlendState;
 use bevy_egui::{EguiGlobalSettings, PrimaryEguiContext};
 
@@ -20,13 +23,36 @@ const UI_ONLY_LAYER: usize = 31;
 
 pub struct CanvasPlugin;
 
+/// The UI camera's render schedule: egui over what the scene camera drew, then the copy to the window. It has no
+/// main pass of its own: an empty one still clears a full-window depth buffer and costs about a tenth of a frame
+/// under llvmpipe.
+#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash, Default)]
+struct UiOnly;
+
 impl Plugin for CanvasPlugin {
     fn build(&self, app: &mut App) {
+        if let Some(render_app) = app.get_sub_app_mut(RenderApp) {
+            let mut schedule = Schedule::new(UiOnly);
+            schedule.set_build_settings(ScheduleBuildSettings {
+                auto_insert_apply_deferred: false,
+                ..default()
+            });
+            render_app.add_schedule(schedule).add_systems(
+                UiOnly,
+                (
+                    bevy_egui::render::prepare_egui_pass,
+                    bevy_egui::render::egui_pass,
+                    bevy::core_pipeline::upscaling::upscaling,
+                )
+                    .chain(),
+            );
+        }
         app.add_systems(PreStartup, egui_on_its_own_camera)
             .add_systems(PostStartup, spawn_ui_camera)
             .add_systems(
                 PostUpdate,
-                clip_scene_to_canvas.before(bevy::camera::CameraUpdateSystems),
+                (clip_scene_to_canvas, ui_camera_only_while_shown)
+                    .before(bevy::camera::CameraUpdateSystems),
             );
     }
 }
@@ -52,9 +78,36 @@ fn spawn_ui_camera(mut commands: Commands, mut scene: Query<&mut Camera, With<Ma
             },
             ..default()
         },
+        CameraRenderGraph::new(UiOnly),
+        UiCamera,
         RenderLayers::layer(UI_ONLY_LAYER),
         PrimaryEguiContext,
     ));
+}
+
+/// Marks the camera egui draws through.
+#[derive(Component)]
+struct UiCamera;
+
+/// While the UI is hidden (Tab) the UI camera is switched off and the scene camera writes the window itself, so
+/// the hidden UI costs nothing (the lane labels are scene text, see `labels`).
+fn ui_camera_only_while_shown(
+    ui: Res<UiState>,
+    mut ui_camera: Query<&mut Camera, (With<UiCamera>, Without<MainCamera>)>,
+    mut scene: Query<&mut Camera, With<MainCamera>>,
+) {
+    let (Ok(mut ui_camera), Ok(mut scene)) = (ui_camera.single_mut(), scene.single_mut()) else {
+        return;
+    };
+    if ui_camera.is_active == ui.show_ui {
+        return;
+    }
+    ui_camera.is_active = ui.show_ui;
+    scene.output_mode = if ui.show_ui {
+        CameraOutputMode::Skip
+    } else {
+        CameraOutputMode::default()
+    };
 }
 
 /// Sets the main camera's viewport to the canvas (in physical pixels), or clears it while the UI is hidden. The
@@ -174,6 +227,43 @@ mod tests {
         // Nothing changes while the canvas does not.
         app.update();
         assert_eq!(camera(&mut app), (None, Vec3::ZERO));
+    }
+
+    #[test]
+    fn hiding_the_ui_switches_its_camera_off_and_the_scene_camera_writes_the_window() {
+        let mut app = App::new();
+        app.insert_resource(UiState {
+            show_ui: true,
+            ..default()
+        });
+        let scene = app
+            .world_mut()
+            .spawn((
+                MainCamera,
+                Camera {
+                    output_mode: CameraOutputMode::Skip,
+                    ..default()
+                },
+            ))
+            .id();
+        let ui_camera = app.world_mut().spawn((UiCamera, Camera::default())).id();
+        app.add_systems(Update, ui_camera_only_while_shown);
+        let state = |app: &App| {
+            let scene = app.world().get::<Camera>(scene).expect("scene camera");
+            let ui = app.world().get::<Camera>(ui_camera).expect("UI camera");
+            (
+                matches!(scene.output_mode, CameraOutputMode::Skip),
+                ui.is_active,
+            )
+        };
+        app.update();
+        assert_eq!(state(&app), (true, true));
+        app.world_mut().resource_mut::<UiState>().show_ui = false;
+        app.update();
+        assert_eq!(state(&app), (false, false));
+        app.world_mut().resource_mut::<UiState>().show_ui = true;
+        app.update();
+        assert_eq!(state(&app), (true, true));
     }
 
     #[test]

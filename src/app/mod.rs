@@ -19,6 +19,7 @@ pub mod decimate;
 pub mod demo_panel;
 pub mod export;
 pub mod input;
+pub mod labels;
 pub mod landscape;
 pub mod panels;
 pub mod render;
@@ -209,6 +210,7 @@ pub fn run_gui() -> anyhow::Result<()> {
     .add_plugins((
         render::RenderPlugin,
         canvas::CanvasPlugin,
+        labels::LabelsPlugin,
         input::InputPlugin,
         panels::PanelsPlugin,
         demo_panel::DemoPanelPlugin,

@@ -12,7 +12,7 @@ use egui_plot::{Legend, Line, Plot, PlotPoints, Points, VLine};
 
 use super::decimate::min_max_per_column;
 use super::landscape::{LandscapeInput, landscape};
-use super::render::{CameraView, MainCamera};
+use super::render::CameraView;
 use super::{IPC_RGB, PENALTY_RGB, UiState};
 use crate::physics::DVec2;
 use crate::physics::geometry::ball_wall_gap;
@@ -21,7 +21,7 @@ use crate::physics::world::{ContactMethod, LaneWorld};
 use crate::sim::{
     ActiveScene, Ball, BodyState, CycleScene, Lane, LaneDiagnostics, LaneMember, LaneSettings,
     LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall, Stepping,
-    ThrowBall, UNITS_PER_METRE,
+    ThrowBall,
 };
 
 /// Bodies as the selected-body panel lists them.
@@ -115,17 +115,15 @@ fn sandbox_ui(
     mut view: ResMut<CameraView>,
     mut lanes: Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
     bodies: BodyRows,
-    camera: Query<(&Camera, &GlobalTransform), With<MainCamera>>,
     rod_log: Res<RodImpactLog>,
     mut actions: Actions,
     mut clocks: Clocks,
 ) -> Result {
-    let ctx = contexts.ctx_mut()?.clone();
     if !ui_state.show_ui {
         ui_state.canvas = None;
-        paint_lane_labels(&ctx, &lanes, &camera);
         return Ok(());
     }
+    let ctx = contexts.ctx_mut()?.clone();
     let mut viewport_ui = egui::Ui::new(
         ctx.clone(),
         "viewport".into(),
@@ -211,7 +209,6 @@ fn sandbox_ui(
         Vec2::new(canvas.min.x, canvas.min.y),
         Vec2::new(canvas.max.x, canvas.max.y),
     ));
-    paint_lane_labels(&ctx, &lanes, &camera);
     Ok(())
 }
 
@@ -980,50 +977,4 @@ fn landscape_panel(
                 }
             }
         });
-}
-
-/// Lane names with their method, painted at each lane's top-left corner over the canvas.
-fn paint_lane_labels(
-    ctx: &egui::Context,
-    lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
-    camera: &Query<(&Camera, &GlobalTransform), With<MainCamera>>,
-) {
-    let Ok((camera, global)) = camera.single() else {
-        return;
-    };
-    let painter = ctx.layer_painter(egui::LayerId::new(
-        egui::Order::Background,
-        egui::Id::new("lane labels"),
-    ));
-    for (_, lane, _, _) in lanes {
-        let corner = DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset;
-        let world = Vec3::new(
-            corner.x as f32 * UNITS_PER_METRE,
-            corner.y as f32 * UNITS_PER_METRE,
-            0.0,
-        );
-        if let Ok(p) = camera.world_to_viewport(global, world) {
-            let color = method_color32(lane.world.settings.method);
-            painter.text(
-                egui::pos2(p.x, p.y - 4.0),
-                egui::Align2::LEFT_BOTTOM,
-                format!(
-                    "{} [{}]",
-                    lane.world.name,
-                    lane.world.settings.method.label()
-                ),
-                egui::FontId::proportional(16.0),
-                color,
-            );
-            if let Some(fault) = &lane.world.fault {
-                painter.text(
-                    egui::pos2(p.x, p.y + 14.0),
-                    egui::Align2::LEFT_TOP,
-                    format!("paused: {fault}"),
-                    egui::FontId::proportional(14.0),
-                    egui::Color32::from_rgb(255, 90, 80),
-                );
-            }
-        }
-    }
 }

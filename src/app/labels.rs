@@ -1,0 +1,223 @@
+//! Each lane's name and contact method above its top-left corner, and the fault that paused it below, drawn in
+//! the scene by the main camera.
+//!
+//! They are scene text rather than egui so that they stay when the UI is hidden (Tab) without keeping the UI
+//! camera running: under a software renderer its full-window pass is about a tenth of a frame.
+
+use bevy::prelude::*;
+use bevy::sprite::Anchor;
+
+use super::method_color;
+use super::render::{MainCamera, camera_scale};
+use crate::physics::DVec2;
+use crate::sim::{Lane, UNITS_PER_METRE};
+
+/// Height of the title text [logical px].
+const TITLE_PX: f32 = 16.0;
+/// Height of the fault text [logical px].
+const FAULT_PX: f32 = 14.0;
+/// Gap between the lane's corner and the title above it [logical px].
+const TITLE_GAP_PX: f32 = 4.0;
+/// Gap between the lane's corner and the fault line below it [logical px].
+const FAULT_GAP_PX: f32 = 14.0;
+/// Above walls, balls and rods.
+const LABEL_Z: f32 = 50.0;
+/// Colour of the fault line.
+const FAULT_RGB: [u8; 3] = [255, 90, 80];
+
+pub struct LabelsPlugin;
+
+impl Plugin for LabelsPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(
+            PostUpdate,
+            label_lanes.before(bevy::transform::TransformSystems::Propagate),
+        );
+    }
+}
+
+/// Which line of which lane a text entity shows.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneLabel {
+    pub lane: Entity,
+    pub line: LabelLine,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabelLine {
+    /// `name [method]` above the corner, in the method's colour.
+    Title,
+    /// `paused: fault` below the corner, hidden while the lane runs.
+    Fault,
+}
+
+/// The text a line shows for a lane, if any.
+fn line_text(lane: &Lane, line: LabelLine) -> Option<String> {
+    match line {
+        LabelLine::Title => Some(format!(
+            "{} [{}]",
+            lane.world.name,
+            lane.world.settings.method.label()
+        )),
+        LabelLine::Fault => lane
+            .world
+            .fault
+            .as_ref()
+            .map(|fault| format!("paused: {fault}")),
+    }
+}
+
+/// Spawns the two lines of a new lane, despawns those of a lane that is gone, and keeps each line's text, colour
+/// and place; the text keeps its size on screen (its scale is the camera's units per pixel).
+#[allow(clippy::type_complexity)]
+fn label_lanes(
+    mut commands: Commands,
+    lanes: Query<(Entity, &Lane)>,
+    new_lanes: Query<Entity, Added<Lane>>,
+    camera: Query<&Projection, With<MainCamera>>,
+    mut labels: Query<(
+        Entity,
+        &LaneLabel,
+        &mut Text2d,
+        &mut TextColor,
+        &mut Transform,
+        &mut Visibility,
+    )>,
+) {
+    for lane in &new_lanes {
+        for (line, anchor, px) in [
+            (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
+            (LabelLine::Fault, Anchor::TOP_LEFT, FAULT_PX),
+        ] {
+            commands.spawn((
+                LaneLabel { lane, line },
+                Text2d::new(""),
+                TextFont {
+                    font_size: FontSize::Px(px),
+                    ..default()
+                },
+                anchor,
+                Visibility::Hidden,
+            ));
+        }
+    }
+    let px = camera.single().map(camera_scale).unwrap_or(1.0);
+    for (entity, label, mut text, mut color, mut transform, mut visibility) in &mut labels {
+        let Ok((_, lane)) = lanes.get(label.lane) else {
+            commands.entity(entity).despawn();
+            continue;
+        };
+        let Some(wanted) = line_text(lane, label.line) else {
+            visibility.set_if_neq(Visibility::Hidden);
+            continue;
+        };
+        visibility.set_if_neq(Visibility::Inherited);
+        if text.0 != wanted {
+            text.0 = wanted;
+        }
+        let (rgb, gap) = match label.line {
+            LabelLine::Title => (method_color(lane.world.settings.method), TITLE_GAP_PX),
+            LabelLine::Fault => (
+                Color::srgb_u8(FAULT_RGB[0], FAULT_RGB[1], FAULT_RGB[2]),
+                -FAULT_GAP_PX,
+            ),
+        };
+        color.set_if_neq(TextColor(rgb));
+        let corner = (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2()
+            * UNITS_PER_METRE;
+        let wanted = Transform::from_xyz(corner.x, corner.y + gap * px, LABEL_Z)
+            .with_scale(Vec3::new(px, px, 1.0));
+        transform.set_if_neq(wanted);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::Scene;
+    use std::path::Path;
+
+    fn lane_from(path: &str, index: usize, offset: DVec2) -> Lane {
+        let scene = Scene::load(Path::new(path)).expect("a built-in scene loads");
+        let world = scene.build().remove(index);
+        Lane {
+            index,
+            world,
+            offset,
+            bounds: (DVec2::new(-1.0, 0.0), DVec2::new(2.0, 1.5)),
+            ball_entities: Vec::new(),
+            rod_entities: Vec::new(),
+        }
+    }
+
+    fn labels_of(app: &mut App, lane: Entity) -> Vec<(LabelLine, String, Visibility, Transform)> {
+        let mut found: Vec<_> = app
+            .world_mut()
+            .query::<(&LaneLabel, &Text2d, &Visibility, &Transform)>()
+            .iter(app.world())
+            .filter(|(label, ..)| label.lane == lane)
+            .map(|(label, text, visibility, transform)| {
+                (label.line, text.0.clone(), *visibility, *transform)
+            })
+            .collect();
+        found.sort_by_key(|(line, ..)| *line == LabelLine::Fault);
+        found
+    }
+
+    #[test]
+    fn each_lane_is_titled_at_its_corner_and_its_fault_shown_until_it_is_gone() {
+        let mut app = App::new();
+        app.add_systems(Update, label_lanes);
+        app.world_mut().spawn((
+            MainCamera,
+            Projection::Orthographic(OrthographicProjection {
+                scale: 0.5,
+                ..OrthographicProjection::default_2d()
+            }),
+        ));
+        let lane = lane_from("assets/scenes/wall_throw.ron", 1, DVec2::new(3.0, -2.0));
+        let title = format!(
+            "{} [{}]",
+            lane.world.name,
+            lane.world.settings.method.label()
+        );
+        let lane = app.world_mut().spawn(lane).id();
+        app.update();
+        app.update();
+
+        let shown = labels_of(&mut app, lane);
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        let (line, text, visibility, at) = &shown[0];
+        assert_eq!((*line, text.as_str()), (LabelLine::Title, title.as_str()));
+        assert_eq!(*visibility, Visibility::Inherited);
+        // The corner (-1 + 3, 1.5 - 2) m, 4 px above at 0.5 units per pixel, drawn at 1 px per pixel.
+        let corner = Vec2::new(2.0, -0.5) * UNITS_PER_METRE;
+        assert_eq!(at.translation, Vec3::new(corner.x, corner.y + 2.0, LABEL_Z));
+        assert_eq!(at.scale, Vec3::new(0.5, 0.5, 1.0));
+        let (line, _, visibility, _) = &shown[1];
+        assert_eq!((*line, *visibility), (LabelLine::Fault, Visibility::Hidden));
+
+        // A fault shows below the corner.
+        app.world_mut()
+            .get_mut::<Lane>(lane)
+            .expect("the lane")
+            .world
+            .fault = Some("the Newton solve did not converge".into());
+        app.update();
+        let (_, text, visibility, at) = &labels_of(&mut app, lane)[1];
+        assert_eq!(text, "paused: the Newton solve did not converge");
+        assert_eq!(*visibility, Visibility::Inherited);
+        assert_eq!(at.translation.y, corner.y - 7.0);
+
+        // A lane that is gone takes its labels with it.
+        app.world_mut().despawn(lane);
+        app.update();
+        assert!(labels_of(&mut app, lane).is_empty());
+        let left = app
+            .world_mut()
+            .query::<&LaneLabel>()
+            .iter(app.world())
+            .count();
+        assert_eq!(left, 0);
+    }
+}
