@@ -51,7 +51,9 @@ impl Plugin for CanvasPlugin {
             .add_systems(PostStartup, spawn_ui_camera)
             .add_systems(
                 PostUpdate,
+                // After the UI pass, which measures the canvas (`sandbox_ui`), so the viewport is this frame's.
                 (clip_scene_to_canvas, ui_camera_only_while_shown)
+                    .after(bevy_egui::EguiPostUpdateSet::EndPass)
                     .before(bevy::camera::CameraUpdateSystems),
             );
     }
@@ -217,6 +219,14 @@ mod tests {
         // moves with it (0.5 units per pixel, y up), so what was drawn under each pixel still is.
         assert_eq!(at, Vec3::new(-25.0, 37.5, 0.0));
 
+        // The left panel dragged 100 px wider: the canvas's centre moves 50 px right, and the camera with it.
+        app.world_mut().resource_mut::<UiState>().canvas =
+            Some((Vec2::new(400.0, 0.0), Vec2::new(1200.0, 750.0)));
+        app.update();
+        let (viewport, at) = camera(&mut app);
+        assert_eq!(viewport, Some((UVec2::new(400, 0), UVec2::new(800, 750))));
+        assert_eq!(at, Vec3::new(0.0, 37.5, 0.0));
+
         // Hiding the UI gives the scene the whole window back, and the view does not jump.
         app.world_mut().resource_mut::<UiState>().show_ui = false;
         app.update();
@@ -233,7 +243,7 @@ mod tests {
     fn hiding_the_ui_switches_its_camera_off_and_the_scene_camera_writes_the_window() {
         let mut app = App::new();
         app.insert_resource(UiState {
-            show_ui: true,
+            show_ui: false,
             ..default()
         });
         let scene = app
@@ -256,14 +266,15 @@ mod tests {
                 ui.is_active,
             )
         };
-        app.update();
-        assert_eq!(state(&app), (true, true));
-        app.world_mut().resource_mut::<UiState>().show_ui = false;
+        // Spawned as the UI camera leaves them; the UI starts hidden here.
         app.update();
         assert_eq!(state(&app), (false, false));
         app.world_mut().resource_mut::<UiState>().show_ui = true;
         app.update();
         assert_eq!(state(&app), (true, true));
+        app.world_mut().resource_mut::<UiState>().show_ui = false;
+        app.update();
+        assert_eq!(state(&app), (false, false));
     }
 
     #[test]

@@ -165,7 +165,8 @@ mod tests {
     }
 
     #[test]
-    fn each_lane_is_titled_at_its_corner_and_its_fault_shown_until_it_is_gone() {
+    fn each_lane_is_titled_at_its_corner_its_fault_shown_while_it_lasts_and_its_labels_go_with_it()
+    {
         let mut app = App::new();
         app.add_systems(Update, label_lanes);
         app.world_mut().spawn((
@@ -176,11 +177,7 @@ mod tests {
             }),
         ));
         let lane = lane_from("assets/scenes/wall_throw.ron", 1, DVec2::new(3.0, -2.0));
-        let title = format!(
-            "{} [{}]",
-            lane.world.name,
-            lane.world.settings.method.label()
-        );
+        let title = "ipc dhat=1mm [ipc]";
         let lane = app.world_mut().spawn(lane).id();
         app.update();
         app.update();
@@ -188,7 +185,7 @@ mod tests {
         let shown = labels_of(&mut app, lane);
         assert_eq!(shown.len(), 2, "{shown:?}");
         let (line, text, visibility, at) = &shown[0];
-        assert_eq!((*line, text.as_str()), (LabelLine::Title, title.as_str()));
+        assert_eq!((*line, text.as_str()), (LabelLine::Title, title));
         assert_eq!(*visibility, Visibility::Inherited);
         // The corner (-1 + 3, 1.5 - 2) m, 4 px above at 0.5 units per pixel, drawn at 1 px per pixel.
         let corner = Vec2::new(2.0, -0.5) * UNITS_PER_METRE;
@@ -208,6 +205,15 @@ mod tests {
         assert_eq!(text, "paused: the Newton solve did not converge");
         assert_eq!(*visibility, Visibility::Inherited);
         assert_eq!(at.translation.y, corner.y - 7.0);
+
+        // Cleared (the lane resumed), it hides again.
+        app.world_mut()
+            .get_mut::<Lane>(lane)
+            .expect("the lane")
+            .world
+            .fault = None;
+        app.update();
+        assert_eq!(labels_of(&mut app, lane)[1].2, Visibility::Hidden);
 
         // A lane that is gone takes its labels with it.
         app.world_mut().despawn(lane);

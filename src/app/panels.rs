@@ -3,7 +3,7 @@
 //!
 //! Left: scene menu, run controls, the wall-throw panel (sliders, Throw, per-lane status, magnified gap inset),
 //! spawning, the selected body. Right: per-lane settings and pre-flight numbers, the energy landscape.
-//! Bottom: live plots per lane. Lane labels are painted over the canvas.
+//! Bottom: live plots per lane. The lane labels are scene text ([`super::labels`]).
 
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
@@ -823,10 +823,10 @@ fn plots_panel(
                     .legend(Legend::default())
                     .allow_scroll(false)
                     .show(ui, |plot| {
-                        // Thinned to the columns of the plot as last drawn (egui_plot's transform).
-                        let transform = plot.transform();
-                        let (x0, columns_per_unit) =
-                            (transform.bounds().min()[0], transform.dpos_dvalue_x());
+                        // Thinned to columns as wide as the plot's pixels as last drawn (egui_plot's transform),
+                        // counted from t = 0 rather than from the scrolling left edge: which samples share a
+                        // column does not change from frame to frame, so the thinned line does not shimmer.
+                        let (x0, columns_per_unit) = (0.0, plot.transform().dpos_dvalue_x());
                         for &entity in sorted {
                             let Ok((_, lane, _, diagnostics)) = lanes.get(entity) else {
                                 continue;

@@ -11,8 +11,10 @@
 //! under one level of nested dissection for a large pattern: [`super::ordering`]) and the factor's structure are
 //! computed once per pattern, not once per iteration; each iteration only scatters its blocks into fixed slots
 //! and refactorises numerically. A step seeded with the very pattern the workspace last analysed (a pile at rest)
-//! keeps that analysis: the 2 000-ball pit at rest steps in 2.8 ms instead of 4.0. A large factorisation shares its columns between two threads, each column
-//! computed by the same operations in the same order, so the result does not depend on the thread count.
+//! keeps that analysis: the 2 000-ball pit at rest steps in 2.8 ms instead of 4.0 (`run --scene
+//! assets/scenes/ball_pit_2000.ron`, 900 steps against 300; docs/performance.md, sixteenth session). A large
+//! factorisation shares its columns between two threads, each column computed by the same operations in the same
+//! order, so the result does not depend on the thread count.
 //!
 //! faer's own sparse `LLᵀ` (simplicial, or supernodal from 2 000 coupled balls) was used before; on the
 //! reference pit the block factorisation cut the linear solve from 5.53 to 2.30 ms per step at N = 1 000, from
@@ -41,7 +43,7 @@ pub struct LinearCounters {
     pub symbolic: u64,
     /// Numeric factorisations and solves.
     pub numeric: u64,
-    /// Patterns kept from the previous solve because its seed was the same.
+    /// Steps whose seed equalled the pattern last analysed, so that analysis was kept.
     pub reused: u64,
 }
 
@@ -182,8 +184,8 @@ impl LinearWorkspace {
         }
         self.factor = None;
         self.targets.clear();
-        self.analysed = true;
         if m == 0 {
+            self.analysed = true;
             return Ok(());
         }
         // Approximate minimum degree, under one level of nested dissection for a large pattern.
@@ -199,6 +201,9 @@ impl LinearWorkspace {
             }
         }
         self.factor = Some(factor);
+        // Only a complete analysis counts: after a failed one the next solve analyses again (and a step seeded
+        // with the same pattern does not keep a half-built structure).
+        self.analysed = true;
         Ok(())
     }
 }
