@@ -152,11 +152,20 @@ fn clip_scene_to_canvas(
     });
 }
 
-/// The canvas `lo..hi` (logical pixels) in physical pixels, inside the window; `None` if nothing is left.
+/// The canvas `lo..hi` (logical pixels) in physical pixels, inside the window. A canvas the panels squeeze to
+/// nothing is one pixel at its corner, so the scene stays out from under the panels (the scene camera's clear
+/// still covers the window); `None` only for a window of no size.
 fn physical_rect(lo: Vec2, hi: Vec2, scale: f32, window: UVec2) -> Option<(UVec2, UVec2)> {
+    if window.x == 0 || window.y == 0 {
+        return None;
+    }
     let lo = (lo * scale).round().max(Vec2::ZERO).as_uvec2().min(window);
     let hi = (hi * scale).round().max(Vec2::ZERO).as_uvec2().min(window);
-    (hi.x > lo.x && hi.y > lo.y).then(|| (lo, hi - lo))
+    if hi.x > lo.x && hi.y > lo.y {
+        Some((lo, hi - lo))
+    } else {
+        Some((lo.min(window - UVec2::ONE), UVec2::ONE))
+    }
 }
 
 #[cfg(test)]
@@ -278,7 +287,7 @@ mod tests {
     }
 
     #[test]
-    fn a_canvas_squeezed_to_nothing_or_beyond_the_window_is_clamped() {
+    fn a_canvas_squeezed_to_nothing_keeps_one_pixel_and_one_beyond_the_window_is_clamped() {
         let window = UVec2::new(1600, 900);
         assert_eq!(
             physical_rect(Vec2::new(-10.0, 5.0), Vec2::new(2000.0, 950.0), 1.0, window),
@@ -286,6 +295,19 @@ mod tests {
         );
         assert_eq!(
             physical_rect(Vec2::new(700.0, 0.0), Vec2::new(700.0, 900.0), 1.0, window),
+            Some((UVec2::new(700, 0), UVec2::ONE))
+        );
+        assert_eq!(
+            physical_rect(
+                Vec2::new(1700.0, 950.0),
+                Vec2::new(1800.0, 990.0),
+                1.0,
+                window
+            ),
+            Some((UVec2::new(1599, 899), UVec2::ONE))
+        );
+        assert_eq!(
+            physical_rect(Vec2::ZERO, Vec2::new(10.0, 10.0), 1.0, UVec2::new(0, 900)),
             None
         );
         // On a 2× display a logical canvas covers twice the pixels.
