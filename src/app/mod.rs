@@ -12,12 +12,15 @@
 //!   (non-zero if the capture never arrives).
 //! - `CONTACT_SANDBOX_FRAMES=N`: frames before the screenshot (default 15).
 //! - `CONTACT_SANDBOX_REPLAY=demo.ron`: open this demo in the replay viewer at start.
+//! - `CONTACT_SANDBOX_FPS_LOG=SECONDS`: print the frame rate to stderr every SECONDS; `CONTACT_SANDBOX_HIDE_UI=1`:
+//!   start with the UI hidden ([`frame_log`], used by `tools/window-fps`).
 
 pub mod ball_mesh;
 pub mod canvas;
 pub mod decimate;
 pub mod demo_panel;
 pub mod export;
+pub mod frame_log;
 pub mod input;
 pub mod labels;
 pub mod landscape;
@@ -169,6 +172,7 @@ pub fn run_gui() -> anyhow::Result<()> {
     let active = ActiveScene::load(&scene_path).map_err(anyhow::Error::new)?;
     let screenshot =
         screenshot::ScreenshotPlan::from_env().context("reading the screenshot variables")?;
+    let frames = frame_log::FramePlan::from_env().context("reading the frame-rate variables")?;
 
     let mut catalogue = SceneCatalogue {
         paths: BUILT_IN_SCENES.iter().map(PathBuf::from).collect(),
@@ -214,6 +218,7 @@ pub fn run_gui() -> anyhow::Result<()> {
         input::InputPlugin,
         panels::PanelsPlugin,
         demo_panel::DemoPanelPlugin,
+        frame_log::FrameLogPlugin { plan: frames },
     ));
     if let Some(demo) = std::env::var_os("CONTACT_SANDBOX_REPLAY") {
         let demo = PathBuf::from(demo);
