@@ -153,8 +153,8 @@ fn clip_scene_to_canvas(
 }
 
 /// The canvas `lo..hi` (logical pixels) in physical pixels, inside the window. A canvas the panels squeeze to
-/// nothing is one pixel at its corner, so the scene stays out from under the panels (the scene camera's clear
-/// still covers the window); `None` only for a window of no size.
+/// nothing is one pixel at its corner, so the scene shows under the panels in one pixel at most (the scene
+/// camera's clear still covers the window); `None` only for a window of no size.
 fn physical_rect(lo: Vec2, hi: Vec2, scale: f32, window: UVec2) -> Option<(UVec2, UVec2)> {
     if window.x == 0 || window.y == 0 {
         return None;

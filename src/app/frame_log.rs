@@ -4,18 +4,16 @@
 //!   of at least SECONDS of real time;
 //! - `CONTACT_SANDBOX_HIDE_UI=1` starts with the UI hidden, as Tab does.
 //!
-//! `tools/window-fps` runs the window under a virtual display with both and averages the last windows; the frame
-//! rates in docs/performance.md are measured that way.
+//! `tools/window-fps` runs the window under a virtual display with the log on (and the UI hidden if asked) and
+//! averages the last counts; the frame rates in docs/performance.md are measured that way.
 
 use anyhow::Context;
 use bevy::prelude::*;
 
-use super::UiState;
-
 const FPS_LOG: &str = "CONTACT_SANDBOX_FPS_LOG";
 const HIDE_UI: &str = "CONTACT_SANDBOX_HIDE_UI";
 
-/// What the variables ask for.
+/// What the variables ask for. [`super::run_gui`] starts the UI hidden if asked; [`FrameLogPlugin`] logs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FramePlan {
     /// Length of one logged window [s], if frames are logged.
@@ -25,9 +23,16 @@ pub struct FramePlan {
 }
 
 impl FramePlan {
+    /// Reads the variables; a value that is not valid UTF-8 is an error too.
     pub fn from_env() -> anyhow::Result<FramePlan> {
-        let var = |name: &str| std::env::var(name).ok();
-        FramePlan::parse(var(FPS_LOG).as_deref(), var(HIDE_UI).as_deref())
+        let var = |name: &str| match std::env::var(name) {
+            Ok(value) => Ok(Some(value)),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(value)) => {
+                Err(anyhow::anyhow!("{name} is not valid UTF-8: {value:?}"))
+            }
+        };
+        FramePlan::parse(var(FPS_LOG)?.as_deref(), var(HIDE_UI)?.as_deref())
     }
 
     /// The plan for the variables' values (`None`: unset).
@@ -52,7 +57,7 @@ impl FramePlan {
     }
 }
 
-/// Counts frames over windows of real time.
+/// Counts frames over windows of real time (what `CONTACT_SANDBOX_FPS_LOG` prints).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FrameWindow {
     length: f32,
@@ -61,6 +66,7 @@ pub struct FrameWindow {
 }
 
 impl FrameWindow {
+    /// Windows of at least `length` seconds.
     pub fn new(length: f32) -> FrameWindow {
         FrameWindow {
             length,
@@ -83,16 +89,14 @@ impl FrameWindow {
     }
 }
 
+/// Prints the frame rate to stderr after every window of `log_every` seconds, if set.
 pub struct FrameLogPlugin {
-    pub plan: FramePlan,
+    pub log_every: Option<f32>,
 }
 
 impl Plugin for FrameLogPlugin {
     fn build(&self, app: &mut App) {
-        if self.plan.hide_ui {
-            app.add_systems(Startup, |mut ui: ResMut<UiState>| ui.show_ui = false);
-        }
-        if let Some(length) = self.plan.log_every {
+        if let Some(length) = self.log_every {
             let mut window = FrameWindow::new(length);
             app.add_systems(Last, move |time: Res<Time<Real>>| {
                 if let Some((seconds, frames)) = window.tick(time.delta_secs()) {
@@ -141,7 +145,7 @@ mod tests {
             FramePlan::parse(None, Some("false")).ok(),
             Some(FramePlan::default())
         );
-        for bad in ["0", "-1", "fast", "1e9"] {
+        for bad in ["0", "-1", "fast", "1e9", "NaN", "inf"] {
             let error = FramePlan::parse(Some(bad), None)
                 .expect_err(bad)
                 .to_string();

@@ -204,7 +204,10 @@ pub fn run_gui() -> anyhow::Result<()> {
     )))
     .insert_resource(active)
     .insert_resource(catalogue)
-    .init_resource::<UiState>()
+    .insert_resource(UiState {
+        show_ui: !frames.hide_ui,
+        ..default()
+    })
     // A slow step (a landing pile) slows the simulation, not the window.
     .insert_resource(Stepping::Background)
     .add_plugins(SimPlugin)
@@ -218,7 +221,9 @@ pub fn run_gui() -> anyhow::Result<()> {
         input::InputPlugin,
         panels::PanelsPlugin,
         demo_panel::DemoPanelPlugin,
-        frame_log::FrameLogPlugin { plan: frames },
+        frame_log::FrameLogPlugin {
+            log_every: frames.log_every,
+        },
     ));
     if let Some(demo) = std::env::var_os("CONTACT_SANDBOX_REPLAY") {
         let demo = PathBuf::from(demo);
