@@ -165,8 +165,9 @@ pub fn scene_bounds(lanes: &Query<&Lane>) -> Option<(Vec2, Vec2)> {
     Some((lo, hi))
 }
 
-/// While auto-fit is on, the camera frames all lanes inside the canvas left free by the panels. Without a window
-/// (the offscreen exporter) the camera's image target is the canvas.
+/// While auto-fit is on, the camera frames all lanes inside the canvas left free by the panels; the camera's
+/// viewport is that canvas (see `canvas`), so the lanes' centre goes to the camera's. Without a window (the
+/// offscreen exporter) the camera's image target is the canvas.
 fn fit_camera(
     view: Res<CameraView>,
     ui: Res<UiState>,
@@ -189,25 +190,14 @@ fn fit_camera(
             None => return,
         },
     };
-    let (c0, c1) = match ui.canvas {
-        Some(rect) if ui.show_ui => rect,
-        _ => (Vec2::ZERO, window_size),
-    };
-    let canvas = (c1 - c0).max(Vec2::splat(50.0));
+    let canvas = match ui.canvas {
+        Some((c0, c1)) if ui.show_ui => c1 - c0,
+        _ => window_size,
+    }
+    .max(Vec2::splat(50.0));
     let size = hi - lo;
     let scale = (size.x / canvas.x).max(size.y / canvas.y).max(1e-3);
-    let centre = (lo + hi) / 2.0;
-    let canvas_centre = (c0 + c1) / 2.0;
-    // A camera clipped to the canvas (see `canvas`) is centred on it already.
-    let shift = if camera.viewport.is_some() {
-        Vec2::ZERO
-    } else {
-        Vec2::new(
-            canvas_centre.x - window_size.x / 2.0,
-            -(canvas_centre.y - window_size.y / 2.0),
-        ) * scale
-    };
-    transform.translation = (centre - shift).extend(transform.translation.z);
+    transform.translation = ((lo + hi) / 2.0).extend(transform.translation.z);
     if let Projection::Orthographic(o) = &mut *projection {
         o.scale = scale;
     }
