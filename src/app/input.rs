@@ -8,6 +8,7 @@
 
 use bevy::input::mouse::{AccumulatedMouseScroll, MouseScrollUnit};
 use bevy::prelude::*;
+use bevy_egui::egui;
 use bevy_egui::input::{egui_wants_any_keyboard_input, egui_wants_any_pointer_input};
 
 use super::UiState;
@@ -43,15 +44,22 @@ pub struct InputPlugin;
 
 impl Plugin for InputPlugin {
     fn build(&self, app: &mut App) {
-        app.init_resource::<DragState>().add_systems(
-            Update,
-            (
-                keyboard_controls.run_if(not(egui_wants_any_keyboard_input)),
-                (mouse_buttons, zoom_with_wheel).run_if(not(egui_wants_any_pointer_input)),
-                draw_throw_preview,
+        app.init_resource::<DragState>()
+            .add_systems(
+                PreUpdate,
+                tab_is_not_for_egui
+                    .after(bevy_egui::EguiPreUpdateSet::ProcessInput)
+                    .before(bevy_egui::EguiPreUpdateSet::BeginPass),
             )
-                .before(SimSet::ApplyMessages),
-        );
+            .add_systems(
+                Update,
+                (
+                    keyboard_controls.run_if(not(egui_wants_any_keyboard_input)),
+                    (mouse_buttons, zoom_with_wheel).run_if(not(egui_wants_any_pointer_input)),
+                    draw_throw_preview,
+                )
+                    .before(SimSet::ApplyMessages),
+            );
     }
 }
 
@@ -73,6 +81,22 @@ impl DragState {
         } else {
             d
         }
+    }
+}
+
+/// Tab hides and shows the UI, so egui does not see it: otherwise it would also move its keyboard focus to the
+/// first button, and the keys (P, O, R, [, ], F) would go to that button until Escape.
+fn tab_is_not_for_egui(mut inputs: Query<&mut bevy_egui::EguiInput>) {
+    for mut input in &mut inputs {
+        input.events.retain(|event| {
+            !matches!(
+                event,
+                egui::Event::Key {
+                    key: egui::Key::Tab,
+                    ..
+                }
+            )
+        });
     }
 }
 
@@ -154,9 +178,12 @@ fn mouse_buttons(
     let cursor = window.cursor_position();
     drag.cursor = cursor;
     let px = camera_scale(projection);
+    // A press over a panel belongs to the panel (egui reads it a frame later, so its own run condition is too
+    // late to keep the press from reaching the scene hidden beneath).
+    let pressed_on_scene = cursor.filter(|&c| on_canvas(&ui, c));
 
     if buttons.just_pressed(MouseButton::Left) {
-        drag.throw_from = cursor;
+        drag.throw_from = pressed_on_scene;
     }
     if buttons.just_released(MouseButton::Left)
         && let (Some(from), Some(to)) = (drag.throw_from.take(), cursor)
@@ -199,7 +226,7 @@ fn mouse_buttons(
     }
 
     if buttons.just_pressed(MouseButton::Right) {
-        drag.pan_from = cursor;
+        drag.pan_from = pressed_on_scene;
         drag.pan_moved = false;
     }
     if buttons.pressed(MouseButton::Right)
@@ -242,9 +269,22 @@ fn mouse_buttons(
     }
 }
 
+/// Whether the pointer at `cursor` (window logical pixels) is over the scene: the canvas while the panels show,
+/// the whole window while Tab hides them. Before the panels have measured the canvas, nowhere.
+fn on_canvas(ui: &UiState, cursor: Vec2) -> bool {
+    if !ui.show_ui {
+        return true;
+    }
+    ui.canvas.is_some_and(|(lo, hi)| {
+        (lo.x..hi.x).contains(&cursor.x) && (lo.y..hi.y).contains(&cursor.y)
+    })
+}
+
+/// Zooms about the cursor; a wheel turned over a panel scrolls the panel and leaves the scene alone.
 fn zoom_with_wheel(
     scroll: Res<AccumulatedMouseScroll>,
     windows: Query<&Window>,
+    ui: Res<UiState>,
     mut camera: Query<
         (&Camera, &GlobalTransform, &mut Transform, &mut Projection),
         With<MainCamera>,
@@ -254,6 +294,14 @@ fn zoom_with_wheel(
     if scroll.delta.y == 0.0 {
         return;
     }
+    let Some(cursor) = windows
+        .single()
+        .ok()
+        .and_then(|w| w.cursor_position())
+        .filter(|&c| on_canvas(&ui, c))
+    else {
+        return;
+    };
     let Ok((camera, global, mut transform, mut projection)) = camera.single_mut() else {
         return;
     };
@@ -262,11 +310,7 @@ fn zoom_with_wheel(
         MouseScrollUnit::Pixel => scroll.delta.y / 40.0,
     };
     let factor = 0.85f32.powf(lines);
-    let anchor = windows
-        .single()
-        .ok()
-        .and_then(|w| w.cursor_position())
-        .and_then(|c| camera.viewport_to_world_2d(global, c).ok());
+    let anchor = camera.viewport_to_world_2d(global, cursor).ok();
     if let Projection::Orthographic(o) = &mut *projection {
         o.scale = (o.scale * factor).clamp(1e-4, 1e3);
         // Keep the point under the cursor fixed.
@@ -296,5 +340,125 @@ fn draw_throw_preview(
     };
     if let (Some(a), Some(b)) = (to_world(camera, global, from), to_world(camera, global, to)) {
         gizmos.arrow_2d(a, b, Color::srgb(1.0, 1.0, 0.5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy::window::WindowResolution;
+
+    #[test]
+    fn tab_never_reaches_egui_and_other_keys_do() {
+        let key = |key| egui::Event::Key {
+            key,
+            physical_key: None,
+            pressed: true,
+            repeat: false,
+            modifiers: egui::Modifiers::NONE,
+        };
+        let mut app = App::new();
+        let mut input = bevy_egui::EguiInput::default();
+        input.events = vec![key(egui::Key::Tab), key(egui::Key::P), key(egui::Key::Tab)];
+        let context = app.world_mut().spawn(input).id();
+        app.add_systems(Update, tab_is_not_for_egui);
+        app.update();
+        let left = &app
+            .world()
+            .get::<bevy_egui::EguiInput>(context)
+            .expect("the input stays")
+            .events;
+        assert_eq!(left, &vec![key(egui::Key::P)]);
+    }
+
+    /// `mouse_buttons` and `zoom_with_wheel` over a 1600 × 900 window whose panels leave the canvas
+    /// (300, 0)–(1200, 750), with the cursor at `cursor`.
+    fn app_with_cursor(cursor: Vec2, show_ui: bool) -> App {
+        let mut app = App::new();
+        app.insert_resource(UiState {
+            canvas: Some((Vec2::new(300.0, 0.0), Vec2::new(1200.0, 750.0))),
+            show_ui,
+            ..default()
+        })
+        .init_resource::<ButtonInput<MouseButton>>()
+        .init_resource::<AccumulatedMouseScroll>()
+        .init_resource::<CameraView>()
+        .init_resource::<DragState>()
+        .add_message::<SpawnBall>()
+        .add_message::<SpawnRod>()
+        .add_systems(Update, (mouse_buttons, zoom_with_wheel));
+        let mut window = Window {
+            resolution: WindowResolution::new(1600, 900),
+            ..default()
+        };
+        window.set_cursor_position(Some(cursor));
+        app.world_mut().spawn(window);
+        app.world_mut().spawn((
+            MainCamera,
+            Camera::default(),
+            GlobalTransform::default(),
+            Transform::default(),
+            Projection::Orthographic(OrthographicProjection::default_2d()),
+        ));
+        app
+    }
+
+    /// Presses both buttons and turns the wheel by one line in one frame; returns where a throw and a pan would
+    /// start, and the camera's scale after the wheel.
+    fn press_and_scroll(app: &mut App) -> (Option<Vec2>, Option<Vec2>, f32) {
+        {
+            let mut buttons = app.world_mut().resource_mut::<ButtonInput<MouseButton>>();
+            buttons.press(MouseButton::Left);
+            buttons.press(MouseButton::Right);
+        }
+        app.world_mut()
+            .resource_mut::<AccumulatedMouseScroll>()
+            .delta = Vec2::new(0.0, 1.0);
+        app.update();
+        let drag = app.world().resource::<DragState>().clone();
+        let scale = app
+            .world_mut()
+            .query_filtered::<&Projection, With<MainCamera>>()
+            .single(app.world())
+            .map(|p| match p {
+                Projection::Orthographic(o) => o.scale,
+                _ => f32::NAN,
+            })
+            .expect("one main camera");
+        (drag.throw_from, drag.pan_from, scale)
+    }
+
+    #[test]
+    fn a_press_or_a_wheel_over_a_panel_does_not_reach_the_scene() {
+        for over_a_panel in [
+            Vec2::new(100.0, 400.0),  // left panel
+            Vec2::new(1400.0, 300.0), // right panel
+            Vec2::new(700.0, 800.0),  // the plots at the bottom
+        ] {
+            let mut app = app_with_cursor(over_a_panel, true);
+            assert_eq!(
+                press_and_scroll(&mut app),
+                (None, None, 1.0),
+                "cursor at {over_a_panel}"
+            );
+            assert!(app.world().resource::<CameraView>().auto_fit);
+        }
+    }
+
+    #[test]
+    fn a_press_or_a_wheel_on_the_canvas_or_anywhere_with_the_ui_hidden_does() {
+        for (cursor, show_ui) in [
+            (Vec2::new(700.0, 400.0), true),
+            (Vec2::new(100.0, 400.0), false),
+        ] {
+            let mut app = app_with_cursor(cursor, show_ui);
+            let (throw_from, pan_from, scale) = press_and_scroll(&mut app);
+            assert_eq!((throw_from, pan_from), (Some(cursor), Some(cursor)));
+            assert!(
+                (scale - 0.85).abs() < 1e-6,
+                "one line zooms in by 0.85: {scale}"
+            );
+            assert!(!app.world().resource::<CameraView>().auto_fit);
+        }
     }
 }
