@@ -358,8 +358,10 @@ mod tests {
             modifiers: egui::Modifiers::NONE,
         };
         let mut app = App::new();
-        let mut input = bevy_egui::EguiInput::default();
-        input.events = vec![key(egui::Key::Tab), key(egui::Key::P), key(egui::Key::Tab)];
+        let input = bevy_egui::EguiInput(egui::RawInput {
+            events: vec![key(egui::Key::Tab), key(egui::Key::P), key(egui::Key::Tab)],
+            ..default()
+        });
         let context = app.world_mut().spawn(input).id();
         app.add_systems(Update, tab_is_not_for_egui);
         app.update();
