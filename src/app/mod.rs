@@ -20,6 +20,7 @@ pub mod canvas;
 pub mod decimate;
 pub mod demo_panel;
 pub mod export;
+pub mod fonts;
 pub mod frame_log;
 pub mod input;
 pub mod labels;
@@ -217,6 +218,7 @@ pub fn run_gui() -> anyhow::Result<()> {
     .add_plugins((
         render::RenderPlugin,
         canvas::CanvasPlugin,
+        fonts::FontsPlugin,
         labels::LabelsPlugin,
         input::InputPlugin,
         panels::PanelsPlugin,

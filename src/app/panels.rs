@@ -11,6 +11,7 @@ use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use egui_plot::{Legend, Line, Plot, PlotPoints, Points, VLine};
 
 use super::decimate::min_max_per_column;
+use super::fonts::displayable;
 use super::landscape::{LandscapeInput, landscape};
 use super::render::CameraView;
 use super::{IPC_RGB, PENALTY_RGB, UiState};
@@ -51,7 +52,15 @@ impl Plugin for PanelsPlugin {
 #[derive(Resource, Default)]
 pub struct RodImpactLog(pub Vec<String>);
 
-fn record_rod_impacts(lanes: Query<&Lane, Changed<Lane>>, mut log: ResMut<RodImpactLog>) {
+/// Adds each lane's new rod impacts to the log; a restart or another scene (new lane entities) starts it over.
+fn record_rod_impacts(
+    lanes: Query<&Lane, Changed<Lane>>,
+    new_lanes: Query<(), Added<Lane>>,
+    mut log: ResMut<RodImpactLog>,
+) {
+    if !new_lanes.is_empty() {
+        log.0.clear();
+    }
     for lane in &lanes {
         let Some(last) = &lane.world.last else {
             continue;
@@ -235,7 +244,7 @@ fn scene_menu(
         egui::ComboBox::from_id_salt("scene")
             .selected_text(
                 active
-                    .map(|a| a.current.name.clone())
+                    .map(|a| displayable(&a.current.name).into_owned())
                     .unwrap_or_else(|| "no scene".into()),
             )
             .show_ui(ui, |ui| {
@@ -259,7 +268,7 @@ fn scene_menu(
         }
     });
     if let Some(a) = active {
-        ui.small(&a.current.description);
+        ui.small(displayable(&a.current.description));
     }
 }
 
@@ -977,4 +986,36 @@ fn landscape_panel(
                 }
             }
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::physics::DVec2;
+
+    #[test]
+    fn a_restart_clears_the_rod_impacts_of_the_run_before() {
+        let mut app = App::new();
+        app.insert_resource(RodImpactLog(vec!["step 432 rod 0 Plus end: …".into()]))
+            .add_systems(Update, record_rod_impacts);
+        app.update();
+        assert_eq!(
+            app.world().resource::<RodImpactLog>().0.len(),
+            1,
+            "no new lane yet"
+        );
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/rod_drop.ron"))
+            .expect("the shipped scene loads");
+        let world = scene.build().into_iter().next().expect("one lane");
+        app.world_mut().spawn(Lane {
+            index: 0,
+            world,
+            offset: DVec2::ZERO,
+            bounds: (DVec2::ZERO, DVec2::ZERO),
+            ball_entities: Vec::new(),
+            rod_entities: Vec::new(),
+        });
+        app.update();
+        assert!(app.world().resource::<RodImpactLog>().0.is_empty());
+    }
 }
