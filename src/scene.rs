@@ -189,23 +189,41 @@ impl Scene {
     }
 }
 
-/// Reads a text file of at most [`MAX_SCENE_BYTES`] (checked from its metadata, before reading); `kind`
-/// ("scenes", "demos", …) names what is limited in the message.
+/// Reads a text file of at most [`MAX_SCENE_BYTES`]; `kind` ("scenes", "demos", …) names what is limited in the
+/// message. A regular file's size is checked before reading; anything else (a device such as `/dev/zero`, a
+/// FIFO) is read only up to one byte past the limit.
 pub fn read_bounded_text(path: &Path, kind: &str) -> Result<String, SceneError> {
+    use std::io::Read;
     let error = |problem: String| SceneError {
         file: path.display().to_string(),
         place: String::new(),
         problem,
     };
-    let size = std::fs::metadata(path)
-        .map_err(|e| error(format!("cannot read the file: {e}")))?
-        .len();
-    if size > MAX_SCENE_BYTES {
-        return Err(error(format!(
+    let too_large = |size: &str| {
+        error(format!(
             "the file is {size} bytes; {kind} are limited to {MAX_SCENE_BYTES} bytes"
-        )));
+        ))
+    };
+    let cannot_read = |e: std::io::Error| error(format!("cannot read the file: {e}"));
+    let size = std::fs::metadata(path).map_err(cannot_read)?.len();
+    if size > MAX_SCENE_BYTES {
+        return Err(too_large(&size.to_string()));
     }
-    std::fs::read_to_string(path).map_err(|e| error(format!("cannot read the file: {e}")))
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(cannot_read)?
+        .take(MAX_SCENE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot_read)?;
+    if bytes.len() as u64 > MAX_SCENE_BYTES {
+        return Err(too_large(&format!("more than {MAX_SCENE_BYTES}")));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        error(format!(
+            "cannot read the file: it is not UTF-8 text (byte {} is not)",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 type FieldError = (String, String);

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use crate::demo::{Demo, Player, Script, record_script};
+use crate::demo::{Demo, Player, Script, record_script, same_file};
 use crate::scene::Scene;
 use crate::sim::{lane_outcome, lane_summary};
 
@@ -51,6 +51,15 @@ fn progress_bar(len: u64, what: &str) -> ProgressBar {
 }
 
 pub fn run_record(args: &RecordArgs) -> Result<()> {
+    for (option, input) in [("--scene", &args.scene), ("--script", &args.script)] {
+        if same_file(&args.out, input) {
+            bail!(
+                "--out {}: is the same file as {option} {}; the demo would replace it",
+                args.out.display(),
+                input.display()
+            );
+        }
+    }
     let scene = Scene::load(&args.scene)?;
     let script = Script::load(&args.script)?;
     let bar = progress_bar(script.ticks, "recording");
@@ -82,6 +91,9 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     let file = args.demo.display().to_string();
     let demo = Demo::load(&args.demo)?;
     let (ticks, hashes) = (demo.ticks, demo.hashes.len());
+    if args.verify && hashes == 0 {
+        bail!("{file}: the demo holds no hashes, so there is nothing to verify");
+    }
     let bar = if args.json {
         ProgressBar::hidden()
     } else {

@@ -199,6 +199,15 @@ impl Demo {
         let text = self
             .to_ron()
             .map_err(|e| anyhow::anyhow!("cannot serialise the demo: {e}"))?;
+        let limit = crate::scene::MAX_SCENE_BYTES;
+        if text.len() as u64 > limit {
+            anyhow::bail!(
+                "{}: not written: the demo would be {} bytes, and demos are limited to {limit} bytes (replay \
+                 would refuse it); record fewer ticks or actions",
+                path.display(),
+                text.len()
+            );
+        }
         write_atomic(path, text.as_bytes())
     }
 }
@@ -247,10 +256,56 @@ struct VersionOnlyMap {
     version: u32,
 }
 
-/// Writes `bytes` to a temporary file beside `path`, flushes it to disk and renames it over `path`.
+/// Whether `a` and `b` name the same existing file, through links or different spellings of the path (the same
+/// device and inode on Unix, the same canonical path elsewhere).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path`, flushes it to disk and renames it over `path`, so a reader
+/// never sees half a file and a failed write leaves the old one.
+///
+/// A symbolic link is written through (its target is replaced, the link stays). Anything that is not a regular
+/// file, such as `/dev/null` or a FIFO, is written in place: a rename would replace the device itself. A
+/// directory is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            anyhow::bail!("{}: is a directory; give a file name", path.display())
+        }
+        Ok(m) if !m.is_file() => {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("{}: cannot open it for writing", path.display()))?;
+            return f
+                .write_all(bytes)
+                .and_then(|()| f.flush())
+                .with_context(|| format!("{}: write failed", path.display()));
+        }
+        _ => {}
+    }
+    let resolved = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.file_type().is_symlink())
+        .and_then(|_| std::fs::canonicalize(path).ok());
+    let path = resolved.as_deref().unwrap_or(path);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),

@@ -268,6 +268,99 @@ fn saves_are_atomic_and_failures_leave_the_old_file() {
     assert_eq!(Demo::load(&path).expect("loads"), demo);
 }
 
+#[test]
+fn a_save_writes_through_links_and_into_fifos_and_never_replaces_them() {
+    let demo = wall_throw_demo();
+    let text = demo.to_ron().expect("serialises");
+    // Through a symbolic link: the file it points at gets the demo, the link stays a link.
+    let target = scratch("linked-target.demo.ron");
+    let link = scratch("link.demo.ron");
+    let _ = std::fs::remove_file(&link);
+    std::fs::write(&target, b"old").expect("file");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    demo.save(&link).expect("saves through the link");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("link")
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(&target).expect("reads"), text);
+    // Into a FIFO (as into /dev/null): a reader gets the bytes, and the FIFO is still one.
+    let fifo = scratch("demo.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).expect("reads the FIFO"))
+    };
+    demo.save(&fifo).expect("writes into the FIFO");
+    assert_eq!(reader.join().expect("reader"), text);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(
+        std::fs::metadata(&fifo)
+            .expect("fifo")
+            .file_type()
+            .is_fifo()
+    );
+}
+
+#[test]
+fn record_refuses_to_write_over_its_own_inputs() {
+    let scene_copy = scratch("own-input.scene.ron");
+    std::fs::copy(WALL_THROW, &scene_copy).expect("copies the scene");
+    let script_copy = scratch("own-input.script.ron");
+    std::fs::copy(SCRIPT, &script_copy).expect("copies the script");
+    // The same files, spelt differently.
+    let dir = scene_copy.parent().expect("dir");
+    let dotted = dir.join(".").join("own-input.scene.ron");
+    let exe = env!("CARGO_BIN_EXE_contact-sandbox");
+    for (out, input) in [(&dotted, &scene_copy), (&script_copy, &script_copy)] {
+        let before = std::fs::read(input).expect("reads");
+        let run = std::process::Command::new(exe)
+            .arg("record")
+            .arg("--scene")
+            .arg(&scene_copy)
+            .arg("--script")
+            .arg(&script_copy)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(!run.status.success(), "{stderr}");
+        assert!(stderr.contains("is the same file as"), "{stderr}");
+        assert_eq!(
+            std::fs::read(input).expect("reads"),
+            before,
+            "{} changed",
+            input.display()
+        );
+    }
+}
+
+#[test]
+fn verify_refuses_a_demo_without_hashes() {
+    let mut demo = wall_throw_demo();
+    demo.hashes.clear();
+    let path = scratch("no-hashes.demo.ron");
+    demo.save(&path).expect("saves");
+    let exe = env!("CARGO_BIN_EXE_contact-sandbox");
+    let run = std::process::Command::new(exe)
+        .arg("replay")
+        .arg(&path)
+        .arg("--verify")
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "{stderr}");
+    assert!(stderr.contains("no hashes"), "{stderr}");
+}
+
 /// A headless app where every `update()` advances the fixed clock by one step.
 fn headless(scene: &str) -> App {
     let mut app = App::new();

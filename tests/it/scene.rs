@@ -168,3 +168,11 @@ fn the_binary_rejects_five_malformed_scene_files_with_one_line_each() {
     assert!(!out.status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_endless_device_is_read_only_up_to_the_size_limit() {
+    let e = Scene::load(Path::new("/dev/zero")).expect_err("endless zeros are not a scene");
+    let text = e.to_string();
+    assert!(text.contains("/dev/zero"), "{text}");
+    assert!(text.contains("more than 67108864 bytes"), "{text}");
+}
