@@ -200,7 +200,15 @@ fn sandbox_ui(
                     }
                 }
                 if ui_state.show_landscape {
-                    landscape_panel(ui, &mut ui_state, &lanes, &sorted);
+                    if active.as_ref().is_some_and(|a| landscape_applies(&a.current)) {
+                        landscape_panel(ui, &mut ui_state, &lanes, &sorted);
+                    } else {
+                        ui.strong("Energy landscape E(x) of one step");
+                        ui.small(
+                            "The seed's figure of one ball thrown at a wall: it is drawn for scenes whose first \
+                             ball starts in front of its lane's first wall (Wall throw, Thin-wall gauntlet).",
+                        );
+                    }
                 }
             });
         });
@@ -272,6 +280,38 @@ fn scene_menu(
     }
 }
 
+/// "step N / stop · S steps/s (F× real time) · P fps". A scene that has reached its last step says so instead
+/// of showing a rate of 0, which would read as a stalled simulation.
+fn status_line(
+    control: &SimControl,
+    steps_per_second: Option<f64>,
+    fixed_dt: f64,
+    frames_per_second: Option<f64>,
+) -> String {
+    let stop = control
+        .stop_at_step
+        .map(|s| format!(" / {s}"))
+        .unwrap_or_default();
+    let finished = control
+        .stop_at_step
+        .is_some_and(|s| control.steps_taken >= s);
+    let rate = if finished {
+        " · finished (R runs it again)".to_string()
+    } else {
+        steps_per_second
+            .filter(|_| !control.paused)
+            .map(|r| {
+                let real_time = r * fixed_dt;
+                format!(" · {r:.0} steps/s ({real_time:.2}× real time)")
+            })
+            .unwrap_or_default()
+    };
+    let fps = frames_per_second
+        .map(|f| format!(" · {f:.0} fps"))
+        .unwrap_or_default();
+    format!("step {}{stop}{rate}{fps}", control.steps_taken)
+}
+
 fn run_controls(
     ui: &mut egui::Ui,
     control: &mut SimControl,
@@ -299,33 +339,21 @@ fn run_controls(
             view.auto_fit = true;
         }
     });
-    let stop = control
-        .stop_at_step
-        .map(|s| format!(" / {s}"))
-        .unwrap_or_default();
     ui_state
         .step_rate
         .record(clocks.real.elapsed_secs_f64(), control.steps_taken);
-    let rate = ui_state
-        .step_rate
-        .steps_per_second()
-        .filter(|_| !control.paused)
-        .map(|r| {
-            let real_time = r * clocks.fixed.timestep().as_secs_f64();
-            format!(" · {r:.0} steps/s ({real_time:.2}× real time)")
-        })
-        .unwrap_or_default();
     if let Some(frames) = &clocks.frames {
         ui_state
             .frame_rate
             .record(clocks.real.elapsed_secs_f64(), u64::from(frames.0));
     }
-    let fps = ui_state
-        .frame_rate
-        .steps_per_second()
-        .map(|f| format!(" · {f:.0} fps"))
-        .unwrap_or_default();
-    ui.label(format!("step {}{stop}{rate}{fps}", control.steps_taken))
+    let status = status_line(
+        control,
+        ui_state.step_rate.steps_per_second(),
+        clocks.fixed.timestep().as_secs_f64(),
+        ui_state.frame_rate.steps_per_second(),
+    );
+    ui.label(status)
         .on_hover_text(
             "Simulated seconds per real second, and frames drawn per second. The physics steps on its own \
              thread: when the steps cost more than the frame budget (a large pile landing), the simulation runs \
@@ -860,6 +888,20 @@ fn plots_panel(
     });
 }
 
+/// Whether the landscape's 1D throw fits `scene`: the first lane's first ball starts in front of (left of) that
+/// lane's first wall, level with it. In a pit or on a slope the figure would show a throw nobody made.
+fn landscape_applies(scene: &crate::scene::Scene) -> bool {
+    let Some(lane) = scene.lanes.first() else {
+        return false;
+    };
+    let (Some(wall), Some(ball)) = (lane.walls.first(), lane.balls.first()) else {
+        return false;
+    };
+    let (lo, hi) = wall.to_wall().aabb();
+    let p = ball.position;
+    p.x < lo.x && (lo.y..=hi.y).contains(&p.y)
+}
+
 /// E(x) along the throw line of the first lane's first ball, penalty and IPC, with the movable x~.
 fn landscape_panel(
     ui: &mut egui::Ui,
@@ -992,6 +1034,46 @@ fn landscape_panel(
 mod tests {
     use super::*;
     use crate::physics::DVec2;
+
+    #[test]
+    fn the_status_says_finished_at_the_last_step_instead_of_a_rate_of_zero() {
+        let mut control = SimControl {
+            stop_at_step: Some(80),
+            steps_taken: 40,
+            ..default()
+        };
+        assert_eq!(
+            status_line(&control, Some(100.0), 0.01, Some(30.0)),
+            "step 40 / 80 · 100 steps/s (1.00× real time) · 30 fps"
+        );
+        control.steps_taken = 80;
+        assert_eq!(
+            status_line(&control, Some(0.0), 0.01, Some(30.0)),
+            "step 80 / 80 · finished (R runs it again) · 30 fps"
+        );
+        control.stop_at_step = None;
+        control.paused = true;
+        assert_eq!(status_line(&control, Some(0.0), 0.01, None), "step 80");
+    }
+
+    #[test]
+    fn the_landscape_is_drawn_only_where_its_throw_fits_the_scene() {
+        let applies = |path: &str| {
+            let scene = crate::scene::Scene::load(std::path::Path::new(path))
+                .expect("a shipped scene loads");
+            landscape_applies(&scene)
+        };
+        assert!(applies("assets/scenes/wall_throw.ron"));
+        assert!(applies("assets/scenes/gauntlet.ron"));
+        for other in [
+            "assets/scenes/ball_pit.ron",
+            "assets/scenes/ball_pit_2000.ron",
+            "assets/scenes/rod_drop.ron",
+            "assets/scenes/slope.ron",
+        ] {
+            assert!(!applies(other), "{other}");
+        }
+    }
 
     #[test]
     fn a_restart_clears_the_rod_impacts_of_the_run_before() {
