@@ -1,8 +1,10 @@
 //! `contact-sandbox`: with no subcommand, opens the sandbox; otherwise runs a headless experiment.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use contact_sandbox::cli::stdout::StdoutError;
 use contact_sandbox::cli::{bench, demo, export, rod, run, throw};
 
 #[derive(Parser, Debug)]
@@ -41,18 +43,19 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
-            // --help and --version.
-            let _ = e.print();
-            return ExitCode::SUCCESS;
+            // --help and --version, on standard output.
+            return match e.print() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => stdout_failed(&StdoutError(error)),
+            };
         }
         Err(e) => {
             let rendered = e.to_string();
-            eprintln!(
-                "{}",
+            report(
                 rendered
                     .lines()
                     .next()
-                    .unwrap_or("error: invalid arguments")
+                    .unwrap_or("error: invalid arguments"),
             );
             return ExitCode::from(2);
         }
@@ -70,9 +73,29 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(e) => match StdoutError::find(&e) {
+            Some(error) => stdout_failed(error),
+            None => {
+                report(&format!("error: {e:#}"));
+                ExitCode::FAILURE
+            }
+        },
     }
+}
+
+/// A failed write to standard output. A broken pipe (`contact-sandbox run … | head`) exits quietly with status 0,
+/// as ripgrep does: the reader chose to stop, nothing went wrong here, and `set -o pipefail` scripts keep working
+/// (the conventional alternative, dying of SIGPIPE, would show as 141 in the shell). Anything else (a full disk)
+/// prints one line and exits 1.
+fn stdout_failed(error: &StdoutError) -> ExitCode {
+    if error.is_broken_pipe() {
+        return ExitCode::SUCCESS;
+    }
+    report(&format!("error: {error}"));
+    ExitCode::FAILURE
+}
+
+/// One line on standard error; `eprintln!` would panic if that fails too, and there is nowhere left to say so.
+fn report(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

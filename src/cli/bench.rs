@@ -18,6 +18,8 @@ use crate::physics::linear::LinearCounters;
 use crate::physics::newton::PhaseTimes;
 use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld};
 
+use super::stdout::outln;
+
 /// Arguments of `contact-sandbox bench`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
@@ -410,10 +412,10 @@ pub fn run_bench_one(args: &BenchOneArgs) -> Result<()> {
         "penalty" => ContactMethod::Penalty,
         other => bail!("invalid --engine: expected ipc or penalty, got {other:?}"),
     };
-    println!(
+    outln!(
         "{}",
         serde_json::to_string(&bench_ours(method, args.n, args.steps))?
-    );
+    )?;
     Ok(())
 }
 
@@ -542,9 +544,9 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
         }
     }
     if args.json {
-        println!("{}", json!({"runs": runs, "ratios": ratios(&runs)}));
+        outln!("{}", json!({"runs": runs, "ratios": ratios(&runs)}))?;
     } else {
-        println!("{}", format_table(&runs));
+        outln!("{}", format_table(&runs))?;
     }
     Ok(())
 }

@@ -12,6 +12,8 @@ use crate::demo::{Demo, Player, Script, record_script, same_file};
 use crate::scene::Scene;
 use crate::sim::{lane_outcome, lane_summary};
 
+use super::stdout::outln;
+
 /// Arguments of `contact-sandbox record`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RecordArgs {
@@ -73,7 +75,7 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
     bar.finish_and_clear();
     demo.save(&args.out)?;
     let size = std::fs::metadata(&args.out).map(|m| m.len()).unwrap_or(0);
-    println!(
+    outln!(
         "recorded {} ticks ({:.1} s of play at {} Hz), {} actions, {} hashes in {:.2} s -> {} ({} bytes)",
         demo.ticks,
         demo.ticks as f64 / demo.fixed_hz,
@@ -83,7 +85,7 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
         started.elapsed().as_secs_f64(),
         args.out.display(),
         size
-    );
+    )?;
     Ok(())
 }
 
@@ -130,28 +132,28 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
             "seconds": seconds,
             "lanes": lanes,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else {
-        println!(
+        outln!(
             "{file}: scene '{}', {ticks} ticks at {} Hz, {} actions",
             player.demo.scene.name,
             player.demo.fixed_hz,
             player.demo.actions.len()
-        );
+        )?;
         if !args.verify {
             for l in &player.session.lanes {
-                println!(
+                outln!(
                     "  lane '{}': {}; {}",
                     l.name,
                     lane_outcome(l),
                     lane_summary(l)
-                );
+                )?;
             }
         }
-        println!(
+        outln!(
             "replayed {} ticks in {seconds:.2} s; hashes: {verdict}",
             player.tick()
-        );
+        )?;
     }
     if let Some((tick, _, _)) = verdict.mismatch {
         bail!("{file}: the replay differs from the recording at tick {tick}");

@@ -6,6 +6,7 @@ pub mod demo;
 pub mod export;
 pub mod rod;
 pub mod run;
+pub mod stdout;
 pub mod throw;
 
 /// Formats a number compactly for labels: `1e4` for 10000, `0.5` for 0.5, `2.5e-5` for 0.000025.

@@ -17,6 +17,8 @@ use crate::physics::rod::{
     resolve_rod_impact,
 };
 
+use super::stdout::outln;
+
 /// Arguments of `contact-sandbox rod` (seed frame: centre C = (0, h), lower end O = (a, 0) on the floor y = 0).
 #[derive(clap::Args, Debug, Clone)]
 pub struct RodArgs {
@@ -49,13 +51,13 @@ pub struct RodArgs {
 /// Parses and validates the arguments into the exact problem (errors name the parameter and its value).
 pub fn parse_rod_args(args: &RodArgs) -> Result<RodImpactInput<BigRational>, RodParameterError> {
     let input = RodImpactInput {
-        mass: parse_exact_rational("m", &args.m)?,
-        a: parse_exact_rational("a", &args.a)?,
-        h: parse_exact_rational("h", &args.h)?,
-        vx: parse_exact_rational("vx", &args.vx)?,
-        vy: parse_exact_rational("vy", &args.vy)?,
-        omega: parse_exact_rational("omega", &args.omega)?,
-        restitution: parse_exact_rational("e", &args.e)?,
+        mass: parse_number("m", &args.m)?,
+        a: parse_number("a", &args.a)?,
+        h: parse_number("h", &args.h)?,
+        vx: parse_number("vx", &args.vx)?,
+        vy: parse_number("vy", &args.vy)?,
+        omega: parse_number("omega", &args.omega)?,
+        restitution: parse_number("e", &args.e)?,
     };
     input.validate().map_err(|error| {
         // Quote the value as the user typed it rather than its internal form.
@@ -72,6 +74,37 @@ pub fn parse_rod_args(args: &RodArgs) -> Result<RodImpactInput<BigRational>, Rod
         }
     })?;
     Ok(input)
+}
+
+/// [`parse_exact_rational`], except that a well-formed decimal whose exponent is beyond what is converted exactly
+/// (`1e1000`) is called out of range rather than "not a number".
+fn parse_number(parameter: &str, text: &str) -> Result<BigRational, RodParameterError> {
+    parse_exact_rational(parameter, text).map_err(|error| {
+        if text.split('/').any(exponent_out_of_range) {
+            RodParameterError::new(
+                parameter,
+                format!("{text:?}"),
+                "out of range (exact decimals reach at most 10^±400)",
+            )
+        } else {
+            error
+        }
+    })
+}
+
+/// `part` is a decimal that fails to parse only because of its exponent: the mantissa parses, the exponent is an
+/// integer, yet the whole does not.
+fn exponent_out_of_range(part: &str) -> bool {
+    let part = part.trim();
+    let Some(index) = part.find(['e', 'E']) else {
+        return false;
+    };
+    let (mantissa, exponent) = (&part[..index], &part[index + 1..]);
+    let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+    !digits.is_empty()
+        && digits.bytes().all(|byte| byte.is_ascii_digit())
+        && parse_exact_rational("", mantissa).is_ok()
+        && parse_exact_rational("", part).is_err()
 }
 
 /// L = 2√(a² + h²) as f64 (the only quantity that needs a square root).
@@ -179,9 +212,9 @@ pub fn run_rod(args: &RodArgs) -> anyhow::Result<()> {
     if args.json {
         let text = serde_json::to_string_pretty(&rod_report_json(&input, &report))
             .context("writing JSON")?;
-        println!("{text}");
+        outln!("{text}")?;
     } else {
-        println!("{}", rod_report_table(&input, &report));
+        outln!("{}", rod_report_table(&input, &report))?;
     }
     Ok(())
 }
@@ -211,5 +244,39 @@ mod tests {
         let table = table.unwrap_or_default();
         assert!(table.contains("jn             4/5"), "{table}");
         assert!(table.contains("tip_vt_plus    11/5"), "{table}");
+    }
+
+    #[test]
+    fn an_exponent_beyond_exact_range_is_out_of_range_not_a_non_number() {
+        let rod = |m: &str| RodArgs {
+            m: m.into(),
+            a: "1".into(),
+            h: "1".into(),
+            vx: "0".into(),
+            vy: "1/2".into(),
+            omega: "-1".into(),
+            e: "1/2".into(),
+            json: false,
+        };
+        for m in [
+            "1e1000",
+            "1e-1000",
+            "-2.5E+9999999",
+            "1/1e500",
+            "1e400/1e-401",
+        ] {
+            let message =
+                parse_rod_args(&rod(m)).map_or_else(|e| e.to_string(), |_| "accepted".into());
+            assert!(
+                message.contains("`m`") && message.contains(m),
+                "{m}: {message}"
+            );
+            assert!(message.contains("out of range"), "{m}: {message}");
+        }
+        for m in ["1e", "abc", "1e5x", "e5", "1/x"] {
+            let message =
+                parse_rod_args(&rod(m)).map_or_else(|e| e.to_string(), |_| "accepted".into());
+            assert!(message.contains("not a number"), "{m}: {message}");
+        }
     }
 }

@@ -11,6 +11,8 @@ use crate::physics::geometry::ball_wall_distance;
 use crate::physics::world::LaneWorld;
 use crate::scene::Scene;
 
+use super::stdout::{out, outln};
+
 /// Steps used when neither `--steps` nor the scene's `steps` says.
 pub const DEFAULT_STEPS: u64 = 600;
 
@@ -263,11 +265,11 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
             .iter()
             .map(|(lane, half)| lane_json(lane, half))
             .collect();
-        println!("{}", json!({"scene": scene.name, "lanes": lanes}));
+        outln!("{}", json!({"scene": scene.name, "lanes": lanes}))?;
     } else {
-        println!("scene \"{}\"", scene.name);
+        outln!("scene \"{}\"", scene.name)?;
         for (lane, half) in &lanes {
-            print!("{}", lane_table(lane, half));
+            out!("{}", lane_table(lane, half))?;
         }
     }
     Ok(())

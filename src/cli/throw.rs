@@ -7,10 +7,11 @@ use anyhow::{Result, bail};
 use glam::DVec2;
 use serde_json::{Value, json};
 
-use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld};
-use crate::scene::{BallSpec, LaneSpec, Scene, WallSpec};
+use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, MAX_LENGTH, MAX_SPEED};
+use crate::scene::{BallSpec, LaneSpec, MAX_LANES, Scene, WallSpec};
 
 use super::compact_number;
+use super::stdout::{out, outln};
 
 /// Arguments of `contact-sandbox throw` (defaults are the seed's experiment).
 #[derive(clap::Args, Debug, Clone)]
@@ -70,6 +71,13 @@ pub enum Outcome {
         max_newton: u32,
         mean_newton: f64,
     },
+    /// Never came within reach of the wall's contact (penalty: never overlapped it; IPC: never within d̂), so the
+    /// wall never acted: thrown away from it, too slowly, or from behind it. `gap` is the smallest gap [m].
+    Missed {
+        gap: f64,
+        max_newton: u32,
+        mean_newton: f64,
+    },
     /// Ended a step beyond the back face.
     Through { step: u64 },
     /// The lane faulted (non-finite state).
@@ -85,7 +93,8 @@ pub struct ThrowRow {
 }
 
 impl ThrowArgs {
-    /// Checks every parameter; the error names it (SPEC §2).
+    /// Checks every parameter against what the scene accepts, so the error names the option and its value rather
+    /// than a field of the scene built from it (SPEC §2). Values are quoted compactly: `1e300`, not 301 digits.
     pub fn validate(&self) -> Result<()> {
         let positive = [
             ("--h", self.h),
@@ -96,26 +105,81 @@ impl ThrowArgs {
         ];
         for (name, value) in positive {
             if !value.is_finite() || value <= 0.0 {
-                bail!("invalid {name}: must be a finite number > 0, got {value}");
+                bail!(
+                    "invalid {name}: must be a finite number > 0, got {}",
+                    compact_number(value)
+                );
             }
         }
         if !self.wall.is_finite() {
-            bail!("invalid --wall: must be a finite number, got {}", self.wall);
+            bail!(
+                "invalid --wall: must be a finite number, got {}",
+                compact_number(self.wall)
+            );
+        }
+        // The wall spans [wall, wall + thickness] on x; the scene keeps every coordinate within ±MAX_LENGTH.
+        if self.wall.abs() > MAX_LENGTH {
+            bail!(
+                "invalid --wall: must be within ±{MAX_LENGTH:e} m (gaps of micrometres are not resolved beyond that), \
+                 got {}",
+                compact_number(self.wall)
+            );
+        }
+        let back = self.wall + self.thickness;
+        if back.abs() > MAX_LENGTH {
+            bail!(
+                "invalid --thickness: the wall's back face (--wall {} + --thickness {} = {} m) must be within \
+                 ±{MAX_LENGTH:e} m (gaps of micrometres are not resolved beyond that)",
+                compact_number(self.wall),
+                compact_number(self.thickness),
+                compact_number(back)
+            );
+        }
+        // The ball starts at x = 0; IPC needs it strictly outside the wall.
+        if self.wall <= 0.0 && back >= 0.0 {
+            bail!(
+                "invalid --wall: the ball starts at x = 0, inside or touching the wall (--wall {} to {} m); \
+                 IPC needs a positive gap",
+                compact_number(self.wall),
+                compact_number(back)
+            );
         }
         if !(self.ccd_factor > 0.0 && self.ccd_factor < 1.0) {
             bail!(
                 "invalid --ccd-factor: must be in (0, 1), got {}",
-                self.ccd_factor
+                compact_number(self.ccd_factor)
             );
         }
         for &k in &self.k {
             if !k.is_finite() || k <= 0.0 {
-                bail!("invalid --k: every stiffness must be a finite number > 0, got {k}");
+                bail!(
+                    "invalid --k: every stiffness must be a finite number > 0, got {}",
+                    compact_number(k)
+                );
             }
+        }
+        // One penalty lane per k, plus the IPC lane.
+        if self.k.len() >= MAX_LANES {
+            bail!(
+                "invalid --k: at most {} stiffnesses (one lane each, plus the IPC lane, and a scene holds at most \
+                 {MAX_LANES} lanes), got {}",
+                MAX_LANES - 1,
+                self.k.len()
+            );
         }
         for &v in &self.v0 {
             if !v.is_finite() {
-                bail!("invalid --v0: every speed must be a finite number, got {v}");
+                bail!(
+                    "invalid --v0: every speed must be a finite number, got {}",
+                    compact_number(v)
+                );
+            }
+            if v.abs() > MAX_SPEED {
+                bail!(
+                    "invalid --v0: every speed must be within ±{MAX_SPEED:e} m/s (gaps of micrometres are not \
+                     resolved beyond that), got {}",
+                    compact_number(v)
+                );
             }
         }
         if self.v0.is_empty() {
@@ -184,7 +248,7 @@ impl ThrowArgs {
             },
         ));
         Scene {
-            name: format!("wall throw at {v0} m/s"),
+            name: format!("wall throw at {} m/s", compact_number(v0)),
             description: "SPEC §2: a point ball thrown at a 20 mm wall".into(),
             steps: Some(self.steps),
             lanes,
@@ -207,11 +271,25 @@ pub fn run_lane(lane: &mut LaneWorld, steps: u64) -> Outcome {
             return Outcome::Through { step };
         }
     }
+    let gap = lane.stats.min_gap.unwrap_or(f64::INFINITY);
+    let (max_newton, mean_newton) = (lane.stats.max_newton, lane.stats.mean_newton());
+    // Where the wall starts to act: penalty pushes only on overlap, the barrier within d̂.
+    let reach = match lane.settings.method {
+        ContactMethod::Penalty => 0.0,
+        ContactMethod::Ipc => lane.dhat(),
+    };
+    if gap >= reach {
+        return Outcome::Missed {
+            gap,
+            max_newton,
+            mean_newton,
+        };
+    }
     Outcome::Stopped {
         depth: lane.stats.max_penetration,
-        gap: lane.stats.min_gap.unwrap_or(f64::INFINITY),
-        max_newton: lane.stats.max_newton,
-        mean_newton: lane.stats.mean_newton(),
+        gap,
+        max_newton,
+        mean_newton,
     }
 }
 
@@ -262,6 +340,7 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
             .iter()
             .map(|(_, outcome)| match outcome {
                 Outcome::Stopped { depth, .. } => format!("stop {:5.2} mm", depth * 1000.0),
+                Outcome::Missed { .. } => format!("{:13}", "never reached"),
                 Outcome::Through { .. } => format!("{:13}", "through"),
                 Outcome::Failed { .. } => format!("{:13}", "failed"),
             })
@@ -272,6 +351,7 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
             } => {
                 format!("gap {:6.1} um, newton {:2}", gap * 1e6, max_newton)
             }
+            Outcome::Missed { .. } => "never reached the wall".into(),
             Outcome::Through { .. } => "through".into(),
             Outcome::Failed { reason } => format!("failed: {reason}"),
         });
@@ -294,6 +374,20 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             } else {
                 json!({"outcome": "stopped", "gap_m": gap, "max_newton": max_newton,
                        "mean_newton": mean_newton, "depth_m": depth})
+            }
+        }
+        // No depth or contact gap to report: the wall never acted. `min_gap_m` is how close the ball came.
+        Outcome::Missed {
+            gap,
+            max_newton,
+            mean_newton,
+        } => {
+            if penalty {
+                json!({"outcome": "missed", "depth_m": null, "min_gap_m": gap,
+                       "max_newton": max_newton, "mean_newton": mean_newton})
+            } else {
+                json!({"outcome": "missed", "gap_m": null, "min_gap_m": gap, "max_newton": max_newton,
+                       "mean_newton": mean_newton, "depth_m": null})
             }
         }
         Outcome::Through { step } => {
@@ -339,9 +433,91 @@ pub fn format_json(args: &ThrowArgs, rows: &[ThrowRow]) -> Value {
 pub fn run_throw(args: &ThrowArgs) -> Result<()> {
     let rows = run_throws(args)?;
     if args.json {
-        println!("{}", format_json(args, &rows));
+        outln!("{}", format_json(args, &rows))?;
     } else {
-        print!("{}", format_table(args, &rows));
+        out!("{}", format_table(args, &rows))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: ThrowArgs,
+    }
+
+    fn args(extra: &[&str]) -> ThrowArgs {
+        Wrapper::parse_from(["throw"].iter().chain(extra)).args
+    }
+
+    #[test]
+    fn a_ball_that_never_reaches_the_wall_is_missed_not_stopped() {
+        for extra in [
+            &["--v0", "0"][..],
+            &["--v0", "-5"],
+            &["--wall", "-1", "--v0", "3"],
+            &["--v0", "0.5"],
+        ] {
+            let a = args(extra);
+            let rows = run_throws(&a).map_err(|e| e.to_string());
+            let rows = rows.as_deref().unwrap_or_default();
+            assert_eq!(rows.len(), 1, "{extra:?}");
+            for outcome in rows[0].penalty.iter().map(|(_, o)| o).chain([&rows[0].ipc]) {
+                assert!(
+                    matches!(outcome, Outcome::Missed { gap, .. } if *gap > 0.0),
+                    "{extra:?}: {outcome:?}"
+                );
+            }
+            let table = format_table(&a, rows);
+            assert!(!table.contains("stop"), "{extra:?}: {table}");
+            assert!(
+                table.ends_with("| never reached | never reached | never reached the wall\n"),
+                "{extra:?}: {table}"
+            );
+            let json = format_json(&a, rows);
+            for cell in [&json["rows"][0]["penalty"][0], &json["rows"][0]["ipc"]] {
+                assert_eq!(cell["outcome"], "missed", "{extra:?}: {cell}");
+                assert!(cell["depth_m"].is_null(), "{extra:?}: {cell}");
+                assert!(
+                    cell["min_gap_m"].as_f64().is_some_and(|g| g > 0.0),
+                    "{cell}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn out_of_range_options_are_named_with_their_value() {
+        let many_k = vec!["1e4"; 66].join(",");
+        for (extra, option, value) in [
+            (vec!["--v0", "1e300"], "--v0", "1e300"),
+            (vec!["--v0", "1,-2e6"], "--v0", "-2e6"),
+            (vec!["--thickness", "1e10"], "--thickness", "1e10"),
+            (vec!["--wall", "-1e7"], "--wall", "-1e7"),
+            (vec!["--wall", "-0.01"], "--wall", "-0.01"),
+            (vec!["--k", many_k.as_str()], "--k", "66"),
+            (vec!["--h", "-1e300"], "--h", "-1e300"),
+        ] {
+            let message =
+                run_throws(&args(&extra)).map_or_else(|e| e.to_string(), |_| "accepted".into());
+            assert!(
+                message.starts_with(&format!("invalid {option}:")) && message.contains(value),
+                "{extra:?}: {message}"
+            );
+            assert!(message.len() < 240, "{extra:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn tiny_and_large_speeds_make_short_names() {
+        let a = args(&["--v0", "1e-320,1e6", "--steps", "2"]);
+        assert_eq!(a.scene(1e-320).name, "wall throw at 1e-320 m/s");
+        let rows = run_throws(&a).map_err(|e| e.to_string());
+        assert!(rows.is_ok(), "{rows:?}");
+    }
 }

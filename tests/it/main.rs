@@ -8,4 +8,5 @@ mod robustness;
 mod rod;
 mod scene;
 mod sim;
+mod stdout;
 mod throw;

@@ -112,7 +112,7 @@ fn ipc_never_tunnels_at_any_speed_up_to_1000_m_s_through_walls_down_to_1_mm() {
             ]);
             for row in run_throws(&a).expect("runs") {
                 match row.ipc {
-                    Outcome::Stopped { gap, .. } => {
+                    Outcome::Stopped { gap, .. } | Outcome::Missed { gap, .. } => {
                         assert!(
                             gap > 0.0,
                             "v0 {} thickness {thickness} h {h}: gap {gap}",
@@ -281,6 +281,13 @@ fn throw_agrees_with_the_seed_listing_on_parameters_the_seed_never_printed() {
                             row.v0
                         );
                     }
+                    Outcome::Missed { .. } => {
+                        assert!(
+                            !through && depth <= 0.0,
+                            "v0 {} k {k}: solver never reached the wall, seed depth {depth}",
+                            row.v0
+                        );
+                    }
                     Outcome::Failed { reason } => panic!("{reason}"),
                 }
                 compared += 1;
@@ -300,8 +307,17 @@ fn throw_agrees_with_the_seed_listing_on_parameters_the_seed_never_printed() {
             match row.ipc {
                 Outcome::Stopped {
                     gap, max_newton, ..
+                }
+                | Outcome::Missed {
+                    gap, max_newton, ..
                 } => {
                     let seed_gap = -xmax_minus_wall;
+                    assert_eq!(
+                        matches!(row.ipc, Outcome::Missed { .. }),
+                        seed_gap >= a.dhat,
+                        "v0 {}: never within d^ of the wall is missed",
+                        row.v0
+                    );
                     assert!(
                         (gap - seed_gap).abs() <= 1e-9 * seed_gap.abs().max(1e-9),
                         "v0 {}: gap {gap} vs seed {seed_gap}",

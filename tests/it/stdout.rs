@@ -1,0 +1,88 @@
+//! Standard output that cannot be written: a reader that went away (`… | head`) ends the process quietly, a
+//! full disk is one line of error; neither is a panic (exit 101).
+
+use std::io::ErrorKind;
+use std::process::{Command, Output, Stdio};
+
+/// One quick run of each subcommand that prints to standard output, table and JSON forms.
+const PRINTING_RUNS: &[&[&str]] = &[
+    &["throw", "--v0", "1", "--steps", "5"],
+    &["throw", "--v0", "1", "--steps", "5", "--json"],
+    &["rod"],
+    &["rod", "--json"],
+    &[
+        "run",
+        "--scene",
+        "assets/scenes/wall_throw.ron",
+        "--steps",
+        "5",
+    ],
+    &[
+        "run",
+        "--scene",
+        "assets/scenes/wall_throw.ron",
+        "--steps",
+        "5",
+        "--json",
+    ],
+    &["bench-one", "--engine", "ipc", "--n", "10", "--steps", "2"],
+    &["replay", "assets/demos/wall_throw.demo.ron"],
+    &["replay", "assets/demos/wall_throw.demo.ron", "--json"],
+    &["--help"],
+];
+
+fn run_with_stdout(argv: &[&str], stdout: Stdio) -> std::io::Result<std::process::Child> {
+    Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .args(argv)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
+fn finish(child: std::process::Child, argv: &[&str]) -> (Output, String) {
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{argv:?}: {stderr}");
+    (out, stderr)
+}
+
+#[test]
+fn a_closed_pipe_ends_every_subcommand_quietly_with_status_0() {
+    for &argv in PRINTING_RUNS {
+        let mut child =
+            run_with_stdout(argv, Stdio::piped()).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        // Close the only reading end before the child prints: its first write fails with a broken pipe.
+        drop(child.stdout.take());
+        let (out, stderr) = finish(child, argv);
+        assert_eq!(out.status.code(), Some(0), "{argv:?}: {stderr}");
+        assert_eq!(stderr, "", "{argv:?}");
+    }
+}
+
+#[test]
+fn a_full_device_is_one_line_of_error_and_status_1() {
+    // Opened for writing only, as `> /dev/full` does; writes to it fail with "No space left on device".
+    let full = match std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        Ok(full) => full,
+        Err(e) if e.kind() == ErrorKind::NotFound => return,
+        Err(e) => panic!("/dev/full: {e}"),
+    };
+    for &argv in PRINTING_RUNS {
+        let stdout = full
+            .try_clone()
+            .unwrap_or_else(|e| panic!("/dev/full: {e}"));
+        let child =
+            run_with_stdout(argv, Stdio::from(stdout)).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let (out, stderr) = finish(child, argv);
+        assert_eq!(out.status.code(), Some(1), "{argv:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: cannot write to standard output: No space left on device"),
+            "{argv:?}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{argv:?}: {stderr}");
+    }
+}
