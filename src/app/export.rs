@@ -10,7 +10,11 @@
 //! GIFs are written by [`GifWriter`] (bevy_capture 0.6's GIF encoder leaves every delay at 0 and quantises far
 //! too slowly in a debug build). Its openh264 MP4 encoder stamps frames 100 ms apart whatever the rate, so the
 //! finished MP4 is retimed: its media time scale becomes `100 · fps` units per second.
+//!
+//! bevy_capture 0.6 hands frames of some widths (multiples of 64 px but not of 256) over with a tail of unused
+//! bytes; [`frame_rows`] trims every frame before a writer sees it, and each writer checks the size it gets.
 
+use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -21,9 +25,11 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result, anyhow, bail};
 use bevy::app::{RunMode, ScheduleRunnerPlugin};
 use bevy::camera::RenderTarget;
+use bevy::image::TextureFormatPixelInfo;
 use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use bevy::render::RenderPlugin as GpuRenderPlugin;
+use bevy::render::renderer::RenderDevice;
 use bevy::sprite::Anchor;
 use bevy::transform::TransformSystems;
 use bevy::window::ExitCondition;
@@ -114,8 +120,32 @@ fn open_writer(plan: &ExportPlan) -> Result<Box<dyn ClipWriter>> {
         ClipFormat::Mp4Ffmpeg => {
             Box::new(FfmpegClip::spawn(path, plan.width, plan.height, plan.fps)?)
         }
-        ClipFormat::Frames => Box::new(FramesClip { dir: path, next: 0 }),
+        ClipFormat::Frames => Box::new(FramesClip {
+            dir: path,
+            width: plan.width,
+            height: plan.height,
+            next: 0,
+        }),
     })
+}
+
+/// The RGBA8 pixels of a `width × height` frame, or an error naming the sizes (the image crate and the encoders
+/// panic on a buffer of the wrong length).
+fn frame_pixels(image: &Image, width: u32, height: u32) -> Result<&[u8]> {
+    let data = image
+        .data
+        .as_deref()
+        .context("a frame arrived without pixels")?;
+    let expected = width as usize * height as usize * 4;
+    if (image.width(), image.height()) != (width, height) || data.len() != expected {
+        bail!(
+            "a {}x{} frame of {} bytes arrived for a {width}x{height} clip ({expected} bytes of RGBA8 expected)",
+            image.width(),
+            image.height(),
+            data.len()
+        );
+    }
+    Ok(data)
 }
 
 fn create_file(path: &Path) -> Result<BufWriter<File>> {
@@ -133,6 +163,8 @@ fn sync_file(path: &Path) -> Result<()> {
 struct GifClip {
     writer: GifWriter<BufWriter<File>>,
     path: PathBuf,
+    width: u32,
+    height: u32,
     fps: u32,
     frames: u64,
 }
@@ -148,6 +180,8 @@ impl GifClip {
         Ok(GifClip {
             writer,
             path,
+            width,
+            height,
             fps,
             frames: 0,
         })
@@ -156,10 +190,7 @@ impl GifClip {
 
 impl ClipWriter for GifClip {
     fn frame(&mut self, image: &Image) -> Result<()> {
-        let data = image
-            .data
-            .as_deref()
-            .context("a frame arrived without pixels")?;
+        let data = frame_pixels(image, self.width, self.height)?;
         self.writer
             .frame(data, gif_delay_cs(self.frames, self.fps))
             .with_context(|| format!("cannot write '{}'", self.path.display()))?;
@@ -191,6 +222,8 @@ impl ClipWriter for GifClip {
 struct Openh264Clip {
     encoder: Mp4Openh264Encoder<BufWriter<File>>,
     path: PathBuf,
+    width: u32,
+    height: u32,
     fps: u32,
 }
 
@@ -208,19 +241,28 @@ impl Openh264Clip {
         );
         let encoder = Mp4Openh264Encoder::new_with_config(create_file(&path)?, w, h, config)
             .map_err(|e| anyhow!("the openh264 MP4 encoder did not start: {e}"))?;
-        Ok(Openh264Clip { encoder, path, fps })
+        Ok(Openh264Clip {
+            encoder,
+            path,
+            width,
+            height,
+            fps,
+        })
     }
 }
 
 impl ClipWriter for Openh264Clip {
     fn frame(&mut self, image: &Image) -> Result<()> {
+        frame_pixels(image, self.width, self.height)?;
         self.encoder
             .encode(image)
             .map_err(|e| anyhow!("openh264 MP4 encoder: {e}"))
     }
 
     fn close(self: Box<Self>, _frames: u64) -> Result<()> {
-        let Openh264Clip { encoder, path, fps } = *self;
+        let Openh264Clip {
+            encoder, path, fps, ..
+        } = *self;
         // Writes the moov box; bevy_capture only logs a failure, which the retiming below then reports.
         Box::new(encoder).finish();
         retime_mp4_file(&path, 100 * fps)?;
@@ -332,12 +374,16 @@ impl Drop for FfmpegClip {
 /// PNG frames `frame_00000.png`, `frame_00001.png`, … in a directory.
 struct FramesClip {
     dir: PathBuf,
+    width: u32,
+    height: u32,
     next: u64,
 }
 
 impl ClipWriter for FramesClip {
     fn frame(&mut self, image: &Image) -> Result<()> {
         let path = self.dir.join(format!("frame_{:05}.png", self.next));
+        frame_pixels(image, self.width, self.height)
+            .with_context(|| format!("frame {}", self.next))?;
         image
             .clone()
             .try_into_dynamic()
@@ -388,7 +434,10 @@ impl Encoder for Sink {
             return Ok(());
         }
         if let Some(writer) = &mut self.writer {
-            match writer.frame(image) {
+            let written = tight_frame(image)
+                .map_err(anyhow::Error::msg)
+                .and_then(|frame| writer.frame(&frame));
+            match written {
                 Ok(()) => {
                     self.shared.encoded.fetch_add(1, Ordering::SeqCst);
                 }
@@ -407,6 +456,67 @@ impl Encoder for Sink {
             self.shared.fail(format!("{e:#}"));
         }
         self.shared.finished.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The rows of a frame read back from the GPU, `width · pixel_bytes` bytes each, without padding.
+///
+/// The GPU copies a frame into a buffer whose rows start `stride = align_copy_bytes_per_row(width ·
+/// pixel_bytes)` bytes apart (wgpu pads rows to 256 bytes). bevy_capture 0.6 strips that padding when a row is
+/// not 256-byte aligned; but it sizes the buffer as `align_copy_bytes_per_row(width) · pixel_bytes` per row
+/// instead of `align_copy_bytes_per_row(width · pixel_bytes)`, and hands an aligned row's buffer over whole, so
+/// for widths that are a multiple of 64 pixels but not of 256 (64, 640, 1920, …) the frame ends in
+/// `(align(width) − width) · pixel_bytes · height` unused bytes. Both shapes (rows back to back, or rows
+/// `stride` apart followed by anything) are read here; a shorter buffer is an error naming the sizes.
+pub fn frame_rows(
+    data: &[u8],
+    width: u32,
+    height: u32,
+    pixel_bytes: usize,
+) -> Result<Cow<'_, [u8]>, String> {
+    let row = width as usize * pixel_bytes;
+    let tight = row * height as usize;
+    if data.len() == tight {
+        return Ok(Cow::Borrowed(data));
+    }
+    let stride = RenderDevice::align_copy_bytes_per_row(row);
+    let needed = stride * (height as usize).saturating_sub(1) + row;
+    if height == 0 || data.len() < needed {
+        return Err(format!(
+            "a frame of {} bytes arrived for {width}x{height} pixels of {pixel_bytes} bytes: expected {tight} \
+             bytes, or {height} rows {stride} bytes apart ({needed} bytes or more)",
+            data.len()
+        ));
+    }
+    if stride == row {
+        return Ok(Cow::Borrowed(&data[..tight]));
+    }
+    Ok(Cow::Owned(
+        data.chunks(stride)
+            .take(height as usize)
+            .flat_map(|r| &r[..row])
+            .copied()
+            .collect(),
+    ))
+}
+
+/// `image` with its pixels' rows back to back ([`frame_rows`]); borrowed when they already are.
+fn tight_frame(image: &Image) -> Result<Cow<'_, Image>, String> {
+    let data = image
+        .data
+        .as_deref()
+        .ok_or("a frame arrived without pixels")?;
+    let format = image.texture_descriptor.format;
+    let pixel_bytes = format
+        .pixel_size()
+        .map_err(|e| format!("a frame in format {format:?}: {e}"))?;
+    match frame_rows(data, image.width(), image.height(), pixel_bytes)? {
+        Cow::Borrowed(rows) if rows.len() == data.len() => Ok(Cow::Borrowed(image)),
+        rows => {
+            let mut tight = image.clone();
+            tight.data = Some(rows.into_owned());
+            Ok(Cow::Owned(tight))
+        }
     }
 }
 
@@ -438,6 +548,34 @@ struct ExportDriver {
 
 #[derive(Component)]
 struct OverlayText;
+
+/// Keeps Mesa's Vulkan device-selection layer from looking for a Wayland display where there is no session.
+///
+/// The layer (VK_LAYER_MESA_device_select, loaded implicitly by the Vulkan loader) calls `wl_display_connect`
+/// while wgpu enumerates adapters, and without `XDG_RUNTIME_DIR` libwayland prints "error: XDG_RUNTIME_DIR is
+/// invalid or not set in the environment." on stderr, twice, though the export works. Without a session the
+/// layer has no display to pick a GPU for, so it is switched off (`NODEVICE_SELECT=1`, the switch its manifest
+/// names), unless the user set that switch or asked the layer for a device (`MESA_VK_DEVICE_SELECT`,
+/// `DRI_PRIME`). Call before any thread starts: the environment is only changed while the process has one
+/// thread, since `set_var` races with other threads reading the environment.
+pub fn quiet_headless_gpu_probe() {
+    #[cfg(target_os = "linux")]
+    {
+        use std::env::var_os;
+        let session = var_os("XDG_RUNTIME_DIR")
+            .is_some_and(|d| d.to_string_lossy().starts_with('/'))
+            || var_os("WAYLAND_SOCKET").is_some();
+        let user_choice = ["NODEVICE_SELECT", "MESA_VK_DEVICE_SELECT", "DRI_PRIME"]
+            .iter()
+            .any(|name| var_os(name).is_some());
+        let single_thread = fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1);
+        if !session && !user_choice && single_thread {
+            // SAFETY: this process has one thread (checked just above), so nothing reads the environment
+            // while it changes.
+            unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
+        }
+    }
+}
 
 /// Renders `plan` offscreen into `plan.temp`. Returns once the writer has completed the output (or failed).
 pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
@@ -1194,6 +1332,130 @@ mod tests {
         }
         g.push(0x3B);
         g
+    }
+
+    /// What bevy_capture 0.6 hands an encoder for the `width × height` RGBA8 frame `pixels` (its
+    /// render_world.rs): a buffer of `align(width) · 4` bytes per row, the rows copied `align(width · 4)` bytes
+    /// apart, then the padding stripped only when a row is not 256-byte aligned.
+    fn bevy_capture_readback(pixels: &[u8], width: u32, height: u32) -> Vec<u8> {
+        let align = RenderDevice::align_copy_bytes_per_row;
+        let row = width as usize * 4;
+        let stride = align(row);
+        let mut buffer = vec![0u8; align(width as usize) * 4 * height as usize];
+        for (y, source) in pixels.chunks(row).enumerate() {
+            buffer[y * stride..y * stride + row].copy_from_slice(source);
+        }
+        if row == stride {
+            return buffer;
+        }
+        buffer
+            .chunks(stride)
+            .take(height as usize)
+            .flat_map(|r| &r[..row.min(r.len())])
+            .copied()
+            .collect()
+    }
+
+    /// A frame whose every byte says where it is.
+    fn test_pattern(width: u32, height: u32) -> Vec<u8> {
+        (0..height as usize)
+            .flat_map(|y| (0..width as usize * 4).map(move |i| (i * 7 + y * 13 + i / 256) as u8))
+            .collect()
+    }
+
+    /// An RGBA8 sRGB frame of `width × height` holding `data` (of any length).
+    fn frame_image(width: u32, height: u32, data: Vec<u8>) -> Image {
+        let mut image = Image::new_fill(
+            bevy::render::render_resource::Extent3d {
+                width,
+                height,
+                depth_or_array_layers: 1,
+            },
+            bevy::render::render_resource::TextureDimension::D2,
+            &[0; 4],
+            bevy::render::render_resource::TextureFormat::Rgba8UnormSrgb,
+            bevy::asset::RenderAssetUsages::default(),
+        );
+        image.data = Some(data);
+        image
+    }
+
+    #[test]
+    fn read_back_rows_come_out_back_to_back_at_every_width() {
+        // Widths that are multiples of 64 but not of 256 used to arrive with a tail of unused bytes.
+        for width in [
+            16, 17, 32, 63, 64, 65, 100, 128, 192, 256, 320, 480, 512, 576, 640, 720, 800, 854,
+            960, 1024, 1280, 1600, 1920, 2560, 3840,
+        ] {
+            for height in [1, 2, 64] {
+                let pixels = test_pattern(width, height);
+                let read_back = bevy_capture_readback(&pixels, width, height);
+                let rows = frame_rows(&read_back, width, height, 4)
+                    .unwrap_or_else(|e| panic!("{width}x{height}: {e}"));
+                assert!(rows[..] == pixels[..], "{width}x{height}");
+                let image = frame_image(width, height, read_back);
+                let tight = tight_frame(&image).unwrap();
+                assert_eq!(tight.data.as_deref(), Some(&pixels[..]), "{width}x{height}");
+                assert!(frame_pixels(&tight, width, height).is_ok());
+            }
+        }
+        // The reviewer's case: 8192 bytes per row of buffer for a 1920-wide frame.
+        assert_eq!(
+            bevy_capture_readback(&test_pattern(1920, 1080), 1920, 1080).len(),
+            8_847_360
+        );
+    }
+
+    #[test]
+    fn a_short_or_mis_sized_frame_is_an_error_naming_the_sizes() {
+        let message = frame_rows(&[0; 10], 64, 64, 4).unwrap_err();
+        assert!(
+            message.contains("10 bytes") && message.contains("64x64"),
+            "{message}"
+        );
+        // 854 · 4 = 3416 bytes a row, 3584 apart: two rows need 7000 bytes.
+        assert!(frame_rows(&[0; 6999], 854, 2, 4).is_err());
+        assert_eq!(frame_rows(&[0; 7000], 854, 2, 4).map(|r| r.len()), Ok(6832));
+        let image = frame_image(64, 64, vec![0; 64 * 64 * 4 + 4]);
+        let message = frame_pixels(&image, 64, 64).unwrap_err().to_string();
+        assert!(message.contains("16388 bytes"), "{message}");
+        let image = frame_image(64, 32, vec![0; 64 * 32 * 4]);
+        assert!(frame_pixels(&image, 64, 64).is_err());
+    }
+
+    #[test]
+    fn png_frames_of_a_padded_read_back_hold_the_rendered_pixels_and_a_bad_frame_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("cs-export-png-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let (width, height) = (640, 4);
+        let mut clip = FramesClip {
+            dir: dir.clone(),
+            width,
+            height,
+            next: 0,
+        };
+        let pixels = test_pattern(width, height);
+        let read_back = frame_image(width, height, bevy_capture_readback(&pixels, width, height));
+        clip.frame(&tight_frame(&read_back).unwrap()).unwrap();
+        let png = Image::from_buffer(
+            &fs::read(dir.join("frame_00000.png")).unwrap(),
+            bevy::image::ImageType::Extension("png"),
+            bevy::image::CompressedImageFormats::NONE,
+            true,
+            bevy::image::ImageSampler::Default,
+            bevy::asset::RenderAssetUsages::default(),
+        )
+        .unwrap();
+        assert_eq!((png.width(), png.height()), (width, height));
+        assert!(png.data.as_deref() == Some(&pixels[..]));
+        // Handed over untrimmed, the frame is refused with its sizes (the image crate used to panic).
+        let message = format!("{:#}", clip.frame(&read_back).unwrap_err());
+        assert!(
+            message.contains("frame 1") && message.contains("bytes"),
+            "{message}"
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -11,19 +11,26 @@
 //! printed and the overlay says "MISMATCH at tick T" in red.
 //!
 //! The output is written to a temporary file (or directory) beside the target and renamed into place only when
-//! it is complete, so an interrupted or failed export leaves the target as it was.
+//! it is complete, so an interrupted or failed export leaves the target as it was. A symbolic link is written
+//! through (its target is replaced, the link stays). A GIF or MP4 for a character device or a FIFO
+//! (`--out /dev/null`, a pipe to a player) is written to a temporary file in the system's temporary folder and
+//! its finished bytes into the device: a rename would replace the device itself. Nothing else that exists and
+//! is not a regular file (or, for frames, an empty directory) is replaced.
 
 use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::app::export::{ClipFormat, ExportPlan, Overlay, render_clip};
-use crate::demo::{Demo, Player};
+use crate::app::export::{ClipFormat, ExportPlan, Overlay, quiet_headless_gpu_probe, render_clip};
+use crate::demo::{Demo, Player, same_file};
+
+use super::stdout::outln;
 
 /// Frame rates `--fps` accepts [frames/s].
 pub const FPS_RANGE: RangeInclusive<u32> = 1..=120;
@@ -140,11 +147,17 @@ pub fn classify_output(out: &Path, is_dir: bool) -> Result<OutputKind, String> {
     }
 }
 
-/// Frames in a clip of a `ticks`-tick demo at `fixed_hz`: `floor(ticks · fps / fixed_hz) + 1`.
-pub fn frame_count(ticks: u64, fixed_hz: f64, fps: u32) -> u64 {
+/// Frames in a clip of a `ticks`-tick demo at `fixed_hz`: `floor(ticks · fps / fixed_hz) + 1`, or `None` when
+/// that is not a number below 2^64 (a tiny or broken `fixed_hz`).
+pub fn frame_count(ticks: u64, fixed_hz: f64, fps: u32) -> Option<u64> {
     let seconds_in_frames = ticks as f64 * fps as f64 / fixed_hz;
     // A whole number of frames computed as 89.999… must still count as 90.
-    (seconds_in_frames * (1.0 + 1e-12)).floor() as u64 + 1
+    let intervals = (seconds_in_frames * (1.0 + 1e-12)).floor();
+    // `as u64` saturates (and u64::MAX as f64 is 2^64), so anything out of range is caught here.
+    if !(0.0..u64::MAX as f64).contains(&intervals) {
+        return None;
+    }
+    (intervals as u64).checked_add(1)
 }
 
 /// The demo tick frame `k` shows: `round(k · fixed_hz / fps)`, never past the end.
@@ -171,39 +184,158 @@ fn output_folder(out: &Path) -> PathBuf {
     }
 }
 
-/// Checks before any work that the output can be created: its folder exists and is writable, and a frames
-/// directory does not already hold files.
-fn check_output(out: &Path, kind: OutputKind) -> Result<()> {
-    let folder = output_folder(out);
+/// Where a finished export goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Destination {
+    /// A missing path or a regular file (for frames: a missing path or an empty directory), symbolic links
+    /// followed: the output is renamed onto it from a temporary beside it.
+    Replace(PathBuf),
+    /// A character device or a FIFO: the finished bytes are written into it.
+    Stream(PathBuf),
+}
+
+/// What kind of file a path is, for messages.
+fn file_kind(file_type: fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_char_device() {
+            return "character device";
+        }
+        if file_type.is_fifo() {
+            return "FIFO";
+        }
+        if file_type.is_block_device() {
+            return "block device";
+        }
+        if file_type.is_socket() {
+            return "socket";
+        }
+    }
+    if file_type.is_dir() {
+        "directory"
+    } else if file_type.is_file() {
+        "regular file"
+    } else if file_type.is_symlink() {
+        "symbolic link"
+    } else {
+        "special file"
+    }
+}
+
+/// Is this a character device or a FIFO (written into, never replaced)?
+fn is_stream(file_type: fs::FileType) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        file_type.is_char_device() || file_type.is_fifo()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file_type;
+        false
+    }
+}
+
+/// Where `--out` leads: a symbolic link is followed to its target; a regular file, a missing path (or, for
+/// frames, a directory) is replaced; a character device or a FIFO takes a GIF or MP4 in place; anything else
+/// is refused.
+fn destination(out: &Path, kind: OutputKind) -> Result<Destination> {
+    // Without a trailing '/', so a frames path that names a file is seen as that file.
+    let plain: PathBuf = out.components().collect();
+    let Ok(link) = fs::symlink_metadata(&plain) else {
+        // Missing (or unreadable: the folder checks report that).
+        return Ok(Destination::Replace(out.to_path_buf()));
+    };
+    let (path, meta) = if link.file_type().is_symlink() {
+        let target = fs::canonicalize(&plain).with_context(|| {
+            format!(
+                "--out {}: is a symbolic link to a missing or unreachable file",
+                out.display()
+            )
+        })?;
+        let meta = fs::metadata(&target).with_context(|| {
+            format!(
+                "--out {}: cannot read '{}'",
+                out.display(),
+                target.display()
+            )
+        })?;
+        (target, meta)
+    } else {
+        (out.to_path_buf(), link)
+    };
+    let file_type = meta.file_type();
+    match kind {
+        OutputKind::Frames if file_type.is_dir() => Ok(Destination::Replace(path)),
+        OutputKind::Frames => bail!(
+            "--out {}: is a {}, not a directory; PNG frames go into a new or empty directory",
+            out.display(),
+            file_kind(file_type)
+        ),
+        OutputKind::Gif | OutputKind::Mp4 if file_type.is_file() => Ok(Destination::Replace(path)),
+        OutputKind::Gif | OutputKind::Mp4 if is_stream(file_type) => Ok(Destination::Stream(path)),
+        OutputKind::Gif | OutputKind::Mp4 => bail!(
+            "--out {}: is a {}; a clip goes to a regular file (or a character device or FIFO)",
+            out.display(),
+            file_kind(file_type)
+        ),
+    }
+}
+
+/// Checks before any work that the output can be created: its folder exists and is writable (for a device or
+/// FIFO: the temporary folder), a frames directory does not already hold files, and nothing but a regular file
+/// would be replaced ([`destination`]).
+fn check_output(out: &Path, kind: OutputKind) -> Result<Destination> {
+    let target = destination(out, kind)?;
+    let path = match &target {
+        Destination::Replace(path) => path.as_path(),
+        Destination::Stream(_) => {
+            let probe = stream_temp_path(out);
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&probe)
+                .with_context(|| {
+                    format!(
+                        "cannot write in the temporary folder '{}'",
+                        std::env::temp_dir().display()
+                    )
+                })?;
+            let _ = fs::remove_file(&probe);
+            return Ok(target);
+        }
+    };
+    let folder = output_folder(path);
     match fs::metadata(&folder) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => bail!("output folder '{}' is not a directory", folder.display()),
         Err(e) => bail!("output folder '{}' does not exist ({e})", folder.display()),
     }
-    if out.file_name().is_none() {
+    if path.file_name().is_none() {
         bail!(
             "--out {}: name the file or directory to create, e.g. clip.gif or frames/",
             out.display()
         );
     }
-    if kind == OutputKind::Frames && out.exists() {
-        let entries = fs::read_dir(out)
-            .with_context(|| format!("cannot read the frames directory '{}'", out.display()))?;
+    if kind == OutputKind::Frames && path.exists() {
+        let entries = fs::read_dir(path)
+            .with_context(|| format!("cannot read the frames directory '{}'", path.display()))?;
         if entries.count() > 0 {
             bail!(
                 "frames directory '{}' already holds files: export into a new or empty directory",
-                out.display()
+                path.display()
             );
         }
     }
-    let probe = temp_path(out);
+    let probe = temp_path(path);
     OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&probe)
         .with_context(|| format!("cannot write in output folder '{}'", folder.display()))?;
     let _ = fs::remove_file(&probe);
-    Ok(())
+    Ok(target)
 }
 
 /// `dir/.name.partial-PID`: the temporary file or directory an export writes before its rename.
@@ -215,17 +347,33 @@ fn temp_path(out: &Path) -> PathBuf {
     output_folder(out).join(format!(".{name}.partial-{}", std::process::id()))
 }
 
-/// The temporary output: removed on drop unless committed (renamed onto the target).
+/// `$TMPDIR/.contact-sandbox-name.partial-PID`: the temporary file of an export into a device or FIFO, whose
+/// folder (`/dev`) may not be writable.
+fn stream_temp_path(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "clip".into());
+    std::env::temp_dir().join(format!(
+        ".contact-sandbox-{name}.partial-{}",
+        std::process::id()
+    ))
+}
+
+/// The temporary output: removed on drop unless kept (renamed onto the target, or left for the user).
 struct TempOutput {
     temp: PathBuf,
-    target: PathBuf,
+    target: Destination,
     dir: bool,
-    committed: bool,
+    keep: bool,
 }
 
 impl TempOutput {
-    fn create(target: &Path, kind: OutputKind) -> Result<TempOutput> {
-        let temp = temp_path(target);
+    fn create(target: &Destination, kind: OutputKind) -> Result<TempOutput> {
+        let temp = match target {
+            Destination::Replace(path) => temp_path(path),
+            Destination::Stream(path) => stream_temp_path(path),
+        };
         let dir = kind == OutputKind::Frames;
         let created = if dir {
             fs::create_dir(&temp)
@@ -239,43 +387,87 @@ impl TempOutput {
         created.with_context(|| format!("cannot create '{}'", temp.display()))?;
         Ok(TempOutput {
             temp,
-            target: target.to_path_buf(),
+            target: target.clone(),
             dir,
-            committed: false,
+            keep: false,
         })
     }
 
-    /// Renames the finished output onto the target and syncs the folder, so the rename survives a crash.
+    /// Puts the finished output in place: renamed onto the target (the folder synced, so the rename survives a
+    /// crash), or its bytes written into a device or FIFO.
     fn commit(mut self) -> Result<()> {
-        if self.dir {
-            // rename(2) replaces an empty directory; check_output refused a non-empty one, but it may have
-            // filled up since.
-            if self.target.is_dir() && fs::read_dir(&self.target)?.next().is_some() {
-                bail!(
-                    "frames directory '{}' filled up during the export; the frames are in '{}'",
-                    self.target.display(),
-                    self.temp.display()
-                );
+        let target = match &self.target {
+            Destination::Replace(path) => path.clone(),
+            Destination::Stream(path) => {
+                let path = path.clone();
+                return self.stream_into(&path);
             }
+        };
+        // check_output looked at the target before the export; it may have changed since.
+        let refusal = match fs::symlink_metadata(&target) {
+            Err(_) => None,
+            Ok(m) if self.dir && m.is_dir() => {
+                // rename(2) replaces an empty directory only.
+                fs::read_dir(&target)?
+                    .next()
+                    .is_some()
+                    .then(|| "filled up".to_string())
+            }
+            Ok(m) if !self.dir && m.is_file() => None,
+            Ok(m) => Some(format!("became a {}", file_kind(m.file_type()))),
+        };
+        if let Some(change) = refusal {
+            self.keep = true;
+            bail!(
+                "'{}' {change} during the export; not replacing it: the output is in '{}'",
+                target.display(),
+                self.temp.display()
+            );
         }
-        fs::rename(&self.temp, &self.target).with_context(|| {
+        fs::rename(&self.temp, &target).with_context(|| {
             format!(
                 "cannot rename '{}' to '{}'",
                 self.temp.display(),
-                self.target.display()
+                target.display()
             )
         })?;
-        self.committed = true;
-        if let Ok(folder) = File::open(output_folder(&self.target)) {
+        self.keep = true;
+        if let Ok(folder) = File::open(output_folder(&target)) {
             let _ = folder.sync_all();
         }
+        Ok(())
+    }
+
+    /// Writes the finished file into a character device or FIFO (opening a FIFO waits for its reader); the
+    /// temporary file is removed on drop.
+    fn stream_into(self, target: &Path) -> Result<()> {
+        let mut device = OpenOptions::new()
+            .write(true)
+            .open(target)
+            .with_context(|| format!("cannot open '{}' for writing", target.display()))?;
+        let kind = device
+            .metadata()
+            .with_context(|| format!("cannot read '{}'", target.display()))?
+            .file_type();
+        if !is_stream(kind) {
+            bail!(
+                "'{}' became a {} during the export; not writing into it",
+                target.display(),
+                file_kind(kind)
+            );
+        }
+        let mut clip = File::open(&self.temp)
+            .with_context(|| format!("cannot read '{}'", self.temp.display()))?;
+        io::copy(&mut clip, &mut device)
+            .and_then(|_| device.flush())
+            .with_context(|| format!("cannot write '{}'", target.display()))?;
         Ok(())
     }
 }
 
 impl Drop for TempOutput {
     fn drop(&mut self) {
-        if !self.committed {
+        if !self.keep {
             let _ = if self.dir {
                 fs::remove_dir_all(&self.temp)
             } else {
@@ -320,7 +512,16 @@ fn progress_bar(len: u64, template: &str, what: &str) -> ProgressBar {
 }
 
 pub fn run_export(args: &ExportArgs) -> Result<()> {
+    // First, while the process has one thread.
+    quiet_headless_gpu_probe();
     let kind = classify_output(&args.out, args.out.is_dir()).map_err(anyhow::Error::msg)?;
+    if same_file(&args.out, &args.demo) {
+        bail!(
+            "--out {}: is the same file as the demo {}; the export would replace it",
+            args.out.display(),
+            args.demo.display()
+        );
+    }
     let FrameSize { width, height } = args.size;
     let format = match kind {
         OutputKind::Gif => ClipFormat::Gif,
@@ -344,17 +545,24 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
 
     let file = args.demo.display().to_string();
     let demo = Demo::load(&args.demo)?;
-    let frames = frame_count(demo.ticks, demo.fixed_hz, args.fps);
-    if frames > MAX_FRAMES {
-        bail!(
-            "{file}: {} ticks at {} Hz make {frames} frames at {} fps; exports are limited to {MAX_FRAMES} \
-             frames (lower --fps)",
-            demo.ticks,
-            demo.fixed_hz,
-            args.fps
-        );
-    }
-    check_output(&args.out, kind)?;
+    let frames = frame_count(demo.ticks, demo.fixed_hz, args.fps)
+        .filter(|&frames| frames <= MAX_FRAMES)
+        .ok_or_else(|| {
+            let frames = (demo.ticks as f64 * args.fps as f64 / demo.fixed_hz).floor() + 1.0;
+            let frames = if frames < 1e15 {
+                format!("{frames:.0}")
+            } else {
+                format!("{frames:.3e}")
+            };
+            anyhow!(
+                "{file}: {} ticks at fixed_hz {:?} make {frames} frames at {} fps; exports are limited to \
+                 {MAX_FRAMES} frames (lower --fps, or check the demo's fixed_hz)",
+                demo.ticks,
+                demo.fixed_hz,
+                args.fps
+            )
+        })?;
+    let target = check_output(&args.out, kind)?;
     if kind == OutputKind::Gif && args.fps > GIF_SMOOTH_FPS {
         eprintln!(
             "warning: GIF delays are whole centiseconds; above {GIF_SMOOTH_FPS} fps many viewers play the clip \
@@ -399,7 +607,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     // removed (Bevy's own handler, installed later, would leave a gap). Not installed when SIGINT is ignored.
     let _ =
         bevy::app::ctrlc::try_set_handler(bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit);
-    let temp = TempOutput::create(&args.out, kind)?;
+    let temp = TempOutput::create(&target, kind)?;
     let frame_ticks: Vec<u64> = (0..frames)
         .map(|k| frame_tick(k, demo.fixed_hz, args.fps, demo.ticks))
         .collect();
@@ -440,15 +648,15 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         )
     })?;
     let seconds = started.elapsed().as_secs_f64();
+    let size = output_bytes(&temp.temp);
     temp.commit()?;
-    let size = output_bytes(&args.out);
     let encoder = match format {
         ClipFormat::Gif => "GIF",
         ClipFormat::Mp4Openh264 => "MP4, openh264",
         ClipFormat::Mp4Ffmpeg => "MP4, ffmpeg libx264",
         ClipFormat::Frames => "PNG frames",
     };
-    println!(
+    outln!(
         "exported {} frames ({width}x{height}, {} fps, {:.2} s of play; {encoder}) in {seconds:.1} s, \
          {:.1} frames/s -> {} ({}); hashes: {}",
         rendered.frames,
@@ -458,7 +666,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         args.out.display(),
         human_bytes(size),
         verdict
-    );
+    )?;
     Ok(())
 }
 
@@ -531,7 +739,7 @@ mod tests {
     #[test]
     fn wall_throw_at_30_fps_has_91_frames_from_tick_0_to_300() {
         // 300 ticks at 100 Hz = 3 s: 90 frame intervals at 30 fps, 91 frames.
-        assert_eq!(frame_count(300, 100.0, 30), 91);
+        assert_eq!(frame_count(300, 100.0, 30), Some(91));
         let ticks: Vec<u64> = (0..91).map(|k| frame_tick(k, 100.0, 30, 300)).collect();
         assert_eq!(&ticks[..4], &[0, 3, 7, 10]);
         assert_eq!(ticks[90], 300);
@@ -541,21 +749,21 @@ mod tests {
     #[test]
     fn frame_ticks_round_to_the_nearest_tick_and_stay_inside_the_demo() {
         // One frame per tick when fps = fixed_hz.
-        assert_eq!(frame_count(100, 60.0, 60), 101);
+        assert_eq!(frame_count(100, 60.0, 60), Some(101));
         assert!((0..101).all(|k| frame_tick(k, 60.0, 60, 100) == k));
         // More frames than ticks: ticks repeat.
-        assert_eq!(frame_count(10, 10.0, 30), 31);
+        assert_eq!(frame_count(10, 10.0, 30), Some(31));
         assert_eq!(frame_tick(1, 10.0, 30, 10), 0); // 0.33 → 0
         assert_eq!(frame_tick(2, 10.0, 30, 10), 1); // 0.67 → 1
         // A fractional clip length: 301 ticks at 60 Hz at 30 fps → 150.5 intervals, 151 frames, last tick 300.
-        assert_eq!(frame_count(301, 60.0, 30), 151);
+        assert_eq!(frame_count(301, 60.0, 30), Some(151));
         assert_eq!(frame_tick(150, 60.0, 30, 301), 300);
         // An empty demo is one frame of tick 0.
-        assert_eq!(frame_count(0, 100.0, 30), 1);
+        assert_eq!(frame_count(0, 100.0, 30), Some(1));
         assert_eq!(frame_tick(0, 100.0, 30, 0), 0);
         // The last frame never passes the end, whatever the rates.
         for (ticks, hz, fps) in [(299, 100.0, 30), (7, 1000.0, 1), (1000, 59.94, 24)] {
-            let last = frame_count(ticks, hz, fps) - 1;
+            let last = frame_count(ticks, hz, fps).unwrap() - 1;
             assert!(frame_tick(last, hz, fps, ticks) <= ticks);
         }
     }
@@ -588,7 +796,8 @@ mod tests {
         let target = dir.join("clip.gif");
         fs::write(&target, b"old").unwrap();
         {
-            let temp = TempOutput::create(&target, OutputKind::Gif).unwrap();
+            let destination = check_output(&target, OutputKind::Gif).unwrap();
+            let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
             fs::write(&temp.temp, b"partial").unwrap();
         }
         assert_eq!(fs::read(&target).unwrap(), b"old");
@@ -597,18 +806,248 @@ mod tests {
             1,
             "temp file left behind"
         );
-        let temp = TempOutput::create(&target, OutputKind::Gif).unwrap();
+        let destination = check_output(&target, OutputKind::Gif).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
         fs::write(&temp.temp, b"new").unwrap();
         temp.commit().unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"new");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
 
         let frames = dir.join("frames/");
-        let temp = TempOutput::create(&frames, OutputKind::Frames).unwrap();
+        let destination = check_output(&frames, OutputKind::Frames).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Frames).unwrap();
         fs::write(temp.temp.join("frame_00000.png"), b"png").unwrap();
         temp.commit().unwrap();
         assert!(dir.join("frames").join("frame_00000.png").is_file());
         assert!(check_output(&frames, OutputKind::Frames).is_err());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fresh scratch folder for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cs-export-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn export_args(demo: &Path, out: &Path) -> ExportArgs {
+        ExportArgs {
+            demo: demo.to_path_buf(),
+            out: out.to_path_buf(),
+            fps: 30,
+            size: FrameSize {
+                width: 64,
+                height: 64,
+            },
+            encoder: Mp4Encoder::Auto,
+            allow_mismatch: false,
+            no_overlay: false,
+        }
+    }
+
+    #[test]
+    fn a_tiny_fixed_hz_is_too_many_frames_not_zero() {
+        // 300 ticks at 1e-17 Hz at 30 fps: 9e20 frames, past u64 (it used to wrap to 0 frames).
+        assert_eq!(frame_count(300, 1e-17, 30), None);
+        assert_eq!(frame_count(u64::MAX, 1e-300, 120), None);
+        assert_eq!(frame_count(0, 1e-17, 30), Some(1));
+        // Counts past MAX_FRAMES that fit a u64 are still counted (and refused by run_export).
+        assert_eq!(frame_count(1 << 20, 1.0, 1), Some((1 << 20) + 1));
+        assert!(frame_count(1 << 50, 1.0, 120).is_some_and(|n| n > MAX_FRAMES));
+    }
+
+    #[test]
+    fn export_refuses_a_demo_with_a_tiny_fixed_hz_naming_it() {
+        let dir = scratch("tiny-hz");
+        let demo = dir.join("tiny.demo.ron");
+        let text = fs::read_to_string("assets/demos/wall_throw.demo.ron").unwrap();
+        assert!(text.contains("fixed_hz: 100.0,"));
+        fs::write(
+            &demo,
+            text.replacen("fixed_hz: 100.0,", "fixed_hz: 1e-17,", 1),
+        )
+        .unwrap();
+        let message = run_export(&export_args(&demo, &dir.join("clip.gif")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("fixed_hz 1e-17") && message.contains("limited to"),
+            "{message}"
+        );
+        assert!(!dir.join("clip.gif").exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn export_refuses_to_write_over_its_own_demo_by_any_name() {
+        let dir = scratch("same-file");
+        let demo = dir.join("in1.gif");
+        fs::copy("assets/demos/wall_throw.demo.ron", &demo).unwrap();
+        let original = fs::read(&demo).unwrap();
+        let link = dir.join("link.gif");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&demo, &link).unwrap();
+        #[cfg(not(unix))]
+        fs::copy(&demo, &link).unwrap();
+        let hard = dir.join("hard.gif");
+        fs::hard_link(&demo, &hard).unwrap();
+        let spelt = dir.join(".").join("in1.gif");
+        for out in [&demo, &spelt, &link, &hard] {
+            let message = run_export(&export_args(&demo, out))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                message.contains("is the same file as the demo"),
+                "{}: {message}",
+                out.display()
+            );
+            assert_eq!(fs::read(&demo).unwrap(), original);
+        }
+        assert!(same_file(&demo, &spelt));
+        assert!(!same_file(&demo, &dir.join("other.gif")));
+        assert!(!same_file(
+            &demo,
+            Path::new("assets/demos/wall_throw.demo.ron")
+        ));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_is_written_through_and_stays_a_link() {
+        let dir = scratch("symlink");
+        let real = dir.join("real.gif");
+        fs::write(&real, b"old").unwrap();
+        let link = dir.join("link.gif");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let destination = check_output(&link, OutputKind::Gif).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        fs::write(&temp.temp, b"new").unwrap();
+        temp.commit().unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(&real).unwrap(), b"new");
+        let dangling = dir.join("dangling.gif");
+        std::os::unix::fs::symlink(dir.join("missing.gif"), &dangling).unwrap();
+        assert!(
+            check_output(&dangling, OutputKind::Gif)
+                .unwrap_err()
+                .to_string()
+                .contains("symbolic link to a missing")
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Makes a FIFO with mkfifo(1); false when that is not possible here.
+    fn make_fifo(path: &Path) -> bool {
+        Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_clip_for_a_fifo_is_written_into_it_and_the_fifo_stays() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = scratch("fifo");
+        let fifo = dir.join("pipe.gif");
+        if !make_fifo(&fifo) {
+            eprintln!("skipped: mkfifo is not available");
+            return;
+        }
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(fifo).unwrap())
+        };
+        let destination = check_output(&fifo, OutputKind::Gif).unwrap();
+        assert_eq!(destination, Destination::Stream(fifo.clone()));
+        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        assert!(!temp.temp.starts_with(&dir), "{}", temp.temp.display());
+        let written = temp.temp.clone();
+        fs::write(&temp.temp, b"GIF89a...").unwrap();
+        temp.commit().unwrap();
+        assert_eq!(reader.join().unwrap(), b"GIF89a...");
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(!written.exists(), "temporary file left behind");
+        // A frames directory cannot go into a FIFO.
+        let message = check_output(&fifo, OutputKind::Frames)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("is a FIFO, not a directory"), "{message}");
+        let message = check_output(&dir.join("pipe.gif/"), OutputKind::Frames)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("not a directory"), "{message}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_clip_for_a_character_device_is_written_into_it_and_the_device_stays() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = scratch("chardev");
+        // A private null device (major 1, minor 3): never the system's /dev/null. Needs root.
+        let null = dir.join("mynull.gif");
+        let made = Command::new("mknod")
+            .arg(&null)
+            .args(["c", "1", "3"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !made {
+            eprintln!("skipped: cannot mknod a character device here");
+            fs::remove_dir_all(&dir).unwrap();
+            return;
+        }
+        let destination = check_output(&null, OutputKind::Gif).unwrap();
+        assert_eq!(destination, Destination::Stream(null.clone()));
+        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        fs::write(&temp.temp, vec![7u8; 100_000]).unwrap();
+        temp.commit().unwrap();
+        assert!(
+            fs::symlink_metadata(&null)
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+        assert!(
+            check_output(&null, OutputKind::Frames)
+                .unwrap_err()
+                .to_string()
+                .contains("is a character device, not a directory")
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_socket_or_a_target_that_changes_kind_is_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = scratch("special");
+        let socket = dir.join("sock.gif");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let message = check_output(&socket, OutputKind::Gif)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("is a socket"), "{message}");
+        // The target was missing when the export started and is a FIFO when it ends.
+        let late = dir.join("late.gif");
+        let destination = check_output(&late, OutputKind::Gif).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        fs::write(&temp.temp, b"new").unwrap();
+        let kept = temp.temp.clone();
+        if make_fifo(&late) {
+            let message = temp.commit().unwrap_err().to_string();
+            assert!(message.contains("became a FIFO"), "{message}");
+            assert!(fs::symlink_metadata(&late).unwrap().file_type().is_fifo());
+            assert_eq!(fs::read(&kept).unwrap(), b"new", "the output is kept");
+        }
         fs::remove_dir_all(&dir).unwrap();
     }
 }
