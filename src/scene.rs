@@ -228,6 +228,12 @@ pub fn read_bounded_text(path: &Path, kind: &str) -> Result<String, SceneError> 
 
 type FieldError = (String, String);
 
+/// How many ball pairs may overlap or touch when a lane starts: eight per ball on average (a packed pile of
+/// equal discs has three), and never fewer than 10 000.
+pub fn max_overlapping_pairs(balls: usize) -> usize {
+    balls.saturating_mul(8).max(10_000)
+}
+
 /// Longest scene or lane name, in characters.
 pub const MAX_NAME_CHARS: usize = 200;
 
@@ -258,6 +264,41 @@ fn positive(place: &str, value: f64) -> Result<(), FieldError> {
 
 /// `|value| ≤ limit`: a wall's lengths beyond the range in which `f64` still resolves micrometre gaps
 /// ([`MAX_LENGTH`]) are refused, in the words `check_ball` uses for a ball's.
+/// Longest time step [s].
+pub const MAX_STEP: f64 = 10.0;
+/// Largest gravity component [m/s²].
+pub const MAX_GRAVITY: f64 = 1e6;
+/// Largest Newton tolerance [m].
+pub const MAX_NEWTON_TOLERANCE: f64 = 1.0;
+
+/// `value ≤ limit`, or an error saying `why`.
+fn at_most(place: &str, value: f64, limit: f64, unit: &str, why: &str) -> Result<(), FieldError> {
+    if value > limit {
+        return Err((
+            place.to_string(),
+            format!("must be at most {limit} {unit} ({why}), got {value:e}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `|value| ≤ limit`, or an error saying `why`.
+fn bounded_by(
+    place: &str,
+    value: f64,
+    limit: f64,
+    unit: &str,
+    why: &str,
+) -> Result<(), FieldError> {
+    if value.abs() > limit {
+        return Err((
+            place.to_string(),
+            format!("must be within ±{limit:e} {unit} ({why}), got {value:e}"),
+        ));
+    }
+    Ok(())
+}
+
 fn bounded(place: &str, value: f64, limit: f64, unit: &str) -> Result<(), FieldError> {
     if value.abs() > limit {
         return Err((
@@ -288,6 +329,13 @@ fn finite_vec(place: &str, value: DVec2) -> Result<(), FieldError> {
 /// Checks contact settings; the error is `(field, problem)` with the field relative to `contact`.
 pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
     positive("contact.h", c.h)?;
+    at_most(
+        "contact.h",
+        c.h,
+        MAX_STEP,
+        "s",
+        "a longer step is no time step",
+    )?;
     positive("contact.stiffness", c.stiffness)?;
     positive("contact.kappa", c.kappa)?;
     if let Some(dhat) = c.dhat {
@@ -301,7 +349,28 @@ pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
         ));
     }
     finite_vec("contact.gravity", c.gravity)?;
+    bounded_by(
+        "contact.gravity.x",
+        c.gravity.x,
+        MAX_GRAVITY,
+        "m/s²",
+        "energies overflow beyond that",
+    )?;
+    bounded_by(
+        "contact.gravity.y",
+        c.gravity.y,
+        MAX_GRAVITY,
+        "m/s²",
+        "energies overflow beyond that",
+    )?;
     positive("contact.newton_tolerance", c.newton_tolerance)?;
+    at_most(
+        "contact.newton_tolerance",
+        c.newton_tolerance,
+        MAX_NEWTON_TOLERANCE,
+        "m",
+        "Newton stops before its first step when every move is smaller than the tolerance",
+    )?;
     finite("contact.friction", c.friction)?;
     if c.friction < 0.0 {
         return Err((
@@ -395,14 +464,35 @@ impl LaneSpec {
                 )
             })?;
         }
+        let pairs = self.overlapping_pairs()?;
         if self.contact.method == ContactMethod::Ipc {
-            self.check_ipc_feasible(&walls)?;
+            self.check_ipc_feasible(&walls, &pairs)?;
         }
         Ok(())
     }
 
-    /// IPC needs every pair strictly apart at the start (SPEC §1.6).
-    fn check_ipc_feasible(&self, walls: &[Wall]) -> Result<(), FieldError> {
+    /// The ball pairs that overlap or touch at the start, sorted; more than [`max_overlapping_pairs`] is an
+    /// error (a heap of coincident balls has `n²/2` of them, and every one would be a contact in each step).
+    fn overlapping_pairs(&self) -> Result<Vec<(u32, u32)>, FieldError> {
+        let centre: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
+        let radius: Vec<f64> = self.balls.iter().map(|b| b.radius).collect();
+        let limit = max_overlapping_pairs(self.balls.len());
+        let mut pairs = Vec::new();
+        if !BroadPhase::default().near_pairs_at_most(&centre, &radius, 0.0, limit, &mut pairs) {
+            return Err((
+                "balls".into(),
+                format!(
+                    "more than {limit} pairs of balls overlap or touch at the start; a lane of {} balls may \
+                     start with at most {limit} (are many balls at the same position?)",
+                    self.balls.len()
+                ),
+            ));
+        }
+        Ok(pairs)
+    }
+
+    /// IPC needs every pair strictly apart at the start (SPEC §1.6); `pairs` are the overlapping ball pairs.
+    fn check_ipc_feasible(&self, walls: &[Wall], pairs: &[(u32, u32)]) -> Result<(), FieldError> {
         for (i, b) in self.balls.iter().enumerate() {
             for (k, w) in walls.iter().enumerate() {
                 let d = ball_wall_gap(b.position, b.radius, w);
@@ -416,14 +506,9 @@ impl LaneSpec {
                 }
             }
         }
-        let centre: Vec<DVec2> = self.balls.iter().map(|b| b.position).collect();
-        let radius: Vec<f64> = self.balls.iter().map(|b| b.radius).collect();
-        let mut pairs = Vec::new();
-        BroadPhase::default().near_pairs(&centre, &radius, 0.0, &mut pairs);
         if let Some(&(i, j)) = pairs.first() {
-            let d = (centre[i as usize] - centre[j as usize]).length()
-                - radius[i as usize]
-                - radius[j as usize];
+            let (a, b) = (&self.balls[i as usize], &self.balls[j as usize]);
+            let d = (a.position - b.position).length() - a.radius - b.radius;
             return Err((
                 format!("balls[{j}]"),
                 format!(

@@ -42,10 +42,24 @@ impl BroadPhase {
         reach: f64,
         out: &mut Vec<(u32, u32)>,
     ) {
+        self.near_pairs_at_most(centre, bound, reach, usize::MAX, out);
+    }
+
+    /// [`Self::near_pairs`], unless there are more than `max_pairs`: then it stops soon after finding that many
+    /// (at most one ball's pairs later) and returns `false`, with `out` holding those it found, unsorted. A
+    /// heap of coincident balls has `n²/2` pairs; this finds out without listing them all.
+    pub fn near_pairs_at_most(
+        &mut self,
+        centre: &[DVec2],
+        bound: &[f64],
+        reach: f64,
+        max_pairs: usize,
+        out: &mut Vec<(u32, u32)>,
+    ) -> bool {
         out.clear();
         let n = centre.len();
         if n < 2 {
-            return;
+            return true;
         }
         if n <= 24 {
             for i in 0..n {
@@ -55,7 +69,7 @@ impl BroadPhase {
                     }
                 }
             }
-            return;
+            return out.len() <= max_pairs;
         }
         self.sorted_bounds.clear();
         self.sorted_bounds.extend_from_slice(bound);
@@ -71,12 +85,19 @@ impl BroadPhase {
         if self.large.len() * 4 > n || limit.is_nan() || limit <= 0.0 {
             // Bounds too spread for a split to pay: one grid sized for the largest.
             self.large.clear();
-            self.grid_pairs(centre, bound, reach, max_bound, None, out);
+            if !self.grid_pairs(centre, bound, reach, max_bound, None, max_pairs, out) {
+                return false;
+            }
         } else {
-            self.grid_pairs(centre, bound, reach, limit, Some(limit), out);
+            if !self.grid_pairs(centre, bound, reach, limit, Some(limit), max_pairs, out) {
+                return false;
+            }
             let cell = (2.0 * limit + reach).max(1e-9);
             for &i in &self.large {
                 self.query_cells(centre, bound, reach, cell, limit, i as usize, out);
+                if out.len() > max_pairs {
+                    return false;
+                }
             }
             // Large against large, on a grid over them alone (the fine grid's keys are no longer needed).
             let mut sub_centre = std::mem::take(&mut self.large_centre);
@@ -87,12 +108,13 @@ impl BroadPhase {
             sub_bound.clear();
             sub_bound.extend(self.large.iter().map(|&i| bound[i as usize]));
             sub_pairs.clear();
-            self.grid_pairs(
+            let within_limit = self.grid_pairs(
                 &sub_centre,
                 &sub_bound,
                 reach,
                 max_bound,
                 None,
+                max_pairs.saturating_sub(out.len()),
                 &mut sub_pairs,
             );
             let large = &self.large;
@@ -104,12 +126,17 @@ impl BroadPhase {
             self.large_centre = sub_centre;
             self.large_bound = sub_bound;
             self.large_pairs = sub_pairs;
+            if !within_limit || out.len() > max_pairs {
+                return false;
+            }
         }
         out.sort_unstable();
+        true
     }
 
     /// The half-stencil sweep of a uniform grid whose cell fits bounds up to `fit`; with `only_up_to`, balls
-    /// with larger bounds are left out of it.
+    /// with larger bounds are left out of it. Stops with `false` once `out` holds more than `max_pairs`.
+    #[allow(clippy::too_many_arguments)]
     fn grid_pairs(
         &mut self,
         centre: &[DVec2],
@@ -117,8 +144,9 @@ impl BroadPhase {
         reach: f64,
         fit: f64,
         only_up_to: Option<f64>,
+        max_pairs: usize,
         out: &mut Vec<(u32, u32)>,
-    ) {
+    ) -> bool {
         let cell = (2.0 * fit + reach).max(1e-9);
         self.keyed.clear();
         self.keyed.extend(
@@ -158,7 +186,11 @@ impl BroadPhase {
                 above += 1;
             }
             pair_with(above, row + 1, col + 1);
+            if out.len() > max_pairs {
+                return false;
+            }
         }
+        true
     }
 
     /// Pairs of the large ball `i` with the grid's balls (bounds up to `fit`, cells of size `cell`).
@@ -296,6 +328,32 @@ mod tests {
             assert!(brute.iter().any(|&(i, j)| i % 20 == 7 && j % 20 == 7));
             assert_eq!(grid(&centre, &bound, reach), brute, "reach {reach}");
         }
+    }
+
+    #[test]
+    fn a_heap_of_coincident_balls_is_caught_without_listing_its_pairs() {
+        let n = 20_000;
+        let centre = vec![DVec2::new(1.0, 2.0); n];
+        let bound = vec![0.1; n];
+        let mut out = Vec::new();
+        let mut grid = BroadPhase::default();
+        assert!(!grid.near_pairs_at_most(&centre, &bound, 0.0, 1000, &mut out));
+        // 200 million pairs exist; it stopped after the first ball's.
+        assert!(out.len() <= 1000 + n, "{}", out.len());
+        // Under the limit, the same pairs as without one, sorted.
+        let mut next = uniform(55);
+        let centre = scattered(&mut next, 500, 4.0, 2.0);
+        let bound: Vec<f64> = (0..500).map(|k| if k == 3 { 1.5 } else { 0.05 }).collect();
+        let all = grid_pairs_of(&centre, &bound);
+        assert!(grid.near_pairs_at_most(&centre, &bound, 0.01, all.len(), &mut out));
+        assert_eq!(out, all);
+        assert!(!grid.near_pairs_at_most(&centre, &bound, 0.01, all.len() - 1, &mut out));
+    }
+
+    fn grid_pairs_of(centre: &[DVec2], bound: &[f64]) -> Vec<(u32, u32)> {
+        let pairs = grid(centre, bound, 0.01);
+        assert_eq!(pairs, brute_force(centre, bound, 0.01));
+        pairs
     }
 
     #[test]

@@ -148,7 +148,8 @@ impl Rod {
         self.kinetic_energy() + self.potential_energy(gravity, floor_y)
     }
 
-    /// Checks m > 0, L > 0, e ∈ [0, 1] and that every field is finite.
+    /// Checks m > 0, L > 0, e ∈ [0, 1], that every field is finite, and position, length and speeds within
+    /// ±1e6 (m, m/s, rad/s) like a ball's.
     pub fn validate(&self) -> Result<(), RodError> {
         let fields = [
             ("center.x", self.center.x),
@@ -167,6 +168,44 @@ impl Rod {
                     field,
                     value,
                     reason: "must be finite",
+                });
+            }
+        }
+        use super::world::{MAX_LENGTH, MAX_SPEED};
+        let bounded = [
+            (
+                "center.x",
+                self.center.x,
+                MAX_LENGTH,
+                "must be within ±1e6 m",
+            ),
+            (
+                "center.y",
+                self.center.y,
+                MAX_LENGTH,
+                "must be within ±1e6 m",
+            ),
+            ("length", self.length, MAX_LENGTH, "must be at most 1e6 m"),
+            (
+                "velocity.x",
+                self.velocity.x,
+                MAX_SPEED,
+                "must be within ±1e6 m/s",
+            ),
+            (
+                "velocity.y",
+                self.velocity.y,
+                MAX_SPEED,
+                "must be within ±1e6 m/s",
+            ),
+            ("omega", self.omega, MAX_SPEED, "must be within ±1e6 rad/s"),
+        ];
+        for (field, value, limit, reason) in bounded {
+            if value.abs() > limit {
+                return Err(RodError {
+                    field,
+                    value,
+                    reason,
                 });
             }
         }

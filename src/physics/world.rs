@@ -165,7 +165,15 @@ pub enum SpawnError {
     OverlapsBall { other: usize, distance: f64 },
     #[error("the lane already holds {MAX_BALLS_PER_LANE} balls, the most it can")]
     TooMany,
+    #[error(
+        "the ball would overlap more than {MAX_OVERLAPS_PER_SPAWN} balls; a new ball may overlap at most \
+         {MAX_OVERLAPS_PER_SPAWN} (a heap of balls at one spot makes every pair a contact)"
+    )]
+    OverlapsTooMany,
 }
+
+/// How many balls a ball spawned into a penalty lane may overlap (IPC lanes refuse any overlap).
+pub const MAX_OVERLAPS_PER_SPAWN: usize = 64;
 
 /// One independent physics world.
 #[derive(Clone, Debug)]
@@ -254,11 +262,21 @@ impl LaneWorld {
     }
 
     /// Adds a ball after checking it: finite values, mass > 0, radius ≥ 0, and for IPC a strictly positive gap
-    /// to every wall and ball (SPEC §1.6: spawning into overlap is refused).
+    /// to every wall and ball (SPEC §1.6: spawning into overlap is refused). Under penalty a new ball may
+    /// overlap at most [`MAX_OVERLAPS_PER_SPAWN`] others.
     pub fn add_ball(&mut self, ball: Ball) -> Result<usize, SpawnError> {
         check_ball(&ball)?;
         if self.balls.len() >= MAX_BALLS_PER_LANE {
             return Err(SpawnError::TooMany);
+        }
+        let overlapped = self
+            .balls
+            .iter()
+            .filter(|b| (b.position - ball.position).length() <= b.radius + ball.radius)
+            .take(MAX_OVERLAPS_PER_SPAWN + 1)
+            .count();
+        if overlapped > MAX_OVERLAPS_PER_SPAWN {
+            return Err(SpawnError::OverlapsTooMany);
         }
         if self.settings.method == ContactMethod::Ipc {
             if let Some((wall, distance)) = self.closest_wall_overlap(&ball) {

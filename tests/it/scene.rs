@@ -98,6 +98,31 @@ fn malformed_scenes_name_the_file_the_place_and_the_problem() {
         (scene_with(&GOOD_LANE.replace("half_extents: (2.0, 0.5)", "half_extents: (0.0, 0.5)")), "half_extents.x"),
         (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, ccd_factor: 1.0")), "ccd_factor"),
         (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, colour: 3")), "colour"),
+        (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 1e300")), "lanes[0].contact.h: must be at most 10 s"),
+        (
+            scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, gravity: (0.0, -1e308)")),
+            "lanes[0].contact.gravity.y: must be within",
+        ),
+        (
+            scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, newton_tolerance: 1e300")),
+            "lanes[0].contact.newton_tolerance: must be at most 1 m",
+        ),
+        (
+            scene_with(&GOOD_LANE.replace(
+                "balls: [",
+                "rods: [RodSpec(center: (0.0, 1.0), angle: 0.0, length: 0.5, mass: 1.0, restitution: 0.5, \
+                 velocity: (0.0, -1e300))], balls: [",
+            )),
+            "lanes[0].rods[0].velocity.y",
+        ),
+        (
+            scene_with(&GOOD_LANE.replace(
+                "balls: [",
+                "rods: [RodSpec(center: (0.0, 1.0), angle: 0.0, length: 0.5, mass: 1.0, restitution: 0.5, \
+                 omega: 1e300)], balls: [",
+            )),
+            "lanes[0].rods[0].omega",
+        ),
         (format!("Scene(name: \"t\", lanes: [{}])", vec![GOOD_LANE; 65].join(",")), "at most 64"),
         ("Scene(name: \"t\", lanes: [])".to_string(), "at least one lane"),
         (String::new(), "line"),
@@ -175,4 +200,49 @@ fn an_endless_device_is_read_only_up_to_the_size_limit() {
     let text = e.to_string();
     assert!(text.contains("/dev/zero"), "{text}");
     assert!(text.contains("more than 67108864 bytes"), "{text}");
+}
+
+#[test]
+fn a_heap_of_coincident_balls_is_refused_quickly_in_a_scene_and_when_spawned() {
+    use contact_sandbox::physics::geometry::Ball;
+    use contact_sandbox::physics::world::{MAX_OVERLAPS_PER_SPAWN, SpawnError};
+    // 20 000 balls at one spot: 200 million overlapping pairs. Listing them took 12 GB.
+    let ball = "BallSpec(position: (0.0, 0.2), radius: 0.1, mass: 1.0)";
+    let heap = vec![ball; 20_000].join(",");
+    let text = scene_with(
+        &GOOD_LANE
+            .replace("method: Ipc", "method: Penalty")
+            .replace(ball, &heap),
+    );
+    let started = std::time::Instant::now();
+    let message = error_of(&text);
+    assert!(
+        message.contains("more than 160000 pairs of balls overlap"),
+        "{message}"
+    );
+    assert!(message.contains("lanes[0].balls"), "{message}");
+    assert!(
+        started.elapsed().as_secs_f64() < 60.0,
+        "{:?}",
+        started.elapsed()
+    );
+    // Spawned one by one into a penalty lane: the ball that would overlap too many is refused.
+    let scene = Scene::parse(
+        &scene_with(&GOOD_LANE.replace("method: Ipc", "method: Penalty")),
+        "pen.ron",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut lane = scene.lanes[0].build();
+    let spawn = Ball {
+        position: glam::DVec2::new(0.0, 0.2),
+        velocity: glam::DVec2::ZERO,
+        radius: 0.1,
+        mass: 1.0,
+    };
+    // The scene's ball and these make MAX + 1: the last of them overlaps MAX, the most allowed.
+    for _ in 0..MAX_OVERLAPS_PER_SPAWN {
+        lane.add_ball(spawn)
+            .expect("overlapping a few balls is allowed under penalty");
+    }
+    assert_eq!(lane.add_ball(spawn), Err(SpawnError::OverlapsTooMany));
 }
