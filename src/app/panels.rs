@@ -692,34 +692,53 @@ fn lane_panel(
                         ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
                     });
                 ui.end_row();
-                ui.label("k [N/m]");
-                ui.add(egui::DragValue::new(&mut edit.stiffness).speed(100.0));
+                // Each method's own settings; the other's stay visible (switching the method uses them) but
+                // greyed out, since they do nothing in this lane now.
+                let penalty = edit.method == ContactMethod::Penalty;
+                let ipc = edit.method == ContactMethod::Ipc;
+                ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
+                ui.add_enabled(
+                    penalty,
+                    egui::DragValue::new(&mut edit.stiffness).speed(100.0),
+                );
                 ui.end_row();
-                ui.label("dhat [m]");
-                ui.horizontal(|ui| {
-                    let mut auto = edit.dhat.is_none();
-                    if ui.checkbox(&mut auto, "auto").changed() {
-                        edit.dhat = if auto { None } else { Some(w.dhat()) };
-                    }
-                    if let Some(dhat) = edit.dhat.as_mut() {
-                        ui.add(egui::DragValue::new(dhat).speed(1e-5).max_decimals(6));
-                    } else {
-                        ui.small(format!("{:.2e}", w.dhat()));
-                    }
+                ui.add_enabled(ipc, egui::Label::new("dhat [m]"));
+                ui.add_enabled_ui(ipc, |ui| {
+                    ui.horizontal(|ui| {
+                        let mut auto = edit.dhat.is_none();
+                        if ui.checkbox(&mut auto, "auto").changed() {
+                            edit.dhat = if auto { None } else { Some(w.dhat()) };
+                        }
+                        if let Some(dhat) = edit.dhat.as_mut() {
+                            ui.add(egui::DragValue::new(dhat).speed(1e-5).max_decimals(6));
+                        } else {
+                            ui.small(format!("{:.2e}", w.dhat()));
+                        }
+                    })
                 });
                 ui.end_row();
-                ui.label("κ");
-                ui.add(egui::DragValue::new(&mut edit.kappa).speed(100.0));
+                ui.add_enabled(ipc, egui::Label::new("κ"));
+                ui.add_enabled(ipc, egui::DragValue::new(&mut edit.kappa).speed(100.0));
                 ui.end_row();
-                ui.label("adaptive κ");
-                ui.checkbox(&mut edit.adaptive_kappa, "");
+                ui.add_enabled(ipc, egui::Label::new("adaptive κ"));
+                ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
                 ui.end_row();
-                ui.label("CCD factor s");
-                ui.add(
+                ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
+                ui.add_enabled(
+                    ipc,
                     egui::DragValue::new(&mut edit.ccd_factor)
                         .speed(0.01)
                         .max_decimals(3),
                 );
+                ui.end_row();
+                ui.label("friction μ");
+                ui.add(
+                    egui::DragValue::new(&mut edit.friction)
+                        .speed(0.01)
+                        .range(0.0..=10.0)
+                        .max_decimals(3),
+                )
+                .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
                 ui.end_row();
                 ui.label("h [s]");
                 ui.add(
