@@ -169,6 +169,14 @@ impl Scene {
             ));
         }
         check_name(&self.name).map_err(|problem| fail("name".into(), problem))?;
+        if let Some(steps) = self.steps
+            && !(1..=MAX_RUN_STEPS).contains(&steps)
+        {
+            return Err(fail(
+                "steps".into(),
+                format!("must be between 1 and {MAX_RUN_STEPS}, got {steps}"),
+            ));
+        }
         for (l, lane) in self.lanes.iter().enumerate() {
             check_name(&lane.name).map_err(|problem| fail(format!("lanes[{l}].name"), problem))?;
             lane.validate()
@@ -218,12 +226,17 @@ pub fn read_bounded_text(path: &Path, kind: &str) -> Result<String, SceneError> 
     if bytes.len() as u64 > MAX_SCENE_BYTES {
         return Err(too_large(&format!("more than {MAX_SCENE_BYTES}")));
     }
-    String::from_utf8(bytes).map_err(|e| {
+    let mut text = String::from_utf8(bytes).map_err(|e| {
         error(format!(
             "cannot read the file: it is not UTF-8 text (byte {} is not)",
             e.utf8_error().valid_up_to()
         ))
-    })
+    })?;
+    // A byte-order mark, as some editors on Windows save one, is not part of the text.
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    Ok(text)
 }
 
 type FieldError = (String, String);
@@ -264,6 +277,9 @@ fn positive(place: &str, value: f64) -> Result<(), FieldError> {
 
 /// `|value| ≤ limit`: a wall's lengths beyond the range in which `f64` still resolves micrometre gaps
 /// ([`MAX_LENGTH`]) are refused, in the words `check_ball` uses for a ball's.
+/// Most steps a scene (its `steps`) or `run --steps` asks for.
+pub const MAX_RUN_STEPS: u64 = 100_000_000;
+
 /// Longest time step [s].
 pub const MAX_STEP: f64 = 10.0;
 /// Largest gravity component [m/s²].

@@ -17,7 +17,7 @@ use bevy::sprite_render::{AlphaMode2d, Material2d, Material2dPlugin};
 
 use super::method_color;
 use super::render::{MainCamera, camera_scale, drawn_radius};
-use crate::sim::{Ball, Lane, LaneMember};
+use crate::sim::{Ball, Lane, LaneMember, UNITS_PER_METRE};
 
 /// Depth of the balls above the walls (the walls sit at 0).
 const BALL_Z: f32 = 2.0;
@@ -148,8 +148,18 @@ fn spawn_ball_batch(
     ));
 }
 
+/// Whether `p` (render units) lies in the drawn area of a lane other than `own`: a ball that has flown out of
+/// its own lane (a penalty ball through a wall) is not drawn over its neighbour, where it would pass for one of
+/// that lane's balls.
+fn in_another_lane(p: Vec2, own: Entity, areas: &[(Entity, [f32; 4], Rect)]) -> bool {
+    areas
+        .iter()
+        .any(|(lane, _, area)| *lane != own && area.contains(p))
+}
+
 /// Rebuilds the balls' mesh: each ball's centre is its (interpolated) translation, its radius the render
-/// plugin's size rule ([`drawn_radius`]) and its colour its lane's method's.
+/// plugin's size rule ([`drawn_radius`]) and its colour its lane's method's. A ball inside another lane's area
+/// is left out ([`in_another_lane`]).
 pub fn draw_balls(
     camera: Query<&Projection, With<MainCamera>>,
     lanes: Query<(Entity, &Lane)>,
@@ -157,7 +167,7 @@ pub fn draw_balls(
     mut meshes: ResMut<Assets<Mesh>>,
     mut batch: Query<(&Mesh2d, &mut Visibility), With<BallBatch>>,
     mut discs: Local<Discs>,
-    mut lane_colors: Local<Vec<(Entity, [f32; 4])>>,
+    mut lanes_drawn: Local<Vec<(Entity, [f32; 4], Rect)>>,
 ) {
     let (Ok(projection), Ok((mesh, mut visibility))) = (camera.single(), batch.single_mut()) else {
         return;
@@ -166,24 +176,27 @@ pub fn draw_balls(
         return;
     };
     discs.take_back(&mut mesh);
-    lane_colors.clear();
-    lane_colors.extend(lanes.iter().map(|(entity, lane)| {
+    lanes_drawn.clear();
+    lanes_drawn.extend(lanes.iter().map(|(entity, lane)| {
         let color = method_color(lane.world.settings.method).to_linear();
-        (entity, color.to_f32_array())
+        let (lo, hi) = lane.bounds;
+        let corner =
+            |p: crate::physics::DVec2| ((p + lane.offset) * f64::from(UNITS_PER_METRE)).as_vec2();
+        let area = Rect::from_corners(corner(lo), corner(hi));
+        (entity, color.to_f32_array(), area)
     }));
     let px = camera_scale(projection);
     let margin = EDGE_MARGIN_PX * px;
     for (ball, transform, member) in &balls {
-        let color = lane_colors
+        let centre = transform.translation.truncate();
+        if in_another_lane(centre, member.0, &lanes_drawn) {
+            continue;
+        }
+        let color = lanes_drawn
             .iter()
-            .find(|(lane, _)| *lane == member.0)
-            .map_or([1.0; 4], |&(_, color)| color);
-        discs.push(
-            transform.translation.truncate(),
-            drawn_radius(ball.radius, px),
-            margin,
-            color,
-        );
+            .find(|(lane, _, _)| *lane == member.0)
+            .map_or([1.0; 4], |&(_, color, _)| color);
+        discs.push(centre, drawn_radius(ball.radius, px), margin, color);
     }
     visibility.set_if_neq(if discs.is_empty() {
         Visibility::Hidden
@@ -230,6 +243,23 @@ mod tests {
                 assert!((b - a).perp_dot(c - a) > 0.0, "counter-clockwise");
             }
         }
+    }
+
+    #[test]
+    fn a_ball_in_another_lanes_area_is_left_out_and_one_in_its_own_or_outside_all_is_drawn() {
+        let (left, right) = (Entity::from_raw_u32(1), Entity::from_raw_u32(2));
+        let (left, right) = (left.expect("an entity"), right.expect("an entity"));
+        let areas = [
+            (left, [1.0; 4], Rect::new(0.0, 0.0, 10.0, 10.0)),
+            (right, [1.0; 4], Rect::new(12.0, 0.0, 22.0, 10.0)),
+        ];
+        // A left-lane ball that flew through its wall into the right lane's box.
+        assert!(in_another_lane(Vec2::new(15.0, 5.0), left, &areas));
+        // In its own lane, in the gap between the lanes, or far away: drawn.
+        assert!(!in_another_lane(Vec2::new(5.0, 5.0), left, &areas));
+        assert!(!in_another_lane(Vec2::new(11.0, 5.0), left, &areas));
+        assert!(!in_another_lane(Vec2::new(100.0, 5.0), left, &areas));
+        assert!(!in_another_lane(Vec2::new(15.0, 5.0), right, &areas));
     }
 
     #[test]

@@ -31,7 +31,6 @@ impl Plugin for DemoPanelPlugin {
 /// What the Demo window remembers between frames.
 #[derive(Resource)]
 pub struct DemoUi {
-    pub open: bool,
     /// Where Stop & save writes (empty: a fresh name under `demos/`).
     pub save_path: String,
     /// The demo the Replay button opens.
@@ -46,7 +45,6 @@ pub struct DemoUi {
 impl Default for DemoUi {
     fn default() -> Self {
         DemoUi {
-            open: true,
             save_path: String::new(),
             replay_path: "assets/demos/wall_throw.demo.ron".into(),
             export_out: format!("{DEMO_DIR}/clip.gif"),
@@ -252,7 +250,6 @@ fn demo_window(
         return Ok(());
     }
     let ctx = contexts.ctx_mut()?.clone();
-    let mut open = demo_ui.open;
     // The title says what is going on while the window is collapsed (F5 records without opening it).
     let title = if replay.is_some() {
         "Demo · replaying"
@@ -261,10 +258,10 @@ fn demo_window(
     } else {
         "Demo"
     };
-    // It floats over the canvas, so it starts collapsed to its title bar unless a replay is open at start.
+    // It floats over the canvas, so it starts collapsed to its title bar unless a replay is open at start. It has
+    // no close button: nothing would bring it back, and collapsed it is one title bar.
     egui::Window::new(title)
         .id(egui::Id::new("demo window"))
-        .open(&mut open)
         .default_pos(egui::pos2(360.0, 8.0))
         .default_open(replay.is_some())
         .resizable(false)
@@ -280,7 +277,6 @@ fn demo_window(
                 &mut messages,
             ),
         });
-    demo_ui.open = open;
     Ok(())
 }
 

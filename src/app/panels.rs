@@ -752,9 +752,11 @@ fn lane_panel(
                 ui.end_row();
                 ui.label("Newton tol [m]");
                 ui.add(
+                    // In scientific notation: 1e-10 m read "0.00000000010" with fixed decimals.
                     egui::DragValue::new(&mut edit.newton_tolerance)
                         .speed(1e-11)
-                        .max_decimals(12),
+                        .custom_formatter(|v, _| format!("{v:.1e}"))
+                        .custom_parser(|text| text.trim().parse().ok()),
                 );
                 ui.end_row();
                 ui.label("Newton cap");

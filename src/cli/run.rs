@@ -9,7 +9,7 @@ use glam::DVec2;
 
 use crate::physics::geometry::ball_wall_distance;
 use crate::physics::world::LaneWorld;
-use crate::scene::Scene;
+use crate::scene::{MAX_RUN_STEPS, Scene};
 
 use super::stdout::{out, outln};
 
@@ -256,8 +256,8 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
 pub fn run_run(args: &RunArgs) -> Result<()> {
     let scene = Scene::load(&args.scene)?;
     let steps = args.steps.or(scene.steps).unwrap_or(DEFAULT_STEPS);
-    if steps > 100_000_000 {
-        bail!("invalid --steps: at most 100000000, got {steps}");
+    if steps > MAX_RUN_STEPS {
+        bail!("invalid --steps: at most {MAX_RUN_STEPS}, got {steps}");
     }
     let lanes = run_scene_measured(&scene, steps);
     if args.json {

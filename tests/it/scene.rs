@@ -100,6 +100,10 @@ fn malformed_scenes_name_the_file_the_place_and_the_problem() {
         (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, colour: 3")), "colour"),
         (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 1e300")), "lanes[0].contact.h: must be at most 10 s"),
         (
+            format!("Scene(name: \"t\", steps: Some(1000000000000), lanes: [{GOOD_LANE}])"),
+            "bad.ron: steps: must be between 1 and 100000000, got 1000000000000",
+        ),
+        (
             scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, gravity: (0.0, -1e308)")),
             "lanes[0].contact.gravity.y: must be within",
         ),
@@ -245,4 +249,14 @@ fn a_heap_of_coincident_balls_is_refused_quickly_in_a_scene_and_when_spawned() {
             .expect("overlapping a few balls is allowed under penalty");
     }
     assert_eq!(lane.add_ball(spawn), Err(SpawnError::OverlapsTooMany));
+}
+
+#[test]
+fn a_byte_order_mark_before_a_scene_is_not_part_of_it() {
+    let text = std::fs::read_to_string("assets/scenes/wall_throw.ron").expect("reads");
+    let path = std::env::temp_dir().join(format!("contact-sandbox-bom-{}.ron", std::process::id()));
+    std::fs::write(&path, format!("\u{feff}{text}")).expect("writes");
+    let scene = Scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(scene.name, "Wall throw");
+    let _ = std::fs::remove_file(&path);
 }
