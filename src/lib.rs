@@ -13,3 +13,4 @@ pub mod demo;
 pub mod physics;
 pub mod scene;
 pub mod sim;
+pub mod text;

@@ -176,7 +176,10 @@ impl Demo {
             if h.hash.len() != 16 || !h.hash.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(fail(
                     format!("hashes[{i}].hash"),
-                    format!("{:?} is not 16 hex digits", h.hash),
+                    format!(
+                        "{:?} is not 16 hex digits",
+                        crate::text::abbreviate(&h.hash, 40)
+                    ),
                 ));
             }
             previous = Some(h.tick);

@@ -73,9 +73,16 @@ pub struct RodParameterError {
 impl RodParameterError {
     /// An error for `parameter` with `value` and `reason`.
     pub fn new(parameter: &str, value: impl ToString, reason: &str) -> Self {
+        use crate::text::abbreviate;
+        // A value typed by the user may be kilobytes long; the message quotes its start (inside its quotes).
+        let value = value.to_string();
+        let value = match value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+            Some(inner) => format!("\"{}\"", abbreviate(inner, 64)),
+            None => abbreviate(&value, 64),
+        };
         Self {
             parameter: parameter.to_string(),
-            value: value.to_string(),
+            value,
             reason: reason.to_string(),
         }
     }

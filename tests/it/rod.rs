@@ -841,3 +841,16 @@ impl Bits for Rod {
         .map(f64::to_bits)
     }
 }
+
+#[test]
+fn a_kilobytes_long_value_is_quoted_by_its_start() {
+    let long = format!("{}x", "1".repeat(5000));
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .args(["rod", "--m", &long])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(stderr.len() < 400, "{} bytes: {stderr}", stderr.len());
+    assert!(stderr.contains("(4937 more characters)\""), "{stderr}");
+}
