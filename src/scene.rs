@@ -275,8 +275,6 @@ fn positive(place: &str, value: f64) -> Result<(), FieldError> {
     Ok(())
 }
 
-/// `|value| ≤ limit`: a wall's lengths beyond the range in which `f64` still resolves micrometre gaps
-/// ([`MAX_LENGTH`]) are refused, in the words `check_ball` uses for a ball's.
 /// Most steps a scene (its `steps`) or `run --steps` asks for.
 pub const MAX_RUN_STEPS: u64 = 100_000_000;
 
@@ -287,12 +285,24 @@ pub const MAX_GRAVITY: f64 = 1e6;
 /// Largest Newton tolerance [m].
 pub const MAX_NEWTON_TOLERANCE: f64 = 1.0;
 
+/// A value as a message quotes it: as written up to 15 digits, in scientific notation beyond (1e300 has 301).
+fn shown(value: f64) -> String {
+    if value.abs() >= 1e15 || (value != 0.0 && value.abs() < 1e-6) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
+
 /// `value ≤ limit`, or an error saying `why`.
 fn at_most(place: &str, value: f64, limit: f64, unit: &str, why: &str) -> Result<(), FieldError> {
     if value > limit {
         return Err((
             place.to_string(),
-            format!("must be at most {limit} {unit} ({why}), got {value:e}"),
+            format!(
+                "must be at most {limit} {unit} ({why}), got {}",
+                shown(value)
+            ),
         ));
     }
     Ok(())
@@ -309,22 +319,25 @@ fn bounded_by(
     if value.abs() > limit {
         return Err((
             place.to_string(),
-            format!("must be within ±{limit:e} {unit} ({why}), got {value:e}"),
+            format!(
+                "must be within ±{limit:e} {unit} ({why}), got {}",
+                shown(value)
+            ),
         ));
     }
     Ok(())
 }
 
+/// `|value| ≤ limit`: a wall's lengths beyond the range in which `f64` still resolves micrometre gaps
+/// ([`MAX_LENGTH`]) are refused, in the words `check_ball` uses for a ball's.
 fn bounded(place: &str, value: f64, limit: f64, unit: &str) -> Result<(), FieldError> {
-    if value.abs() > limit {
-        return Err((
-            place.to_string(),
-            format!(
-                "must be within ±{limit:e} {unit} (gaps of micrometres are not resolved beyond that), got {value}"
-            ),
-        ));
-    }
-    Ok(())
+    bounded_by(
+        place,
+        value,
+        limit,
+        unit,
+        "gaps of micrometres are not resolved beyond that",
+    )
 }
 
 fn finite(place: &str, value: f64) -> Result<(), FieldError> {
@@ -473,7 +486,7 @@ impl LaneSpec {
             })?;
         }
         for (r, rod) in self.rods.iter().enumerate() {
-            rod.to_rod().validate().map_err(|e| {
+            rod.to_rod().check_spawn().map_err(|e| {
                 (
                     format!("rods[{r}].{}", e.field),
                     format!("{} (got {})", e.reason, e.value),

@@ -148,9 +148,12 @@ fn spawn_ball_batch(
     ));
 }
 
+/// Opacity of a ball drawn over another lane's area ([`in_another_lane`]).
+const STRAY_ALPHA: f32 = 0.3;
+
 /// Whether `p` (render units) lies in the drawn area of a lane other than `own`: a ball that has flown out of
-/// its own lane (a penalty ball through a wall) is not drawn over its neighbour, where it would pass for one of
-/// that lane's balls.
+/// its own lane (a penalty ball through a wall, an IPC ball rebounding) is drawn faint over its neighbour,
+/// where it would otherwise pass for one of that lane's balls.
 fn in_another_lane(p: Vec2, own: Entity, areas: &[(Entity, [f32; 4], Rect)]) -> bool {
     areas
         .iter()
@@ -158,8 +161,8 @@ fn in_another_lane(p: Vec2, own: Entity, areas: &[(Entity, [f32; 4], Rect)]) -> 
 }
 
 /// Rebuilds the balls' mesh: each ball's centre is its (interpolated) translation, its radius the render
-/// plugin's size rule ([`drawn_radius`]) and its colour its lane's method's. A ball inside another lane's area
-/// is left out ([`in_another_lane`]).
+/// plugin's size rule ([`drawn_radius`]) and its colour its lane's method's, faint inside another lane's area
+/// ([`in_another_lane`]).
 pub fn draw_balls(
     camera: Query<&Projection, With<MainCamera>>,
     lanes: Query<(Entity, &Lane)>,
@@ -189,13 +192,13 @@ pub fn draw_balls(
     let margin = EDGE_MARGIN_PX * px;
     for (ball, transform, member) in &balls {
         let centre = transform.translation.truncate();
-        if in_another_lane(centre, member.0, &lanes_drawn) {
-            continue;
-        }
-        let color = lanes_drawn
+        let mut color = lanes_drawn
             .iter()
             .find(|(lane, _, _)| *lane == member.0)
             .map_or([1.0; 4], |&(_, color, _)| color);
+        if in_another_lane(centre, member.0, &lanes_drawn) {
+            color[3] = STRAY_ALPHA;
+        }
         discs.push(centre, drawn_radius(ball.radius, px), margin, color);
     }
     visibility.set_if_neq(if discs.is_empty() {
@@ -246,7 +249,7 @@ mod tests {
     }
 
     #[test]
-    fn a_ball_in_another_lanes_area_is_left_out_and_one_in_its_own_or_outside_all_is_drawn() {
+    fn a_ball_in_another_lanes_area_is_told_apart_and_one_in_its_own_or_outside_all_is_not() {
         let (left, right) = (Entity::from_raw_u32(1), Entity::from_raw_u32(2));
         let (left, right) = (left.expect("an entity"), right.expect("an entity"));
         let areas = [

@@ -752,10 +752,11 @@ fn lane_panel(
                 ui.end_row();
                 ui.label("Newton tol [m]");
                 ui.add(
-                    // In scientific notation: 1e-10 m read "0.00000000010" with fixed decimals.
+                    // In scientific notation, every digit kept (a value re-read from its text must not change): 1e-10 m
+                    // read "0.00000000010" with fixed decimals.
                     egui::DragValue::new(&mut edit.newton_tolerance)
                         .speed(1e-11)
-                        .custom_formatter(|v, _| format!("{v:.1e}"))
+                        .custom_formatter(|v, _| format!("{v:e}"))
                         .custom_parser(|text| text.trim().parse().ok()),
                 );
                 ui.end_row();

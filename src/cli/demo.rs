@@ -112,6 +112,37 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     let verdict = player.verdict.clone();
+    // The verdict decides the exit status even when nobody reads the report (`replay --verify | head -1`: a
+    // closed pipe must not turn a mismatch into a quiet success).
+    let failure = if let Some((tick, _, _)) = verdict.mismatch {
+        Some(anyhow::anyhow!(
+            "{file}: the replay differs from the recording at tick {tick}"
+        ))
+    } else if verdict.matched != hashes {
+        Some(anyhow::anyhow!(
+            "{file}: only {} of {hashes} stored hashes were checked",
+            verdict.matched
+        ))
+    } else {
+        None
+    };
+    let printed = print_replay(args, &file, &player, ticks, hashes, seconds, &verdict);
+    match failure {
+        Some(failure) => Err(failure),
+        None => printed,
+    }
+}
+
+/// The replay's report on standard output, as text or JSON.
+fn print_replay(
+    args: &ReplayArgs,
+    file: &str,
+    player: &Player,
+    ticks: u64,
+    hashes: usize,
+    seconds: f64,
+    verdict: &crate::demo::Verdict,
+) -> Result<()> {
     if args.json {
         let lanes: Vec<_> = player
             .session
@@ -154,15 +185,6 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
             "replayed {} ticks in {seconds:.2} s; hashes: {verdict}",
             player.tick()
         )?;
-    }
-    if let Some((tick, _, _)) = verdict.mismatch {
-        bail!("{file}: the replay differs from the recording at tick {tick}");
-    }
-    if verdict.matched != hashes {
-        bail!(
-            "{file}: only {} of {hashes} stored hashes were checked",
-            verdict.matched
-        );
     }
     Ok(())
 }

@@ -961,10 +961,16 @@ mod tests {
             eprintln!("skipped: mkfifo is not available");
             return;
         }
-        let reader = {
-            let fifo = fifo.clone();
-            std::thread::spawn(move || fs::read(fifo).unwrap())
-        };
+        // Opened without blocking (Linux's O_NONBLOCK) before the commit, so a commit that wrongly replaced the
+        // FIFO leaves this reading an empty pipe instead of waiting forever; the bytes fit in the pipe's buffer.
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        const O_NONBLOCK: i32 = 0o4000;
+        let mut reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
         let destination = check_output(&fifo, OutputKind::Gif).unwrap();
         assert_eq!(destination, Destination::Stream(fifo.clone()));
         let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
@@ -972,7 +978,9 @@ mod tests {
         let written = temp.temp.clone();
         fs::write(&temp.temp, b"GIF89a...").unwrap();
         temp.commit().unwrap();
-        assert_eq!(reader.join().unwrap(), b"GIF89a...");
+        let mut got = Vec::new();
+        reader.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"GIF89a...");
         assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
         assert!(!written.exists(), "temporary file left behind");
         // A frames directory cannot go into a FIFO.

@@ -256,8 +256,8 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
 pub fn run_run(args: &RunArgs) -> Result<()> {
     let scene = Scene::load(&args.scene)?;
     let steps = args.steps.or(scene.steps).unwrap_or(DEFAULT_STEPS);
-    if steps > MAX_RUN_STEPS {
-        bail!("invalid --steps: at most {MAX_RUN_STEPS}, got {steps}");
+    if !(1..=MAX_RUN_STEPS).contains(&steps) {
+        bail!("invalid --steps: must be between 1 and {MAX_RUN_STEPS}, got {steps}");
     }
     let lanes = run_scene_measured(&scene, steps);
     if args.json {

@@ -111,6 +111,13 @@ impl ThrowArgs {
                 );
             }
         }
+        if self.h > crate::scene::MAX_STEP {
+            bail!(
+                "invalid --h: must be at most {} s (a longer step is no time step), got {}",
+                crate::scene::MAX_STEP,
+                compact_number(self.h)
+            );
+        }
         if !self.wall.is_finite() {
             bail!(
                 "invalid --wall: must be a finite number, got {}",
@@ -502,6 +509,7 @@ mod tests {
             (vec!["--wall", "-0.01"], "--wall", "-0.01"),
             (vec!["--k", many_k.as_str()], "--k", "66"),
             (vec!["--h", "-1e300"], "--h", "-1e300"),
+            (vec!["--h", "11"], "--h", "11"),
         ] {
             let message =
                 run_throws(&args(&extra)).map_or_else(|e| e.to_string(), |_| "accepted".into());

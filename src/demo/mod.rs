@@ -282,15 +282,30 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 /// Writes `bytes` to a temporary file beside `path`, flushes it to disk and renames it over `path`, so a reader
 /// never sees half a file and a failed write leaves the old one.
 ///
-/// A symbolic link is written through (its target is replaced, the link stays). Anything that is not a regular
-/// file, such as `/dev/null` or a FIFO, is written in place: a rename would replace the device itself. A
-/// directory is refused.
+/// A symbolic link is written through (its target is replaced, the link stays); one that leads nowhere is
+/// refused. A character device or a FIFO (`/dev/null`, a pipe to another program) is written in place: a rename
+/// would replace the device itself. Anything else that is not a regular file (a directory, a block device, a
+/// socket) is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
-    match std::fs::metadata(path) {
+    let link = std::fs::symlink_metadata(path).ok();
+    let target = std::fs::metadata(path);
+    if link.as_ref().is_some_and(|l| l.file_type().is_symlink()) && target.is_err() {
+        anyhow::bail!(
+            "{}: is a symbolic link to a missing or unreachable file",
+            path.display()
+        );
+    }
+    match target {
         Ok(m) if m.is_dir() => {
             anyhow::bail!("{}: is a directory; give a file name", path.display())
+        }
+        Ok(m) if !m.is_file() && !is_char_device_or_fifo(&m) => {
+            anyhow::bail!(
+                "{}: is neither a regular file, a character device nor a FIFO; not writing there",
+                path.display()
+            )
         }
         Ok(m) if !m.is_file() => {
             let mut f = std::fs::OpenOptions::new()
@@ -339,6 +354,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A character device (`/dev/null`) or a FIFO: written into, never replaced.
+fn is_char_device_or_fifo(metadata: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = metadata.file_type();
+        kind.is_char_device() || kind.is_fifo()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = metadata;
+        false
+    }
 }
 
 /// Where a replay stands against the demo's stored hashes.

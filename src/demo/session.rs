@@ -132,7 +132,7 @@ pub fn spawn_ball_everywhere(lanes: &mut [&mut LaneWorld], ball: &BallSpec) -> R
 /// Drops `rod` into every lane, or into none.
 pub fn spawn_rod_everywhere(lanes: &mut [&mut LaneWorld], rod: &RodSpec) -> Result<(), String> {
     let rod = rod.to_rod();
-    rod.validate()
+    rod.check_spawn()
         .map_err(|e| format!("rod refused: {} {} (got {})", e.field, e.reason, e.value))?;
     if let Some(full) = lanes.iter().find(|l| l.rods.len() >= MAX_RODS_PER_LANE) {
         return Err(format!(

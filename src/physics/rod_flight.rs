@@ -148,8 +148,7 @@ impl Rod {
         self.kinetic_energy() + self.potential_energy(gravity, floor_y)
     }
 
-    /// Checks m > 0, L > 0, e ∈ [0, 1], that every field is finite, and position, length and speeds within
-    /// ±1e6 (m, m/s, rad/s) like a ball's.
+    /// Checks m > 0, L > 0, e ∈ [0, 1] and that every field is finite: what a step needs.
     pub fn validate(&self) -> Result<(), RodError> {
         let fields = [
             ("center.x", self.center.x),
@@ -171,6 +170,35 @@ impl Rod {
                 });
             }
         }
+        if self.mass <= 0.0 {
+            return Err(RodError {
+                field: "mass",
+                value: self.mass,
+                reason: "must be > 0",
+            });
+        }
+        if self.length <= 0.0 {
+            return Err(RodError {
+                field: "length",
+                value: self.length,
+                reason: "must be > 0",
+            });
+        }
+        if !(0.0..=1.0).contains(&self.restitution) {
+            return Err(RodError {
+                field: "restitution",
+                value: self.restitution,
+                reason: "must be in [0, 1]",
+            });
+        }
+        Ok(())
+    }
+
+    /// [`Self::validate`], and position, length and speeds within ±1e6 (m, m/s, rad/s) like a ball's: what a
+    /// scene or a spawn may start a rod with. A rod that flies past these bounds keeps flying (a step checks only
+    /// [`Self::validate`]).
+    pub fn check_spawn(&self) -> Result<(), RodError> {
+        self.validate()?;
         use super::world::{MAX_LENGTH, MAX_SPEED};
         let bounded = [
             (
@@ -208,27 +236,6 @@ impl Rod {
                     reason,
                 });
             }
-        }
-        if self.mass <= 0.0 {
-            return Err(RodError {
-                field: "mass",
-                value: self.mass,
-                reason: "must be > 0",
-            });
-        }
-        if self.length <= 0.0 {
-            return Err(RodError {
-                field: "length",
-                value: self.length,
-                reason: "must be > 0",
-            });
-        }
-        if !(0.0..=1.0).contains(&self.restitution) {
-            return Err(RodError {
-                field: "restitution",
-                value: self.restitution,
-                reason: "must be in [0, 1]",
-            });
         }
         Ok(())
     }
@@ -806,6 +813,34 @@ mod tests {
     use super::*;
 
     const GRAVITY: DVec2 = DVec2::new(0.0, -9.81);
+
+    #[test]
+    fn a_rod_flying_past_the_spawn_bounds_keeps_flying() {
+        let mut rod = Rod {
+            center: DVec2::new(0.0, 999_990.0),
+            angle: 0.3,
+            length: 1.0,
+            mass: 1.0,
+            restitution: 0.5,
+            velocity: DVec2::new(0.0, 1e5),
+            omega: 0.0,
+        };
+        assert_eq!(rod.check_spawn(), Ok(()));
+        let settings = RodFlightSettings::default();
+        for _ in 0..2 {
+            let before = rod.center.y;
+            let report = step_rod_with(&mut rod, 0.0, GRAVITY, 0.01, &settings);
+            assert_eq!(report.skipped, None);
+            assert!(
+                rod.center.y > before + 900.0,
+                "{} -> {}",
+                before,
+                rod.center.y
+            );
+        }
+        assert!(rod.center.y > 1e6);
+        assert!(rod.check_spawn().is_err(), "a spawn there would be refused");
+    }
 
     fn flat_rod_at_rest() -> Rod {
         Rod {

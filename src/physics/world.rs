@@ -166,8 +166,8 @@ pub enum SpawnError {
     #[error("the lane already holds {MAX_BALLS_PER_LANE} balls, the most it can")]
     TooMany,
     #[error(
-        "the ball would overlap more than {MAX_OVERLAPS_PER_SPAWN} balls; a new ball may overlap at most \
-         {MAX_OVERLAPS_PER_SPAWN} (a heap of balls at one spot makes every pair a contact)"
+        "the ball would overlap more than {MAX_OVERLAPS_PER_SPAWN} balls; in a penalty lane a new ball may \
+         overlap at most {MAX_OVERLAPS_PER_SPAWN} (a heap of balls at one spot makes every pair a contact)"
     )]
     OverlapsTooMany,
 }
@@ -269,14 +269,16 @@ impl LaneWorld {
         if self.balls.len() >= MAX_BALLS_PER_LANE {
             return Err(SpawnError::TooMany);
         }
-        let overlapped = self
-            .balls
-            .iter()
-            .filter(|b| (b.position - ball.position).length() <= b.radius + ball.radius)
-            .take(MAX_OVERLAPS_PER_SPAWN + 1)
-            .count();
-        if overlapped > MAX_OVERLAPS_PER_SPAWN {
-            return Err(SpawnError::OverlapsTooMany);
+        if self.settings.method == ContactMethod::Penalty {
+            let overlapped = self
+                .balls
+                .iter()
+                .filter(|b| (b.position - ball.position).length() <= b.radius + ball.radius)
+                .take(MAX_OVERLAPS_PER_SPAWN + 1)
+                .count();
+            if overlapped > MAX_OVERLAPS_PER_SPAWN {
+                return Err(SpawnError::OverlapsTooMany);
+            }
         }
         if self.settings.method == ContactMethod::Ipc {
             if let Some((wall, distance)) = self.closest_wall_overlap(&ball) {

@@ -286,6 +286,29 @@ fn a_save_writes_through_links_and_into_fifos_and_never_replaces_them() {
             .is_symlink()
     );
     assert_eq!(std::fs::read_to_string(&target).expect("reads"), text);
+    // A link to nothing, or a socket, is refused and left as it is.
+    let dangling = scratch("dangling.demo.ron");
+    let _ = std::fs::remove_file(&dangling);
+    std::os::unix::fs::symlink(scratch("no-such-target"), &dangling).expect("symlink");
+    let err = demo.save(&dangling).expect_err("a link to nothing");
+    assert!(
+        err.to_string().contains("missing or unreachable"),
+        "{err:#}"
+    );
+    assert!(
+        std::fs::symlink_metadata(&dangling)
+            .expect("link")
+            .file_type()
+            .is_symlink()
+    );
+    let socket = scratch("demo.sock");
+    let _ = std::fs::remove_file(&socket);
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("a socket");
+    let err = demo.save(&socket).expect_err("a socket");
+    assert!(
+        err.to_string().contains("neither a regular file"),
+        "{err:#}"
+    );
     // Into a FIFO (as into /dev/null): a reader gets the bytes, and the FIFO is still one.
     let fifo = scratch("demo.fifo");
     let _ = std::fs::remove_file(&fifo);
@@ -294,13 +317,28 @@ fn a_save_writes_through_links_and_into_fifos_and_never_replaces_them() {
         .status()
         .expect("mkfifo runs");
     assert!(made.success());
-    let reader = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::read_to_string(fifo).expect("reads the FIFO"))
-    };
+    // The reader opens without blocking (Linux's O_NONBLOCK), so a save that wrongly renamed over the FIFO
+    // would leave it reading an empty pipe instead of waiting forever for a writer. The demo (a few kB) fits in
+    // the pipe's buffer, so the save does not wait for the reader either.
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    const O_NONBLOCK: i32 = 0o4000;
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(&fifo)
+        .expect("opens the FIFO for reading");
+    assert!(
+        text.len() < 64 * 1024,
+        "{} bytes would not fit in a pipe",
+        text.len()
+    );
     demo.save(&fifo).expect("writes into the FIFO");
-    assert_eq!(reader.join().expect("reader"), text);
-    use std::os::unix::fs::FileTypeExt;
+    let mut got = String::new();
+    reader
+        .read_to_string(&mut got)
+        .expect("reads what the save wrote");
+    assert_eq!(got, text);
     assert!(
         std::fs::metadata(&fifo)
             .expect("fifo")

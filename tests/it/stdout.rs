@@ -50,17 +50,54 @@ fn finish(child: std::process::Child, argv: &[&str]) -> (Output, String) {
     (out, stderr)
 }
 
+/// A pipe whose reading end is already closed: the child's first write to it fails with a broken pipe.
+fn closed_pipe() -> Stdio {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Stdio::from(writer)
+}
+
 #[test]
 fn a_closed_pipe_ends_every_subcommand_quietly_with_status_0() {
     for &argv in PRINTING_RUNS {
-        let mut child =
-            run_with_stdout(argv, Stdio::piped()).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-        // Close the only reading end before the child prints: its first write fails with a broken pipe.
-        drop(child.stdout.take());
+        let child =
+            run_with_stdout(argv, closed_pipe()).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
         let (out, stderr) = finish(child, argv);
         assert_eq!(out.status.code(), Some(0), "{argv:?}: {stderr}");
         assert_eq!(stderr, "", "{argv:?}");
     }
+}
+
+#[test]
+fn a_closed_pipe_does_not_hide_a_failed_verification() {
+    // The shipped demo with one stored hash changed: the replay differs at that tick.
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demos/wall_throw.demo.ron"),
+    )
+    .expect("reads the shipped demo");
+    let at = text.find("hash: \"").expect("a stored hash") + "hash: \"".len();
+    let flipped = if &text[at..at + 1] == "0" { "1" } else { "0" };
+    let edited = format!("{}{flipped}{}", &text[..at], &text[at + 1..]);
+    let path = std::env::temp_dir().join(format!(
+        "contact-sandbox-stdout-mismatch-{}.demo.ron",
+        std::process::id()
+    ));
+    std::fs::write(&path, edited).expect("writes the edited demo");
+    let path_text = path.display().to_string();
+    for argv in [
+        ["replay", path_text.as_str(), "--verify"],
+        ["replay", path_text.as_str(), "--json"],
+    ] {
+        let child =
+            run_with_stdout(&argv, closed_pipe()).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let (out, stderr) = finish(child, &argv);
+        assert_eq!(out.status.code(), Some(1), "{argv:?}: {stderr}");
+        assert!(
+            stderr.contains("differs from the recording"),
+            "{argv:?}: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
