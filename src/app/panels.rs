@@ -217,7 +217,10 @@ fn sandbox_ui(
         egui::Panel::bottom("plots")
             .frame(unfilled_panel(&ctx))
             .resizable(true)
-            .default_size(240.0)
+            // At least tall enough to read the curves under their legend (sized to its content the panel left
+            // the plots 45 px tall).
+            .min_size(170.0)
+            .default_size(200.0)
             .show_inside(&mut viewport_ui, |ui| plots_panel(ui, &lanes, &sorted));
     }
 
@@ -879,7 +882,7 @@ fn plots_panel(
                 ui.small(title);
                 Plot::new(title)
                     .height(height.max(60.0))
-                    .legend(Legend::default())
+                    .legend(Legend::default().text_style(egui::TextStyle::Small))
                     .allow_scroll(false)
                     .show(ui, |plot| {
                         // Thinned to columns as wide as the plot's pixels as last drawn (egui_plot's transform),
