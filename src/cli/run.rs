@@ -44,7 +44,17 @@ pub fn run_scene(scene: &Scene, steps: u64) -> Vec<LaneWorld> {
 /// As [`run_scene`], also keeping each ball's velocity and the lane time at the half-way step, so the mean
 /// acceleration over the second half (after start-up transients) can be measured.
 pub fn run_scene_measured(scene: &Scene, steps: u64) -> Vec<(LaneWorld, HalfwaySnapshot)> {
+    run_scene_measured_with(scene, steps, |_| {})
+}
+
+/// [`run_scene_measured`], telling `progress` how many lane steps are done every 256 of them.
+pub fn run_scene_measured_with(
+    scene: &Scene,
+    steps: u64,
+    mut progress: impl FnMut(u64),
+) -> Vec<(LaneWorld, HalfwaySnapshot)> {
     let mut out = Vec::new();
+    let mut done = 0u64;
     for mut lane in scene.build() {
         let mut snapshot = HalfwaySnapshot::default();
         for step in 0..steps {
@@ -57,7 +67,12 @@ pub fn run_scene_measured(scene: &Scene, steps: u64) -> Vec<(LaneWorld, HalfwayS
             if lane.step().is_none() {
                 break;
             }
+            if step % 256 == 255 {
+                progress(done + step + 1);
+            }
         }
+        done += steps;
+        progress(done);
         out.push((lane, snapshot));
     }
     out
@@ -259,7 +274,15 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     if !(1..=MAX_RUN_STEPS).contains(&steps) {
         bail!("invalid --steps: must be between 1 and {MAX_RUN_STEPS}, got {steps}");
     }
-    let lanes = run_scene_measured(&scene, steps);
+    // On a terminal, a long run shows how far it has got (indicatif draws nothing when stderr is not one).
+    let bar = indicatif::ProgressBar::new(steps.saturating_mul(scene.lanes.len() as u64));
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "running [{bar:40}] {pos}/{len} lane steps, {per_sec}, ETA {eta}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    let lanes = run_scene_measured_with(&scene, steps, |done| bar.set_position(done));
+    bar.finish_and_clear();
     if args.json {
         let lanes: Vec<Value> = lanes
             .iter()

@@ -254,3 +254,24 @@ fn a_byte_order_mark_before_a_scene_is_not_part_of_it() {
     assert_eq!(scene.name, "Wall throw");
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn a_run_reports_its_progress_and_the_same_lanes() {
+    use contact_sandbox::cli::run::{run_scene_measured, run_scene_measured_with};
+    let scene = Scene::load(Path::new("assets/scenes/wall_throw.ron")).expect("loads");
+    let mut seen = Vec::new();
+    let with = run_scene_measured_with(&scene, 600, |done| seen.push(done));
+    assert_eq!(seen.last(), Some(&1200), "two lanes of 600 steps");
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert!(seen.len() >= 4, "{seen:?}");
+    let without = run_scene_measured(&scene, 600);
+    for ((a, _), (b, _)) in with.iter().zip(&without) {
+        let bits = |l: &contact_sandbox::physics::world::LaneWorld| {
+            l.balls
+                .iter()
+                .map(|b| (b.position.x.to_bits(), b.position.y.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(a), bits(b));
+    }
+}
