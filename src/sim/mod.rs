@@ -161,21 +161,35 @@ impl SimControl {
     }
 }
 
-/// What a lane's balls did, in the words of the wall-throw panel: "through", "stopped at X mm" or "flying".
-/// Penalty reports the deepest penetration, IPC the smallest gap (SPEC §2).
+/// What a lane's balls did, in the words of the wall-throw panel: "through", "stopped at X mm" or "flying"; for
+/// a lane of many balls "in contact, …" or "no contact yet". Penalty reports the deepest penetration, IPC the
+/// smallest gap (SPEC §2).
 pub fn lane_outcome(world: &LaneWorld) -> String {
     if (0..world.balls.len()).any(|i| world.ball_tunneled(i)) {
         return "through".into();
     }
     let stats = &world.stats;
+    // One ball is the seed's throw: it stops short of the wall, or at a depth inside it. Many balls are a pile,
+    // where "stopped" would say nothing: the closest approach or the deepest overlap so far is what it reports.
+    let pile = world.balls.len() > 1;
     match world.settings.method {
         ContactMethod::Penalty if stats.max_penetration > 0.0 => {
-            format!("stopped at {:.2} mm depth", stats.max_penetration * 1e3)
+            let depth = stats.max_penetration * 1e3;
+            if pile {
+                format!("in contact, deepest overlap {depth:.2} mm")
+            } else {
+                format!("stopped at {depth:.2} mm depth")
+            }
         }
         ContactMethod::Ipc => match stats.min_gap {
+            Some(gap) if gap < world.dhat() && pile => {
+                format!("in contact, closest gap {:.4} mm", gap * 1e3)
+            }
             Some(gap) if gap < world.dhat() => format!("stopped at {:.4} mm short", gap * 1e3),
+            _ if pile => "no contact yet".into(),
             _ => "flying".into(),
         },
+        _ if pile => "no contact yet".into(),
         _ => "flying".into(),
     }
 }

@@ -275,3 +275,27 @@ fn a_run_reports_its_progress_and_the_same_lanes() {
         assert_eq!(bits(a), bits(b));
     }
 }
+
+#[test]
+fn a_pile_reports_its_contacts_and_a_single_throw_where_it_stopped() {
+    use contact_sandbox::sim::lane_outcome;
+    let pit = Scene::load(Path::new("assets/scenes/ball_pit.ron")).expect("loads");
+    let lanes = run_scene(&pit, 300);
+    let outcomes: Vec<String> = lanes.iter().map(lane_outcome).collect();
+    assert!(
+        outcomes[0].starts_with("in contact, deepest overlap "),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes[1].starts_with("in contact, closest gap "),
+        "{outcomes:?}"
+    );
+    let throw = Scene::load(Path::new("assets/scenes/wall_throw.ron")).expect("loads");
+    let lanes = run_scene(&throw, 80);
+    assert_eq!(lane_outcome(&lanes[0]), "through");
+    assert!(
+        lane_outcome(&lanes[1]).starts_with("stopped at "),
+        "{}",
+        lane_outcome(&lanes[1])
+    );
+}
