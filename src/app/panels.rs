@@ -178,6 +178,12 @@ fn sandbox_ui(
                 if !rod_log.0.is_empty() {
                     ui.separator();
                     ui.strong("Rod impacts (before → after)");
+                    ui.small(format!(
+                        "On the canvas: magenta arrows are impulses ({} px per N·s, at most {} px) and magenta \
+                         rings the touching ends; yellow arrows are velocities (0.1 s of travel).",
+                        super::render::IMPULSE_PX_PER_NS,
+                        super::render::IMPULSE_MAX_PX
+                    ));
                     for line in &rod_log.0 {
                         ui.small(line);
                     }

@@ -17,6 +17,10 @@ const POINT_BALL_RADIUS_PX: f32 = 6.0;
 const MIN_BALL_RADIUS_PX: f32 = 2.0;
 /// Smallest on-screen width of a wall, in logical pixels, so a 1 mm wall stays visible at any zoom.
 const MIN_WALL_WIDTH_PX: f32 = 2.0;
+/// Impulse arrows: pixels per N s, and the longest arrow [px].
+pub const IMPULSE_PX_PER_NS: f32 = 150.0;
+pub const IMPULSE_MAX_PX: f32 = 120.0;
+
 /// Impulse arrows stay on screen this long after an impact [s of real time].
 const IMPULSE_ARROW_SECONDS: f32 = 0.6;
 
@@ -313,8 +317,8 @@ fn draw_gizmos(
     }
     for (point, impulse, age) in &recent.0 {
         let p = point.as_vec2() * u;
-        // 1 N s draws as 150 px.
-        let j = impulse.as_vec2() * 150.0 * px;
+        // 1 N s draws as 150 px, up to 120 px: a rod's first landing (a few N s) would reach off the canvas.
+        let j = (impulse.as_vec2() * IMPULSE_PX_PER_NS * px).clamp_length_max(IMPULSE_MAX_PX * px);
         let fade = 1.0 - age / IMPULSE_ARROW_SECONDS;
         gizmos.arrow_2d(p, p + j, Color::srgba(1.0, 0.35, 0.9, fade));
     }
