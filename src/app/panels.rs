@@ -201,7 +201,18 @@ fn sandbox_ui(
             egui::ScrollArea::vertical().show(ui, |ui| {
                 for &entity in &sorted {
                     if let Ok((_, lane, mut settings, diagnostics)) = lanes.get_mut(entity) {
-                        lane_panel(ui, lane, &mut settings, diagnostics);
+                        // The scene's own start, so the same throw reads the same in every lane after
+                        // one of them has stopped it.
+                        let start_speed = active
+                            .as_ref()
+                            .and_then(|a| a.current.lanes.get(lane.index))
+                            .map_or(0.0, |spec| {
+                                spec.balls
+                                    .iter()
+                                    .map(|b| b.velocity.length())
+                                    .fold(0.0, f64::max)
+                            });
+                        lane_panel(ui, lane, &mut settings, diagnostics, start_speed);
                         ui.separator();
                     }
                 }
@@ -678,6 +689,7 @@ fn lane_panel(
     lane: &Lane,
     settings: &mut Mut<LaneSettings>,
     diagnostics: &LaneDiagnostics,
+    start_speed: f64,
 ) {
     let w = &lane.world;
     let color = method_color32(w.settings.method);
@@ -776,18 +788,20 @@ fn lane_panel(
         if edit != settings.0 {
             settings.0 = edit;
         }
-        preflight(ui, w, diagnostics);
+        preflight(ui, w, diagnostics, start_speed);
     });
 }
 
 /// The seed's three numbers: v·h against half the thinnest wall, dhat, and the CCD factor with Newton spikes.
-fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics) {
+/// v is the fastest ball at the scene's start (`start_speed`) or now, whichever is faster: once IPC has stopped
+/// a throw, its current speed would say nothing about the throw.
+fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, start_speed: f64) {
     let h = w.settings.h;
     let v_max = w
         .balls
         .iter()
         .map(|b| b.velocity.length())
-        .fold(0.0, f64::max);
+        .fold(start_speed, f64::max);
     let thinnest = w
         .walls
         .iter()
