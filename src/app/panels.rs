@@ -556,6 +556,14 @@ fn gap_inset(
             } else {
                 let x = x.min(rect.right() as f64 - 4.0) as f32;
                 painter.circle_filled(egui::pos2(x, y), 5.0, color);
+                // A marker over the number would hide a digit: the number goes after the marker then.
+                let width = painter
+                    .layout_no_wrap(text.clone(), egui::FontId::monospace(12.0), color)
+                    .size()
+                    .x;
+                if x - 6.0 < text_x + width {
+                    text_x = x + 8.0;
+                }
             }
         }
         painter.text(
