@@ -666,7 +666,16 @@ fn selected_body_panel(
             ui.monospace(format!("tunnelled: {}", lane.world.ball_tunneled(b.index)));
             if let Some(wall) = lane.world.walls.first() {
                 let gap = ball_wall_gap(state.position, b.radius, wall);
-                ui.monospace(format!("gap to wall 0: {:.3} µm", gap * 1e6));
+                // Micrometres to the nanometre near the wall, where IPC's gaps live; in a suitable unit
+                // farther off ("4431237590.702 µm" was a ball 4.4 km away).
+                let text = if gap.abs() < 1e-3 {
+                    format!("{:.3} µm", gap * 1e6)
+                } else if gap < 0.0 {
+                    format!("-{}", crate::sim::length_text(-gap))
+                } else {
+                    crate::sim::length_text(gap)
+                };
+                ui.monospace(format!("gap to wall 0: {text}"));
             }
         }
     }

@@ -194,15 +194,28 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
     }
 }
 
-/// "min gap X µm, max Newton N" (or the penetration for a lane whose balls overlapped).
+/// "min gap X µm, max Newton N" (or the penetration for a lane whose balls overlapped), the length in the unit
+/// that suits it ([`length_text`]).
 pub fn lane_summary(world: &LaneWorld) -> String {
     let stats = &world.stats;
     let gap = match stats.min_gap {
-        Some(g) if g.is_finite() && g >= 0.0 => format!("min gap {:.1} µm", g * 1e6),
-        Some(g) if g.is_finite() => format!("max penetration {:.1} µm", -g * 1e6),
+        Some(g) if g.is_finite() && g >= 0.0 => format!("min gap {}", length_text(g)),
+        Some(g) if g.is_finite() => format!("max penetration {}", length_text(-g)),
         _ => "min gap —".into(),
     };
     format!("{gap}, max Newton {}", stats.max_newton)
+}
+
+/// A length ≥ 0 for people: micrometres to a tenth below 1 mm (the seed prints its gaps so), millimetres to a
+/// hundredth below 1 m, metres above; "26900.8 µm" reads as "26.90 mm".
+pub fn length_text(metres: f64) -> String {
+    if metres < 1e-3 {
+        format!("{:.1} µm", metres * 1e6)
+    } else if metres < 1.0 {
+        format!("{:.2} mm", metres * 1e3)
+    } else {
+        format!("{metres:.3} m")
+    }
 }
 
 /// Lane-local bounds `(min, max)` of everything in a lane [m]; a unit box around the origin when it is empty.

@@ -255,3 +255,14 @@ fn after_startup_every_update_takes_exactly_one_fixed_step() {
     run_updates(&mut app, 10);
     assert_eq!(lanes(&mut app)[0].3, s0 + 10);
 }
+
+#[test]
+fn lengths_are_told_in_the_unit_that_suits_them() {
+    use contact_sandbox::sim::length_text;
+    assert_eq!(length_text(24.0e-6), "24.0 µm");
+    assert_eq!(length_text(0.9994e-3), "999.4 µm");
+    assert_eq!(length_text(26.9008e-3), "26.90 mm");
+    assert_eq!(length_text(0.5), "500.00 mm");
+    assert_eq!(length_text(4.4316), "4.432 m");
+    assert_eq!(length_text(0.0), "0.0 µm");
+}
