@@ -23,6 +23,7 @@ pub mod export;
 pub mod fonts;
 pub mod frame_log;
 pub mod input;
+pub mod inspector;
 pub mod labels;
 pub mod landscape;
 pub mod panels;
@@ -35,7 +36,6 @@ use anyhow::Context;
 use bevy::prelude::*;
 use bevy::window::WindowResolution;
 use bevy_egui::EguiPlugin;
-use bevy_inspector_egui::quick::WorldInspectorPlugin;
 
 use crate::physics::world::ContactMethod;
 use crate::sim::{
@@ -160,10 +160,6 @@ impl Default for UiState {
     }
 }
 
-fn inspector_open(ui: Res<UiState>) -> bool {
-    ui.show_ui && ui.show_inspector
-}
-
 /// Opens the sandbox window on the wall-throw scene (or `CONTACT_SANDBOX_SCENE`); see the module docs for the
 /// screenshot mode.
 pub fn run_gui() -> anyhow::Result<()> {
@@ -214,7 +210,7 @@ pub fn run_gui() -> anyhow::Result<()> {
     .add_plugins(SimPlugin)
     .add_plugins(EguiPlugin::default())
     .register_type::<GizmoConfigStore>()
-    .add_plugins(WorldInspectorPlugin::default().run_if(inspector_open))
+    .add_plugins(inspector::InspectorPlugin)
     .add_plugins((
         render::RenderPlugin,
         canvas::CanvasPlugin,
