@@ -919,6 +919,8 @@ fn plots_panel(
                 ui.small(title);
                 Plot::new(title)
                     .height(height.max(60.0))
+                    // The time axis in simulated seconds, said on its ticks.
+                    .x_axis_formatter(|mark, _| format!("{} s", mark.value))
                     .legend(Legend::default().text_style(egui::TextStyle::Small))
                     .allow_scroll(false)
                     .show(ui, |plot| {
@@ -1029,14 +1031,17 @@ fn landscape_panel(
         crate::physics::potential::ContactModel::Barrier { dhat, kappa },
     );
     let fmt = |m: Option<f64>| m.map(|x| format!("{x:.4} m")).unwrap_or_else(|| "—".into());
+    let gap = barrier.minimiser.map(|x| face - x);
     ui.small(format!(
-        "x_t = {x_start:.3} m · penalty argmin {} · IPC argmin {} (gap {:.2} µm)",
+        "x_t = {x_start:.3} m · penalty argmin {} · IPC argmin {} (gap {})",
         fmt(penalty.minimiser),
         fmt(barrier.minimiser),
-        barrier
-            .minimiser
-            .map(|x| (face - x) * 1e6)
-            .unwrap_or(f64::NAN)
+        match gap {
+            Some(g) if (0.0..1e-3).contains(&g) => format!("{:.2} µm", g * 1e6),
+            Some(g) if g >= 0.0 => crate::sim::length_text(g),
+            Some(g) => format!("{:.2} µm inside", -g * 1e6),
+            None => "—".into(),
+        }
     ));
     let cap = penalty
         .points
