@@ -28,7 +28,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::app::export::{ClipFormat, ExportPlan, Overlay, quiet_headless_gpu_probe, render_clip};
-use crate::demo::{Demo, Player, same_file};
+use crate::demo::{Demo, Player, is_stream, same_file};
 
 use super::stdout::outln;
 
@@ -220,20 +220,6 @@ fn file_kind(file_type: fs::FileType) -> &'static str {
         "symbolic link"
     } else {
         "special file"
-    }
-}
-
-/// Is this a character device or a FIFO (written into, never replaced)?
-fn is_stream(file_type: fs::FileType) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        file_type.is_char_device() || file_type.is_fifo()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = file_type;
-        false
     }
 }
 

@@ -301,7 +301,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         Ok(m) if m.is_dir() => {
             anyhow::bail!("{}: is a directory; give a file name", path.display())
         }
-        Ok(m) if !m.is_file() && !is_char_device_or_fifo(&m) => {
+        Ok(m) if !m.is_file() && !is_stream(m.file_type()) => {
             anyhow::bail!(
                 "{}: is neither a regular file, a character device nor a FIFO; not writing there",
                 path.display()
@@ -356,17 +356,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     result
 }
 
-/// A character device (`/dev/null`) or a FIFO: written into, never replaced.
-fn is_char_device_or_fifo(metadata: &std::fs::Metadata) -> bool {
+/// A character device (`/dev/null`) or a FIFO: an output written into, never replaced (a rename would replace
+/// the device itself). Demos and exports both go by it.
+pub fn is_stream(file_type: std::fs::FileType) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
-        let kind = metadata.file_type();
-        kind.is_char_device() || kind.is_fifo()
+        file_type.is_char_device() || file_type.is_fifo()
     }
     #[cfg(not(unix))]
     {
-        let _ = metadata;
+        let _ = file_type;
         false
     }
 }
