@@ -51,13 +51,13 @@ pub struct RodArgs {
 /// Parses and validates the arguments into the exact problem (errors name the parameter and its value).
 pub fn parse_rod_args(args: &RodArgs) -> Result<RodImpactInput<BigRational>, RodParameterError> {
     let input = RodImpactInput {
-        mass: parse_number("m", &args.m)?,
-        a: parse_number("a", &args.a)?,
-        h: parse_number("h", &args.h)?,
-        vx: parse_number("vx", &args.vx)?,
-        vy: parse_number("vy", &args.vy)?,
-        omega: parse_number("omega", &args.omega)?,
-        restitution: parse_number("e", &args.e)?,
+        mass: parse_exact_rational("m", &args.m)?,
+        a: parse_exact_rational("a", &args.a)?,
+        h: parse_exact_rational("h", &args.h)?,
+        vx: parse_exact_rational("vx", &args.vx)?,
+        vy: parse_exact_rational("vy", &args.vy)?,
+        omega: parse_exact_rational("omega", &args.omega)?,
+        restitution: parse_exact_rational("e", &args.e)?,
     };
     input.validate().map_err(|error| {
         // Quote the value as the user typed it rather than its internal form.
@@ -74,37 +74,6 @@ pub fn parse_rod_args(args: &RodArgs) -> Result<RodImpactInput<BigRational>, Rod
         }
     })?;
     Ok(input)
-}
-
-/// [`parse_exact_rational`], except that a well-formed decimal whose exponent is beyond what is converted exactly
-/// (`1e1000`) is called out of range rather than "not a number".
-fn parse_number(parameter: &str, text: &str) -> Result<BigRational, RodParameterError> {
-    parse_exact_rational(parameter, text).map_err(|error| {
-        if text.split('/').any(exponent_out_of_range) {
-            RodParameterError::new(
-                parameter,
-                format!("{text:?}"),
-                "out of range (exact decimals reach at most 10^±400)",
-            )
-        } else {
-            error
-        }
-    })
-}
-
-/// `part` is a decimal that fails to parse only because of its exponent: the mantissa parses, the exponent is an
-/// integer, yet the whole does not.
-fn exponent_out_of_range(part: &str) -> bool {
-    let part = part.trim();
-    let Some(index) = part.find(['e', 'E']) else {
-        return false;
-    };
-    let (mantissa, exponent) = (&part[..index], &part[index + 1..]);
-    let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-    !digits.is_empty()
-        && digits.bytes().all(|byte| byte.is_ascii_digit())
-        && parse_exact_rational("", mantissa).is_ok()
-        && parse_exact_rational("", part).is_err()
 }
 
 /// L = 2√(a² + h²) as f64 (the only quantity that needs a square root).

@@ -509,22 +509,29 @@ pub fn contact_impulse(
 pub fn parse_exact_rational(parameter: &str, text: &str) -> Result<BigRational, RodParameterError> {
     let trimmed = text.trim();
     let fail = |reason: &str| RodParameterError::new(parameter, format!("{text:?}"), reason);
+    let explain = |error: DecimalError, hint: &str| match error {
+        DecimalError::NotANumber => fail(hint),
+        DecimalError::OutOfRange => fail("out of range (exact decimals reach at most 10^±400)"),
+    };
     if trimmed.len() > 200 {
         return Err(fail("number is too long (more than 200 characters)"));
     }
     match trimmed.split_once('/') {
         Some((numerator, denominator)) => {
             let numerator =
-                parse_exact_decimal(numerator.trim()).ok_or_else(|| fail("not a number"))?;
+                parse_exact_decimal(numerator.trim()).map_err(|e| explain(e, "not a number"))?;
             let denominator =
-                parse_exact_decimal(denominator.trim()).ok_or_else(|| fail("not a number"))?;
+                parse_exact_decimal(denominator.trim()).map_err(|e| explain(e, "not a number"))?;
             if denominator.is_zero() {
                 return Err(fail("zero denominator"));
             }
             Ok(numerator / denominator)
         }
-        None => parse_exact_decimal(trimmed).ok_or_else(|| {
-            fail("not a number (use an integer, a decimal like -1.5e-1, or a fraction p/q)")
+        None => parse_exact_decimal(trimmed).map_err(|e| {
+            explain(
+                e,
+                "not a number (use an integer, a decimal like -1.5e-1, or a fraction p/q)",
+            )
         }),
     }
 }
@@ -532,8 +539,18 @@ pub fn parse_exact_rational(parameter: &str, text: &str) -> Result<BigRational, 
 /// Largest decimal exponent accepted, so `1e999999999` cannot exhaust memory.
 const MAX_DECIMAL_EXPONENT: i64 = 400;
 
-fn parse_exact_decimal(text: &str) -> Option<BigRational> {
-    let (negative, unsigned) = match text.as_bytes().first()? {
+/// Why a decimal was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DecimalError {
+    /// Not of the form `[±]digits[.digits][e[±]digits]`.
+    NotANumber,
+    /// Well formed, but its power of ten is beyond ±[`MAX_DECIMAL_EXPONENT`] (`1e1000`, `0.5e-400`).
+    OutOfRange,
+}
+
+fn parse_exact_decimal(text: &str) -> Result<BigRational, DecimalError> {
+    use DecimalError::{NotANumber, OutOfRange};
+    let (negative, unsigned) = match text.as_bytes().first().ok_or(NotANumber)? {
         b'-' => (true, &text[1..]),
         b'+' => (false, &text[1..]),
         _ => (false, text),
@@ -544,29 +561,34 @@ fn parse_exact_decimal(text: &str) -> Option<BigRational> {
             let digits = exponent_text
                 .strip_prefix(['+', '-'])
                 .unwrap_or(exponent_text);
-            if digits.is_empty()
-                || !digits.bytes().all(|byte| byte.is_ascii_digit())
-                || digits.len() > 6
-            {
-                return None;
+            if digits.is_empty() || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+                return Err(NotANumber);
             }
-            (&unsigned[..index], exponent_text.parse::<i64>().ok()?)
+            // More than six significant digits cannot be in range, however long the mantissa (at most 200
+            // characters).
+            let exponent = if digits.trim_start_matches('0').len() > 6 {
+                None
+            } else {
+                exponent_text.parse::<i64>().ok()
+            };
+            (&unsigned[..index], exponent)
         }
-        None => (unsigned, 0),
+        None => (unsigned, Some(0)),
     };
     let (integer_part, fraction_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     let all_digits = |part: &str| part.bytes().all(|byte| byte.is_ascii_digit());
     if integer_part.is_empty() && fraction_part.is_empty() {
-        return None;
+        return Err(NotANumber);
     }
     if !all_digits(integer_part) || !all_digits(fraction_part) {
-        return None;
+        return Err(NotANumber);
     }
+    let exponent = exponent.ok_or(OutOfRange)?;
     let digits = format!("{integer_part}{fraction_part}");
-    let significand = BigInt::parse_bytes(digits.as_bytes(), 10)?;
+    let significand = BigInt::parse_bytes(digits.as_bytes(), 10).ok_or(NotANumber)?;
     let scale = exponent - fraction_part.len() as i64;
     if scale.abs() > MAX_DECIMAL_EXPONENT {
-        return None;
+        return Err(OutOfRange);
     }
     let power = num_traits::pow(BigInt::from(10), scale.unsigned_abs() as usize);
     let magnitude = if scale >= 0 {
@@ -574,7 +596,7 @@ fn parse_exact_decimal(text: &str) -> Option<BigRational> {
     } else {
         BigRational::new(significand, power)
     };
-    Some(if negative { -magnitude } else { magnitude })
+    Ok(if negative { -magnitude } else { magnitude })
 }
 
 /// `value` as a string fraction in lowest terms: "3/10", "-11/20", integers as "1".
@@ -626,8 +648,42 @@ mod tests {
     fn decimals_convert_exactly_not_through_f64() {
         assert_eq!(parse_exact_rational("e", "0.1"), Ok(r(1, 10)));
         assert_eq!(parse_exact_rational("e", "-1.5e-1"), Ok(r(-3, 20)));
+        // Leading zeros in an exponent are not significant.
+        assert_eq!(parse_exact_rational("e", "1e0000001"), Ok(r(10, 1)));
+        assert_eq!(parse_exact_rational("e", "25e-0000002"), Ok(r(1, 4)));
         assert_eq!(format_fraction(&r(6, -8)), "-3/4");
         assert_eq!(format_fraction(&r(4, 2)), "2");
+    }
+
+    #[test]
+    fn a_refused_number_says_whether_it_is_malformed_or_out_of_range() {
+        let reason = |text: &str| parse_exact_rational("m", text).map_err(|error| error.reason);
+        for text in [
+            "1e401",
+            "1e-401",
+            "0.001e404",
+            "1/1e500",
+            "2e9999999",
+            "7e+0000000401",
+        ] {
+            assert!(
+                reason(text).is_err_and(|r| r.starts_with("out of range")),
+                "{text}: {:?}",
+                reason(text)
+            );
+        }
+        for text in [
+            "1e", "abc", "1e5x", "e5", "1/x", "1e400x", "--1", "1.2.3", "",
+        ] {
+            assert!(
+                reason(text).is_err_and(|r| r.starts_with("not a number")),
+                "{text}: {:?}",
+                reason(text)
+            );
+        }
+        // The limits themselves are in range.
+        assert!(parse_exact_rational("m", "1e400").is_ok());
+        assert!(parse_exact_rational("m", "1e-400").is_ok());
     }
 
     #[test]
