@@ -825,6 +825,20 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
         .map(|wall| 2.0 * wall.half_extents[wall.thickness_axis()])
         .fold(f64::INFINITY, f64::min);
     ui.label(egui::RichText::new("pre-flight").strong());
+    if w.balls.is_empty() && !w.rods.is_empty() {
+        // Rods meet the floor through the impulse law, not the solve: the ball numbers would all read zero.
+        ui.label(
+            "Rods: exact impulse law at the touching end (SPEC §3), e per rod. The settings above apply to \
+             balls dropped into this lane.",
+        );
+        ui.label(format!(
+            "{} · {}",
+            crate::sim::lane_summary(w),
+            crate::sim::lane_outcome(w)
+        ));
+        fault_line(ui, w);
+        return;
+    }
     if thinnest.is_finite() {
         let travel = v_max * h;
         let text = format!(
@@ -887,6 +901,11 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
         crate::sim::lane_summary(w),
         crate::sim::lane_outcome(w)
     ));
+    fault_line(ui, w);
+}
+
+/// Why the lane is paused, if it is (a non-finite state, SPEC §7).
+fn fault_line(ui: &mut egui::Ui, w: &LaneWorld) {
     if let Some(fault) = &w.fault {
         ui.colored_label(
             egui::Color32::from_rgb(255, 90, 80),

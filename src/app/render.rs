@@ -21,6 +21,13 @@ const MIN_WALL_WIDTH_PX: f32 = 2.0;
 pub const IMPULSE_PX_PER_NS: f32 = 150.0;
 pub const IMPULSE_MAX_PX: f32 = 120.0;
 
+/// Width of a rod on screen [px]: a thin rod lying on the floor would vanish into the floor's edge as a hairline.
+const ROD_WIDTH_PX: f32 = 6.0;
+
+/// Gizmos drawn [`ROD_WIDTH_PX`] wide: the rods themselves.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+pub struct RodGizmos;
+
 /// Impulse arrows stay on screen this long after an impact [s of real time].
 const IMPULSE_ARROW_SECONDS: f32 = 0.6;
 
@@ -40,6 +47,16 @@ impl Plugin for RenderPlugin {
         app.init_resource::<CameraView>()
             .init_resource::<RecentImpulses>()
             .add_plugins(ball_mesh::BallMeshPlugin)
+            .insert_gizmo_config(
+                RodGizmos,
+                GizmoConfig {
+                    line: GizmoLineConfig {
+                        width: ROD_WIDTH_PX,
+                        ..default()
+                    },
+                    ..default()
+                },
+            )
             .add_systems(Startup, (spawn_camera, create_shapes))
             .add_systems(
                 Update,
@@ -257,6 +274,7 @@ fn collect_impulses(
 #[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
 fn draw_gizmos(
     mut gizmos: Gizmos,
+    mut rod_gizmos: Gizmos<RodGizmos>,
     camera: Query<&Projection, With<MainCamera>>,
     lanes: Query<&Lane>,
     rods: Query<(&Rod, &BodyState, &Transform, &LaneMember)>,
@@ -291,7 +309,7 @@ fn draw_gizmos(
             .get(member.0)
             .map(|l| method_color(l.world.settings.method))
             .unwrap_or(Color::WHITE);
-        gizmos.line_2d(centre - half, centre + half, Color::srgb(0.55, 0.75, 1.0));
+        rod_gizmos.line_2d(centre - half, centre + half, Color::srgb(0.35, 0.6, 1.0));
         gizmos.circle_2d(Isometry2d::from_translation(centre), 3.0 * px, color);
         // Velocity arrow: 0.1 s of travel.
         let v = state.velocity.as_vec2() * 0.1 * u;

@@ -165,6 +165,9 @@ impl SimControl {
 /// a lane of many balls "in contact, …" or "no contact yet". Penalty reports the deepest penetration, IPC the
 /// smallest gap (SPEC §2).
 pub fn lane_outcome(world: &LaneWorld) -> String {
+    if world.balls.is_empty() {
+        return rods_outcome(world);
+    }
     if (0..world.balls.len()).any(|i| world.ball_tunneled(i)) {
         return "through".into();
     }
@@ -194,10 +197,47 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
     }
 }
 
+/// A lane without balls: where its rods are ("2 lying on the floor, 1 on one end, 1 in flight"), or "empty".
+fn rods_outcome(world: &LaneWorld) -> String {
+    if world.rods.is_empty() {
+        return "empty".into();
+    }
+    // The tolerance the canvas uses for its contact rings: a resting end sits on the floor to round-off.
+    let touching = |rod: &crate::physics::rod_flight::Rod| {
+        rod.endpoints()
+            .iter()
+            .filter(|p| p.y - world.rod_floor_y < 1e-6)
+            .count()
+    };
+    let mut counts = [0usize; 3];
+    for rod in &world.rods {
+        counts[touching(rod)] += 1;
+    }
+    let parts: Vec<String> = [
+        (counts[2], "lying on the floor"),
+        (counts[1], "on one end"),
+        (counts[0], "in flight"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    let rods = if world.rods.len() == 1 { "rod" } else { "rods" };
+    format!("{} {rods}: {}", world.rods.len(), parts.join(", "))
+}
+
 /// "min gap X µm, max Newton N" (or the penetration for a lane whose balls overlapped), the length in the unit
 /// that suits it ([`length_text`]).
 pub fn lane_summary(world: &LaneWorld) -> String {
     let stats = &world.stats;
+    if world.balls.is_empty() && !world.rods.is_empty() {
+        // Rods are resolved by the impulse law, not by Newton: gaps and iterations would say nothing.
+        return format!(
+            "{} impacts, deepest sink {}",
+            stats.rod_impacts,
+            length_text(stats.rod_max_sink.max(0.0))
+        );
+    }
     let gap = match stats.min_gap {
         Some(g) if g.is_finite() && g >= 0.0 => format!("min gap {}", length_text(g)),
         Some(g) if g.is_finite() => format!("max penetration {}", length_text(-g)),

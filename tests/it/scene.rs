@@ -299,3 +299,24 @@ fn a_pile_reports_its_contacts_and_a_single_throw_where_it_stopped() {
         lane_outcome(&lanes[1])
     );
 }
+
+#[test]
+fn a_lane_of_rods_says_where_its_rods_are_not_a_ball_word() {
+    use contact_sandbox::sim::{lane_outcome, lane_summary};
+    let rods = Scene::load(Path::new("assets/scenes/rod_drop.ron")).expect("loads");
+    let lanes = run_scene(&rods, 1);
+    assert_eq!(lane_outcome(&lanes[0]), "4 rods: 4 in flight");
+    assert!(
+        lane_summary(&lanes[0]).starts_with("0 impacts"),
+        "{}",
+        lane_summary(&lanes[0])
+    );
+    // Twelve seconds later every rod lies on the floor, after its impacts.
+    let lanes = run_scene(&rods, 1200);
+    assert_eq!(lane_outcome(&lanes[0]), "4 rods: 4 lying on the floor");
+    assert!(
+        !lane_summary(&lanes[0]).starts_with("0 impacts"),
+        "{}",
+        lane_summary(&lanes[0])
+    );
+}
