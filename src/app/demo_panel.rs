@@ -354,6 +354,7 @@ fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
         ui.add(egui::TextEdit::singleline(&mut demo_ui.export_out).desired_width(150.0));
         ui.add(
             egui::DragValue::new(&mut demo_ui.export_fps)
+                .update_while_editing(false)
                 .range(1..=120)
                 .suffix(" fps"),
         );

@@ -735,10 +735,7 @@ fn lane_panel(
                 let penalty = edit.method == ContactMethod::Penalty;
                 let ipc = edit.method == ContactMethod::Ipc;
                 ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
-                ui.add_enabled(
-                    penalty,
-                    egui::DragValue::new(&mut edit.stiffness).speed(100.0),
-                );
+                ui.add_enabled(penalty, setting_field(&mut edit.stiffness).speed(100.0));
                 ui.end_row();
                 ui.add_enabled(ipc, egui::Label::new("dhat [m]"));
                 ui.add_enabled_ui(ipc, |ui| {
@@ -748,7 +745,7 @@ fn lane_panel(
                             edit.dhat = if auto { None } else { Some(w.dhat()) };
                         }
                         if let Some(dhat) = edit.dhat.as_mut() {
-                            ui.add(egui::DragValue::new(dhat).speed(1e-5).max_decimals(6));
+                            ui.add(setting_field(dhat).speed(1e-5).max_decimals(6));
                         } else {
                             ui.small(format!("{:.2e}", w.dhat()));
                         }
@@ -756,7 +753,7 @@ fn lane_panel(
                 });
                 ui.end_row();
                 ui.add_enabled(ipc, egui::Label::new("κ"));
-                ui.add_enabled(ipc, egui::DragValue::new(&mut edit.kappa).speed(100.0));
+                ui.add_enabled(ipc, setting_field(&mut edit.kappa).speed(100.0));
                 ui.end_row();
                 ui.add_enabled(ipc, egui::Label::new("adaptive κ"));
                 ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
@@ -764,14 +761,14 @@ fn lane_panel(
                 ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
                 ui.add_enabled(
                     ipc,
-                    egui::DragValue::new(&mut edit.ccd_factor)
+                    setting_field(&mut edit.ccd_factor)
                         .speed(0.01)
                         .max_decimals(3),
                 );
                 ui.end_row();
                 ui.label("friction μ");
                 ui.add(
-                    egui::DragValue::new(&mut edit.friction)
+                    setting_field(&mut edit.friction)
                         .speed(0.01)
                         .range(0.0..=10.0)
                         .max_decimals(3),
@@ -779,27 +776,23 @@ fn lane_panel(
                 .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
                 ui.end_row();
                 ui.label("h [s]");
-                ui.add(
-                    egui::DragValue::new(&mut edit.h)
-                        .speed(1e-4)
-                        .max_decimals(5),
-                );
+                ui.add(setting_field(&mut edit.h).speed(1e-4).max_decimals(5));
                 ui.end_row();
                 ui.label("gravity y [m/s²]");
-                ui.add(egui::DragValue::new(&mut edit.gravity.y).speed(0.1));
+                ui.add(setting_field(&mut edit.gravity.y).speed(0.1));
                 ui.end_row();
                 ui.label("Newton tol [m]");
                 ui.add(
                     // In scientific notation, every digit kept (a value re-read from its text must not change): 1e-10 m
                     // read "0.00000000010" with fixed decimals.
-                    egui::DragValue::new(&mut edit.newton_tolerance)
+                    setting_field(&mut edit.newton_tolerance)
                         .speed(1e-11)
                         .custom_formatter(|v, _| format!("{v:e}"))
                         .custom_parser(|text| text.trim().parse().ok()),
                 );
                 ui.end_row();
                 ui.label("Newton cap");
-                ui.add(egui::DragValue::new(&mut edit.newton_max_iterations).speed(1.0));
+                ui.add(setting_field(&mut edit.newton_max_iterations).speed(1.0));
                 ui.end_row();
             });
         if edit != settings.0 {
@@ -902,6 +895,13 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
         crate::sim::lane_outcome(w)
     ));
     fault_line(ui, w);
+}
+
+/// A number field for a lane setting. A typed value takes effect on Enter or when the field loses focus, not
+/// on each key: typing 0.3 into μ would otherwise run (and record) μ = 0 for the ticks between the keys, and
+/// typing 0.002 into d̂ would try d̂ = 0 on the way.
+fn setting_field<Num: egui::emath::Numeric>(value: &mut Num) -> egui::DragValue<'_> {
+    egui::DragValue::new(value).update_while_editing(false)
 }
 
 /// Why the lane is paused, if it is (a non-finite state, SPEC §7).
@@ -1118,6 +1118,70 @@ fn landscape_panel(
 
 #[cfg(test)]
 mod tests {
+
+    /// Clicks `field`'s widget, types `typed` one key per frame, then presses Enter: the value after each key and
+    /// after Enter.
+    fn type_into(field: impl Fn(&mut f64) -> egui::DragValue<'_>, typed: &str) -> (Vec<f64>, f64) {
+        let ctx = egui::Context::default();
+        let mut value = 0.0_f64;
+        let at = std::cell::Cell::new(egui::Pos2::ZERO);
+        let mut frame = |events: Vec<egui::Event>, value: &mut f64| {
+            let input = egui::RawInput {
+                events,
+                screen_rect: Some(egui::Rect::from_min_size(
+                    egui::Pos2::ZERO,
+                    egui::vec2(400.0, 300.0),
+                )),
+                ..Default::default()
+            };
+            let _ = ctx.run_ui(input, |ui| {
+                at.set(ui.add(field(value)).rect.center());
+            });
+        };
+        frame(vec![], &mut value);
+        let button = |pressed| egui::Event::PointerButton {
+            pos: at.get(),
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers: egui::Modifiers::NONE,
+        };
+        frame(
+            vec![egui::Event::PointerMoved(at.get()), button(true)],
+            &mut value,
+        );
+        frame(vec![button(false)], &mut value);
+        frame(vec![], &mut value);
+        let mut after_each_key = Vec::new();
+        for c in typed.chars() {
+            frame(vec![egui::Event::Text(c.to_string())], &mut value);
+            after_each_key.push(value);
+        }
+        let enter = egui::Event::Key {
+            key: egui::Key::Enter,
+            physical_key: None,
+            pressed: true,
+            repeat: false,
+            modifiers: egui::Modifiers::NONE,
+        };
+        frame(vec![enter], &mut value);
+        frame(vec![], &mut value);
+        (after_each_key, value)
+    }
+
+    #[test]
+    fn a_typed_setting_takes_effect_on_enter_not_on_each_key() {
+        // The harness types: a plain field follows the keys (its text starts as "0", so the keys append).
+        let (keys, _) = type_into(|v| egui::DragValue::new(v), "5");
+        assert!(
+            keys.iter().any(|&v| v != 0.0),
+            "the harness did not type: {keys:?}"
+        );
+        // A setting field holds its value until Enter, then takes the whole number.
+        let (keys, entered) = type_into(|v| setting_field(v), "5");
+        assert!(keys.iter().all(|&v| v == 0.0), "{keys:?}");
+        assert_ne!(entered, 0.0);
+    }
+
     use super::*;
     use crate::physics::DVec2;
 
