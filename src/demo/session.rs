@@ -154,6 +154,19 @@ pub fn apply_settings(lane: &mut LaneWorld, settings: &ContactSettings) -> Resul
             lane.name
         )
     })?;
+    // IPC's barrier is infinite at a zero gap (SPEC §1.2, §1.6): a penalty lane whose balls overlap cannot become
+    // an IPC lane, or its balls would stay stuck inside each other or a wall, every solve failing.
+    if settings.method == ContactMethod::Ipc && lane.settings.method != ContactMethod::Ipc {
+        let (gap, _) = lane.gap_and_penetration();
+        if let Some(gap) = gap.filter(|gap| *gap <= 0.0) {
+            return Err(format!(
+                "lane '{}': method ipc needs a positive gap between every pair, but a ball overlaps by \
+                 {:.3} mm; the edit was not applied (switch once nothing overlaps, or restart)",
+                lane.name,
+                -gap * 1e3
+            ));
+        }
+    }
     lane.settings = settings.clone();
     Ok(())
 }

@@ -266,3 +266,61 @@ fn lengths_are_told_in_the_unit_that_suits_them() {
     assert_eq!(length_text(4.4316), "4.432 m");
     assert_eq!(length_text(0.0), "0.0 µm");
 }
+
+#[test]
+fn a_penalty_lane_cannot_become_ipc_while_a_ball_is_inside_a_wall() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    app.world_mut().write_message(ThrowBall {
+        v0: 1.0,
+        h: None,
+        stiffness: None,
+        dhat: None,
+    });
+    // At 1 m/s the penalty lane's ball is inside the wall from about step 45 until it is pushed back out.
+    let inside = |app: &mut App| {
+        with_lane(app, 0, |l| {
+            let mut world = l.world.clone();
+            world.gap_and_penetration().1 > 0.0
+        })
+    };
+    let mut steps = 0;
+    while !inside(&mut app) {
+        run_updates(&mut app, 1);
+        steps += 1;
+        assert!(steps < 200, "the penalty ball never entered the wall");
+    }
+    let set_method = |app: &mut App, method| {
+        let mut query = app.world_mut().query::<(&Lane, &mut LaneSettings)>();
+        for (lane, mut settings) in query.iter_mut(app.world_mut()) {
+            if lane.index == 0 {
+                settings.0.method = method;
+            }
+        }
+    };
+    set_method(&mut app, ContactMethod::Ipc);
+    app.update();
+    assert_eq!(
+        with_lane(&mut app, 0, |l| l.world.settings.method),
+        ContactMethod::Penalty
+    );
+    let error = app.world().resource::<SimLog>().error.clone();
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("ipc") && e.contains("overlaps")),
+        "{error:?}"
+    );
+    // Once the ball is out of the wall again, the switch is taken.
+    while inside(&mut app) {
+        run_updates(&mut app, 1);
+        steps += 1;
+        assert!(steps < 400, "the penalty ball never left the wall");
+    }
+    set_method(&mut app, ContactMethod::Ipc);
+    app.update();
+    assert_eq!(
+        with_lane(&mut app, 0, |l| l.world.settings.method),
+        ContactMethod::Ipc
+    );
+}
