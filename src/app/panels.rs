@@ -142,6 +142,13 @@ fn sandbox_ui(
     );
     let mut sorted: Vec<Entity> = lanes.iter().map(|l| l.0).collect();
     sorted.sort_by_key(|e| lanes.get(*e).map(|l| l.1.index).unwrap_or(usize::MAX));
+    let step_sizes = lanes
+        .iter()
+        .map(|l| l.1.world.settings.h)
+        .fold(None, |range, h| {
+            let (lo, hi) = range.unwrap_or((h, h));
+            Some((f64::min(lo, h), f64::max(hi, h)))
+        });
 
     egui::Panel::left("sandbox")
         .frame(unfilled_panel(&ctx))
@@ -153,6 +160,7 @@ fn sandbox_ui(
                 ui.separator();
                 run_controls(
                     ui,
+                    step_sizes,
                     &mut control,
                     &mut ui_state,
                     &mut clocks,
@@ -305,7 +313,7 @@ fn scene_menu(
 fn status_line(
     control: &SimControl,
     steps_per_second: Option<f64>,
-    fixed_dt: f64,
+    step_sizes: Option<(f64, f64)>,
     frames_per_second: Option<f64>,
 ) -> String {
     let stop = control
@@ -320,9 +328,16 @@ fn status_line(
     } else {
         steps_per_second
             .filter(|_| !control.paused)
-            .map(|r| {
-                let real_time = r * fixed_dt;
-                format!(" · {r:.0} steps/s ({real_time:.2}× real time)")
+            .map(|r| match step_sizes {
+                // A step advances a lane by its own h, whatever the fixed rate: lanes with different h run at
+                // different speeds.
+                Some((lo, hi)) if lo == hi => {
+                    format!(" · {r:.0} steps/s ({:.2}× real time)", r * lo)
+                }
+                Some((lo, hi)) => {
+                    format!(" · {r:.0} steps/s ({:.2}–{:.2}× real time)", r * lo, r * hi)
+                }
+                None => format!(" · {r:.0} steps/s"),
             })
             .unwrap_or_default()
     };
@@ -334,6 +349,7 @@ fn status_line(
 
 fn run_controls(
     ui: &mut egui::Ui,
+    step_sizes: Option<(f64, f64)>,
     control: &mut SimControl,
     ui_state: &mut UiState,
     clocks: &mut Clocks,
@@ -370,7 +386,7 @@ fn run_controls(
     let status = status_line(
         control,
         ui_state.step_rate.steps_per_second(),
-        clocks.fixed.timestep().as_secs_f64(),
+        step_sizes,
         ui_state.frame_rate.steps_per_second(),
     );
     ui.label(status)
@@ -1193,17 +1209,29 @@ mod tests {
             ..default()
         };
         assert_eq!(
-            status_line(&control, Some(100.0), 0.01, Some(30.0)),
+            status_line(&control, Some(100.0), Some((0.01, 0.01)), Some(30.0)),
             "step 40 / 80 · 100 steps/s (1.00× real time) · 30 fps"
+        );
+        // The real-time factor is the lanes' own h, not the fixed rate: 24 steps/s of h = 10 ms is 0.24×.
+        assert_eq!(
+            status_line(&control, Some(24.0), Some((0.01, 0.01)), None),
+            "step 40 / 80 · 24 steps/s (0.24× real time)"
+        );
+        assert_eq!(
+            status_line(&control, Some(50.0), Some((0.005, 0.01)), None),
+            "step 40 / 80 · 50 steps/s (0.25–0.50× real time)"
         );
         control.steps_taken = 80;
         assert_eq!(
-            status_line(&control, Some(0.0), 0.01, Some(30.0)),
+            status_line(&control, Some(0.0), Some((0.01, 0.01)), Some(30.0)),
             "step 80 / 80 · finished (R runs it again) · 30 fps"
         );
         control.stop_at_step = None;
         control.paused = true;
-        assert_eq!(status_line(&control, Some(0.0), 0.01, None), "step 80");
+        assert_eq!(
+            status_line(&control, Some(0.0), Some((0.01, 0.01)), None),
+            "step 80"
+        );
     }
 
     #[test]
