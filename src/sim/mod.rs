@@ -458,6 +458,13 @@ pub fn gather_settings(
         }
         match apply_settings(&mut lane.world, &settings.0) {
             Ok(()) => {
+                // A refusal of this lane's last edit is answered by this one: its banner would now mislead.
+                let refused_here = format!("lane '{}': ", lane.world.name);
+                if log.error.as_deref().is_some_and(|e| {
+                    e.starts_with(&refused_here) && e.contains("the edit was not applied")
+                }) {
+                    log.error = None;
+                }
                 log.info(format!("lane '{}': settings applied", lane.world.name));
                 recorder.record(
                     control.ticks,
