@@ -41,11 +41,14 @@ use crate::scene::{BallSpec, RodSpec, Scene, SceneError};
 pub const DEFAULT_SCENE: &str = "assets/scenes/wall_throw.ron";
 
 /// The scenes `[` and `]` cycle through, in menu order.
-pub const BUILT_IN_SCENES: [&str; 4] = [
+/// Every scene in `assets/scenes/` is here (SPEC §4: the scenes are switchable from the UI).
+pub const BUILT_IN_SCENES: [&str; 6] = [
     "assets/scenes/wall_throw.ron",
     "assets/scenes/ball_pit.ron",
+    "assets/scenes/slope.ron",
     "assets/scenes/rod_drop.ron",
     "assets/scenes/gauntlet.ron",
+    "assets/scenes/ball_pit_2000.ron",
 ];
 
 /// The simulation's system sets, in the order they run.

@@ -320,3 +320,18 @@ fn a_lane_of_rods_says_where_its_rods_are_not_a_ball_word() {
         lane_summary(&lanes[0])
     );
 }
+
+#[test]
+fn every_shipped_scene_can_be_picked_in_the_window() {
+    use contact_sandbox::sim::BUILT_IN_SCENES;
+    let mut shipped: Vec<String> = std::fs::read_dir("assets/scenes")
+        .expect("the scenes folder")
+        .filter_map(|entry| entry.ok())
+        .map(|entry| format!("assets/scenes/{}", entry.file_name().to_string_lossy()))
+        .filter(|path| path.ends_with(".ron"))
+        .collect();
+    shipped.sort();
+    let mut listed: Vec<String> = BUILT_IN_SCENES.iter().map(|s| s.to_string()).collect();
+    listed.sort();
+    assert_eq!(listed, shipped);
+}
