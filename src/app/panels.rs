@@ -549,8 +549,8 @@ fn gap_inset(
         let color = method_color32(*method);
         let text = match (gap, through) {
             (_, true) => "through".to_string(),
-            (Some(g), _) if *g >= 0.0 => format!("{:.1} µm", g * 1e6),
-            (Some(g), _) => format!("{:.1} µm deep", -g * 1e6),
+            (Some(g), _) if *g >= 0.0 => crate::sim::length_text(*g),
+            (Some(g), _) => format!("{} deep", crate::sim::length_text(-g)),
             _ => "—".into(),
         };
         let mut text_x = rect.left() + 6.0;

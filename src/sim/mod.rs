@@ -164,9 +164,10 @@ impl SimControl {
     }
 }
 
-/// What a lane's balls did, in the words of the wall-throw panel: "through", "stopped at X mm" or "flying"; for
-/// a lane of many balls "in contact, …" or "no contact yet". Penalty reports the deepest penetration, IPC the
-/// smallest gap (SPEC §2).
+/// What a lane's balls did, in the words of the wall-throw panel: "through", "stopped at X mm short" (the closest
+/// approach once contact has ended), "in contact, moving at v m/s, gap X" (a ball sliding along a wall),
+/// "at rest in contact, gap X" or "flying"; for a lane of many balls "in contact, …" or "no contact yet". Penalty
+/// reports the deepest penetration, IPC the smallest gap (SPEC §2).
 pub fn lane_outcome(world: &LaneWorld) -> String {
     if world.balls.is_empty() {
         return rods_outcome(world);
@@ -180,18 +181,42 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
     let pile = world.balls.len() > 1;
     match world.settings.method {
         ContactMethod::Penalty if stats.max_penetration > 0.0 => {
-            let depth = stats.max_penetration * 1e3;
+            let depth = length_text(stats.max_penetration);
+            let now = world.last.as_ref().map_or(0.0, |last| last.max_penetration);
+            let speed = world.balls[0].velocity.length();
             if pile {
-                format!("in contact, deepest overlap {depth:.2} mm")
+                format!("in contact, deepest overlap {depth}")
+            } else if now > 0.0 && speed > RESTING_SPEED {
+                format!(
+                    "in contact, moving at {speed:.3} m/s, overlap {}",
+                    length_text(now)
+                )
+            } else if now > 0.0 {
+                format!("at rest in contact, overlap {}", length_text(now))
             } else {
-                format!("stopped at {depth:.2} mm depth")
+                format!("stopped at {depth} depth")
             }
         }
         ContactMethod::Ipc => match stats.min_gap {
             Some(gap) if gap < world.dhat() && pile => {
-                format!("in contact, closest gap {:.4} mm", gap * 1e3)
+                format!("in contact, closest gap {}", length_text(gap.max(0.0)))
             }
-            Some(gap) if gap < world.dhat() => format!("stopped at {:.4} mm short", gap * 1e3),
+            Some(gap) if gap < world.dhat() => {
+                // A ball still in contact may be sliding along the wall (the slope) rather than stopped at it;
+                // once contact has ended, the closest approach is where the throw stopped and turned.
+                let now = world.last.as_ref().and_then(|last| last.min_gap);
+                let speed = world.balls[0].velocity.length();
+                match now {
+                    Some(now) if now < world.dhat() && speed > RESTING_SPEED => format!(
+                        "in contact, moving at {speed:.3} m/s, gap {}",
+                        length_text(now.max(0.0))
+                    ),
+                    Some(now) if now < world.dhat() => {
+                        format!("at rest in contact, gap {}", length_text(now.max(0.0)))
+                    }
+                    _ => format!("stopped at {} short", length_text(gap.max(0.0))),
+                }
+            }
             _ if pile => "no contact yet".into(),
             _ => "flying".into(),
         },
@@ -199,6 +224,10 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
         _ => "flying".into(),
     }
 }
+
+/// Below this speed a ball in contact is called at rest [m/s]: a sticking ball under the smoothed friction
+/// creeps at up to ε_v (1 mm/s in the shipped scenes).
+const RESTING_SPEED: f64 = 5e-3;
 
 /// A lane without balls: where its rods are ("2 lying on the floor, 1 on one end, 1 in flight"), or "empty".
 fn rods_outcome(world: &LaneWorld) -> String {

@@ -335,3 +335,20 @@ fn every_shipped_scene_can_be_picked_in_the_window() {
     listed.sort();
     assert_eq!(listed, shipped);
 }
+
+#[test]
+fn a_ball_sliding_along_a_slope_is_not_called_stopped() {
+    use contact_sandbox::sim::lane_outcome;
+    let slope = Scene::load(Path::new("assets/scenes/slope.ron")).expect("loads");
+    let lanes = run_scene(&slope, 400);
+    let outcomes: Vec<String> = lanes.iter().map(lane_outcome).collect();
+    // μ = 0.49 < tan 26.6° slides; μ = 0.5 sticks (SPEC §1.5).
+    assert!(
+        outcomes[0].starts_with("in contact, moving at "),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes[1].starts_with("at rest in contact, gap "),
+        "{outcomes:?}"
+    );
+}
