@@ -368,7 +368,14 @@ fn run_controls(
         if ui.button("Step (O)").clicked() {
             control.single_step();
         }
-        if ui.button("Restart (R)").clicked() {
+        if ui
+            .button("Restart (R)")
+            .on_hover_text(
+                "The scene from its start, with the lanes' settings as edited. Pick the scene in the menu again \
+                 for the scene's own settings.",
+            )
+            .clicked()
+        {
             actions.restart.write(RestartScene);
         }
         if ui.button("Fit (F)").clicked() {

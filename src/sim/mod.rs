@@ -34,7 +34,7 @@ use crate::demo::{
     Action, apply_settings, spawn_ball_everywhere, spawn_rod_everywhere, thrown_scene,
 };
 use crate::physics::DVec2;
-use crate::physics::world::{ContactMethod, LaneWorld};
+use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld};
 use crate::scene::{BallSpec, RodSpec, Scene, SceneError};
 
 /// The scene the sandbox opens on.
@@ -357,11 +357,49 @@ fn build_lanes(
     control: &mut SimControl,
     fixed: &mut Time<Fixed>,
 ) {
+    prepare_lanes(scene, control, fixed);
+    spawn_lane_entities(commands, scene.build());
+}
+
+/// The clock and the step counter for a fresh run of `scene`.
+fn prepare_lanes(scene: &Scene, control: &mut SimControl, fixed: &mut Time<Fixed>) {
     fixed.set_timestep_hz(crate::demo::fixed_rate_hz(scene));
     control.stop_at_step = scene.steps;
     control.steps_taken = 0;
     control.pending_steps = 0;
-    spawn_lane_entities(commands, scene.build());
+}
+
+/// The lanes' settings as edited before a throw or a restart (by lane index), and the throw's own h, penalty k
+/// and IPC d̂, which replace the edits'.
+struct KeptSettings {
+    lanes: Vec<ContactSettings>,
+    h: Option<f64>,
+    stiffness: Option<f64>,
+    dhat: Option<f64>,
+}
+
+impl KeptSettings {
+    /// `edited` with the throw's values on top, each where the throw applies it (SPEC §2: k to penalty lanes,
+    /// d̂ to IPC lanes).
+    fn over(&self, edited: &ContactSettings) -> ContactSettings {
+        let mut settings = edited.clone();
+        if let Some(h) = self.h {
+            settings.h = h;
+        }
+        match settings.method {
+            ContactMethod::Penalty => {
+                if let Some(k) = self.stiffness {
+                    settings.stiffness = k;
+                }
+            }
+            ContactMethod::Ipc => {
+                if self.dhat.is_some() {
+                    settings.dhat = self.dhat;
+                }
+            }
+        }
+        settings
+    }
 }
 
 /// Spawns one lane entity per world, with wall, ball and rod entities, laid out side by side.
@@ -741,6 +779,17 @@ fn apply_messages(
         next_scene = Some(catalogue.paths[(current + step).rem_euclid(n) as usize].clone());
     }
     let mut rebuild: Option<Scene> = None;
+    // A throw or a restart runs the same scene again with the lanes' settings as edited; a new scene brings its
+    // own. `None`: take the scene's.
+    let mut keep: Option<KeptSettings> = None;
+    let edited = || {
+        let mut settings: Vec<(usize, ContactSettings)> = lanes
+            .iter()
+            .map(|(_, lane)| (lane.index, lane.world.settings.clone()))
+            .collect();
+        settings.sort_by_key(|(index, _)| *index);
+        settings.into_iter().map(|(_, s)| s).collect::<Vec<_>>()
+    };
     if let Some(path) = next_scene {
         match ActiveScene::load(&path) {
             Ok(scene) => {
@@ -773,6 +822,20 @@ fn apply_messages(
             Ok(scene) => {
                 a.current = scene.clone();
                 rebuild = Some(scene);
+                if keep.is_none() {
+                    keep = Some(KeptSettings {
+                        lanes: edited(),
+                        h: None,
+                        stiffness: None,
+                        dhat: None,
+                    });
+                }
+                // The throw's own h, k and d̂ win over the edits (the throw panel sets them).
+                if let Some(keep) = keep.as_mut() {
+                    keep.h = throw.h.or(keep.h);
+                    keep.stiffness = throw.stiffness.or(keep.stiffness);
+                    keep.dhat = throw.dhat.or(keep.dhat);
+                }
                 c.log.info(format!("throw at {} m/s", throw.v0));
                 c.recorder.record(
                     tick,
@@ -793,6 +856,12 @@ fn apply_messages(
                 c.recorder.record(tick, Action::Restart);
                 if rebuild.is_none() {
                     rebuild = Some(a.current.clone());
+                    keep = Some(KeptSettings {
+                        lanes: edited(),
+                        h: None,
+                        stiffness: None,
+                        dhat: None,
+                    });
                 }
             }
             None => c.log.error("no scene is loaded; nothing to restart"),
@@ -805,11 +874,33 @@ fn apply_messages(
         for entity in &members {
             commands.entity(entity).despawn();
         }
-        build_lanes(&mut commands, &scene, &mut c.control, &mut c.fixed);
+        let mut worlds = scene.build();
+        let mut kept_actions = Vec::new();
+        if let Some(keep) = keep.filter(|keep| keep.lanes.len() == worlds.len()) {
+            for (index, (world, edited)) in worlds.iter_mut().zip(&keep.lanes).enumerate() {
+                let wanted = keep.over(edited);
+                if wanted == world.settings {
+                    continue;
+                }
+                // The same check and order as a replay's `Settings` action after the rebuild.
+                match apply_settings(world, &wanted) {
+                    Ok(()) => kept_actions.push(Action::Settings {
+                        lane: index,
+                        settings: wanted,
+                    }),
+                    Err(message) => c.log.error(message),
+                }
+            }
+        }
+        prepare_lanes(&scene, &mut c.control, &mut c.fixed);
+        spawn_lane_entities(&mut commands, worlds);
         if c.recorder.armed {
             let hz = c.fixed.timestep().as_secs_f64().recip();
             c.recorder.begin(scene, hz, tick);
             c.log.info("recording");
+        }
+        for action in kept_actions {
+            c.recorder.record(tick, action);
         }
         // Spawns this frame were aimed at the old lanes.
         spawns.clear();

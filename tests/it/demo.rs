@@ -12,8 +12,9 @@ use contact_sandbox::demo::{
 use contact_sandbox::physics::DVec2;
 use contact_sandbox::scene::{BallSpec, Scene};
 use contact_sandbox::sim::{
-    ActiveScene, Lane, LaneSettings, Recorder, Replay, SimControl, SimPlugin, SpawnBall, SpawnRod,
-    StartRecording, StartReplay, StepInFlight, Stepping, StopRecording, ThrowBall,
+    ActiveScene, Lane, LaneSettings, Recorder, Replay, RestartScene, SimControl, SimPlugin,
+    SpawnBall, SpawnRod, StartRecording, StartReplay, StepInFlight, Stepping, StopRecording,
+    ThrowBall,
 };
 
 const WALL_THROW: &str = "assets/scenes/wall_throw.ron";
@@ -495,6 +496,10 @@ fn window_recording_replays(mut app: App, file: &str, frame: Duration, switch: b
         if k == 25 {
             app.world_mut().resource_mut::<SimControl>().toggle_pause();
         }
+        if k == 33 {
+            // A restart keeps the inspector's edit: it is recorded after the restart, and replays.
+            app.world_mut().write_message(RestartScene);
+        }
         if k == 30 {
             app.world_mut().write_message(SpawnRod {
                 center: DVec2::new(0.0, 2.0),
@@ -520,6 +525,12 @@ fn window_recording_replays(mut app: App, file: &str, frame: Duration, switch: b
             std::thread::sleep(frame);
         }
     }
+    let mut query = app.world_mut().query::<&Lane>();
+    let friction: Vec<(usize, f64)> = query
+        .iter(app.world())
+        .map(|lane| (lane.index, lane.world.settings.friction))
+        .collect();
+    assert!(friction.contains(&(1, 0.6)), "{friction:?}");
     let path = scratch(file);
     app.world_mut().write_message(StopRecording(path.clone()));
     app.update();
@@ -542,6 +553,16 @@ fn window_recording_replays(mut app: App, file: &str, frame: Duration, switch: b
         6
     );
     assert!(demo.actions.iter().any(|a| a.action == Action::SingleStep));
+    let restart = demo
+        .actions
+        .iter()
+        .position(|a| a.action == Action::Restart)
+        .expect("the restart was recorded");
+    assert!(
+        matches!(demo.actions.get(restart + 1).map(|a| &a.action), Some(Action::Settings { lane: 1, settings }) if settings.friction == 0.6),
+        "{:?}",
+        demo.actions.get(restart + 1)
+    );
     let mut player = Player::new(demo.clone(), path.display().to_string());
     let verdict = player.run_to_end(false).expect("replays").clone();
     assert_eq!(verdict.mismatch, None, "{verdict}");

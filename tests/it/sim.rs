@@ -8,8 +8,8 @@ use bevy::time::TimeUpdateStrategy;
 use contact_sandbox::physics::DVec2;
 use contact_sandbox::physics::world::ContactMethod;
 use contact_sandbox::sim::{
-    ActiveScene, Ball, Lane, LaneMember, LaneSettings, RestartScene, SimControl, SimLog, SimPlugin,
-    SpawnBall, ThrowBall, lane_outcome, lane_summary,
+    ActiveScene, Ball, Lane, LaneMember, LaneSettings, LoadScene, RestartScene, SimControl, SimLog,
+    SimPlugin, SpawnBall, ThrowBall, lane_outcome, lane_summary,
 };
 
 const WALL_THROW: &str = "assets/scenes/wall_throw.ron";
@@ -338,4 +338,42 @@ fn a_penalty_lane_cannot_become_ipc_while_a_ball_is_inside_a_wall() {
         with_lane(&mut app, 0, |l| l.world.settings.method),
         ContactMethod::Ipc
     );
+}
+
+#[test]
+fn a_throw_and_a_restart_keep_the_inspector_edits_and_the_throw_sets_its_own() {
+    let mut app = headless(WALL_THROW);
+    run_updates(&mut app, 2);
+    {
+        let mut query = app.world_mut().query::<(&Lane, &mut LaneSettings)>();
+        for (lane, mut settings) in query.iter_mut(app.world_mut()) {
+            if lane.index == 1 {
+                settings.0.kappa = 1e6;
+                settings.0.friction = 0.25;
+            }
+        }
+    }
+    run_updates(&mut app, 1);
+    app.world_mut().write_message(RestartScene);
+    run_updates(&mut app, 1);
+    let (kappa, friction) = with_lane(&mut app, 1, |l| {
+        (l.world.settings.kappa, l.world.settings.friction)
+    });
+    assert_eq!((kappa, friction), (1e6, 0.25));
+    app.world_mut().write_message(ThrowBall {
+        v0: 2.0,
+        h: None,
+        stiffness: None,
+        dhat: Some(2e-3),
+    });
+    run_updates(&mut app, 1);
+    let settings = with_lane(&mut app, 1, |l| l.world.settings.clone());
+    assert_eq!((settings.kappa, settings.friction), (1e6, 0.25));
+    assert_eq!(settings.dhat, Some(2e-3), "the throw's own d̂ wins");
+    assert_eq!(with_lane(&mut app, 1, |l| l.world.balls[0].velocity.x), 2.0);
+    // A new scene brings its own settings.
+    app.world_mut()
+        .write_message(LoadScene(Path::new(WALL_THROW).to_path_buf()));
+    run_updates(&mut app, 1);
+    assert_eq!(with_lane(&mut app, 1, |l| l.world.settings.kappa), 1e4);
 }
