@@ -1148,7 +1148,7 @@ mod tests {
         let ctx = egui::Context::default();
         let mut value = 0.0_f64;
         let at = std::cell::Cell::new(egui::Pos2::ZERO);
-        let mut frame = |events: Vec<egui::Event>, value: &mut f64| {
+        let frame = |events: Vec<egui::Event>, value: &mut f64| {
             let input = egui::RawInput {
                 events,
                 screen_rect: Some(egui::Rect::from_min_size(
@@ -1200,7 +1200,7 @@ mod tests {
             "the harness did not type: {keys:?}"
         );
         // A setting field holds its value until Enter, then takes the whole number.
-        let (keys, entered) = type_into(|v| setting_field(v), "5");
+        let (keys, entered) = type_into(setting_field, "5");
         assert!(keys.iter().all(|&v| v == 0.0), "{keys:?}");
         assert_ne!(entered, 0.0);
     }
