@@ -21,7 +21,7 @@ use crate::physics::newton::{NewtonSettings, StopReason};
 use crate::physics::world::{ContactMethod, LaneWorld};
 use crate::sim::{
     ActiveScene, Ball, BodyState, CycleScene, Lane, LaneDiagnostics, LaneMember, LaneSettings,
-    LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall, Stepping,
+    LoadScene, Replay, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall, Stepping,
     ThrowBall,
 };
 
@@ -127,6 +127,7 @@ fn sandbox_ui(
     rod_log: Res<RodImpactLog>,
     mut actions: Actions,
     mut clocks: Clocks,
+    replay: Option<Res<Replay>>,
 ) -> Result {
     if !ui_state.show_ui {
         ui_state.canvas = None;
@@ -140,6 +141,14 @@ fn sandbox_ui(
             .layer_id(egui::LayerId::background())
             .max_rect(ctx.viewport_rect()),
     );
+    // While a demo replays, the lanes are the demo's: its scene is the one to describe, not the one loaded.
+    let shown = replay
+        .as_deref()
+        .map(|r| &r.player.session.scene)
+        .or(active.as_deref().map(|a| &a.current));
+    let replay_ticks = replay
+        .as_deref()
+        .map(|r| (r.player.session.tick, r.player.demo.ticks));
     let mut sorted: Vec<Entity> = lanes.iter().map(|l| l.0).collect();
     sorted.sort_by_key(|e| lanes.get(*e).map(|l| l.1.index).unwrap_or(usize::MAX));
     let step_sizes = lanes
@@ -156,11 +165,19 @@ fn sandbox_ui(
         .default_size(330.0)
         .show_inside(&mut viewport_ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
-                scene_menu(ui, active.as_deref(), &catalogue, &mut actions, &mut view);
+                scene_menu(
+                    ui,
+                    active.as_deref(),
+                    replay_ticks.and(shown),
+                    &catalogue,
+                    &mut actions,
+                    &mut view,
+                );
                 ui.separator();
                 run_controls(
                     ui,
                     step_sizes,
+                    replay_ticks,
                     &mut control,
                     &mut ui_state,
                     &mut clocks,
@@ -175,9 +192,9 @@ fn sandbox_ui(
                     }
                 }
                 ui.separator();
-                let is_wall_throw = active
-                    .as_ref()
-                    .is_some_and(|a| a.current.name == "Wall throw");
+                // The throw controls would be refused while a demo replays.
+                let is_wall_throw =
+                    replay_ticks.is_none() && shown.is_some_and(|s| s.name == "Wall throw");
                 if is_wall_throw {
                     wall_throw_panel(ui, &mut ui_state, &control, &lanes, &sorted, &mut actions);
                     ui.separator();
@@ -211,9 +228,8 @@ fn sandbox_ui(
                     if let Ok((_, lane, mut settings, diagnostics)) = lanes.get_mut(entity) {
                         // The scene's own start, so the same throw reads the same in every lane after
                         // one of them has stopped it.
-                        let start_speed = active
-                            .as_ref()
-                            .and_then(|a| a.current.lanes.get(lane.index))
+                        let start_speed = shown
+                            .and_then(|scene| scene.lanes.get(lane.index))
                             .map_or(0.0, |spec| {
                                 spec.balls
                                     .iter()
@@ -225,7 +241,7 @@ fn sandbox_ui(
                     }
                 }
                 if ui_state.show_landscape {
-                    if active.as_ref().is_some_and(|a| landscape_applies(&a.current)) {
+                    if shown.is_some_and(landscape_applies) {
                         landscape_panel(ui, &mut ui_state, &lanes, &sorted);
                     } else {
                         ui.strong("Energy landscape E(x) of one step");
@@ -266,6 +282,7 @@ fn unfilled_panel(ctx: &egui::Context) -> egui::Frame {
 fn scene_menu(
     ui: &mut egui::Ui,
     active: Option<&ActiveScene>,
+    replaying: Option<&crate::scene::Scene>,
     catalogue: &SceneCatalogue,
     actions: &mut Actions,
     view: &mut CameraView,
@@ -303,8 +320,18 @@ fn scene_menu(
             view.auto_fit = true;
         }
     });
-    if let Some(a) = active {
-        ui.small(displayable(&a.current.description));
+    match (replaying, active) {
+        (Some(scene), _) => {
+            ui.colored_label(
+                egui::Color32::from_rgb(120, 190, 255),
+                format!("▶ replaying a demo of: {}", displayable(&scene.name)),
+            );
+            ui.small(displayable(&scene.description));
+        }
+        (None, Some(a)) => {
+            ui.small(displayable(&a.current.description));
+        }
+        (None, None) => {}
     }
 }
 
@@ -350,6 +377,7 @@ fn status_line(
 fn run_controls(
     ui: &mut egui::Ui,
     step_sizes: Option<(f64, f64)>,
+    replay_ticks: Option<(u64, u64)>,
     control: &mut SimControl,
     ui_state: &mut UiState,
     clocks: &mut Clocks,
@@ -390,12 +418,23 @@ fn run_controls(
             .frame_rate
             .record(clocks.real.elapsed_secs_f64(), u64::from(frames.0));
     }
-    let status = status_line(
-        control,
-        ui_state.step_rate.steps_per_second(),
-        step_sizes,
-        ui_state.frame_rate.steps_per_second(),
-    );
+    let status = match replay_ticks {
+        // The replay's own clock; the sandbox's step counter stands still while a demo plays.
+        Some((tick, ticks)) => format!(
+            "replay tick {tick} / {ticks}{}",
+            ui_state
+                .frame_rate
+                .steps_per_second()
+                .map(|f| format!(" · {f:.0} fps"))
+                .unwrap_or_default()
+        ),
+        None => status_line(
+            control,
+            ui_state.step_rate.steps_per_second(),
+            step_sizes,
+            ui_state.frame_rate.steps_per_second(),
+        ),
+    };
     ui.label(status)
         .on_hover_text(
             "Simulated seconds per real second, and frames drawn per second. The physics steps on its own \
