@@ -176,8 +176,10 @@ fn sandbox_ui(
                 ui.separator();
                 run_controls(
                     ui,
-                    step_sizes,
-                    replay_ticks,
+                    RunInfo {
+                        step_sizes,
+                        replay_ticks,
+                    },
                     &mut control,
                     &mut ui_state,
                     &mut clocks,
@@ -374,10 +376,20 @@ fn status_line(
     format!("step {}{stop}{rate}{fps}", control.steps_taken)
 }
 
-fn run_controls(
-    ui: &mut egui::Ui,
+/// What the status line reports besides the run control: the lanes' step sizes (min, max) and, while a demo
+/// replays, its tick and length.
+#[derive(Clone, Copy)]
+struct RunInfo {
     step_sizes: Option<(f64, f64)>,
     replay_ticks: Option<(u64, u64)>,
+}
+
+fn run_controls(
+    ui: &mut egui::Ui,
+    RunInfo {
+        step_sizes,
+        replay_ticks,
+    }: RunInfo,
     control: &mut SimControl,
     ui_state: &mut UiState,
     clocks: &mut Clocks,
