@@ -42,6 +42,10 @@ fn world_inspector(world: &mut World) {
         .default_pos(at)
         .default_size([360.0, 480.0])
         .show(context.get_mut(), |ui| {
+            ui.small(
+                "A view of the ECS. Bodies and walls mirror their lane's physics: an edit here is undone at the \
+                 next frame. Change a lane with its panel on the right (demos record those).",
+            );
             egui::ScrollArea::both().show(ui, |ui| {
                 bevy_inspector_egui::bevy_inspector::ui_for_world(world, ui);
                 ui.allocate_space(ui.available_size());

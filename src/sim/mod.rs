@@ -120,7 +120,12 @@ impl Plugin for SimPlugin {
                     .chain()
                     .in_set(SimSet::ApplyMessages),
             )
-            .add_systems(Update, write_back_bodies.in_set(SimSet::Writeback))
+            .add_systems(
+                Update,
+                (write_back_bodies, restore_mirrors)
+                    .chain()
+                    .in_set(SimSet::Writeback),
+            )
             .add_systems(Update, interpolate_transforms.in_set(SimSet::Interpolate))
             .add_systems(
                 FixedUpdate,
@@ -687,6 +692,73 @@ pub fn write_back_bodies(
                     *state = next;
                 }
             }
+        }
+    }
+}
+
+/// Writeback: a ball's or rod's mirrored constants (radius, mass, length, e, its index) and a wall's box come from
+/// its lane. The physics never reads the mirrors, so an edit in the World Inspector is undone here rather than
+/// drawn as if it had changed the simulation.
+pub fn restore_mirrors(
+    lanes: Query<&Lane>,
+    mut balls: Query<(Entity, &LaneMember, &mut Ball), Changed<Ball>>,
+    mut rods: Query<(Entity, &LaneMember, &mut Rod), Changed<Rod>>,
+    mut walls: Query<(&Name, &LaneMember, &mut Wall), Changed<Wall>>,
+) {
+    // The mirror's own index is a hint (it may be the edited field); the lane's entity list is the truth.
+    let slot = |entities: &[Entity], hint: usize, entity: Entity| {
+        if entities.get(hint) == Some(&entity) {
+            Some(hint)
+        } else {
+            entities.iter().position(|&e| e == entity)
+        }
+    };
+    for (entity, member, mut ball) in &mut balls {
+        let Ok(lane) = lanes.get(member.0) else {
+            continue;
+        };
+        if let Some(i) = slot(&lane.ball_entities, ball.index, entity)
+            && let Some(b) = lane.world.balls.get(i)
+        {
+            ball.set_if_neq(Ball {
+                index: i,
+                radius: b.radius,
+                mass: b.mass,
+            });
+        }
+    }
+    for (entity, member, mut rod) in &mut rods {
+        let Ok(lane) = lanes.get(member.0) else {
+            continue;
+        };
+        if let Some(i) = slot(&lane.rod_entities, rod.index, entity)
+            && let Some(r) = lane.world.rods.get(i)
+        {
+            rod.set_if_neq(Rod {
+                index: i,
+                length: r.length,
+                mass: r.mass,
+                restitution: r.restitution,
+            });
+        }
+    }
+    for (name, member, mut wall) in &mut walls {
+        let Ok(lane) = lanes.get(member.0) else {
+            continue;
+        };
+        // Walls are not listed by entity; their name ends with their index ("… wall 3").
+        let index = name
+            .as_str()
+            .rsplit_once(' ')
+            .and_then(|(_, k)| k.parse::<usize>().ok())
+            .unwrap_or(wall.index);
+        if let Some(w) = lane.world.walls.get(index) {
+            wall.set_if_neq(Wall {
+                index,
+                center: w.center,
+                half_extents: w.half_extents,
+                angle: w.angle,
+            });
         }
     }
 }

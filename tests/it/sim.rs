@@ -377,3 +377,28 @@ fn a_throw_and_a_restart_keep_the_inspector_edits_and_the_throw_sets_its_own() {
     run_updates(&mut app, 1);
     assert_eq!(with_lane(&mut app, 1, |l| l.world.settings.kappa), 1e4);
 }
+
+#[test]
+fn an_edit_of_a_mirror_is_undone_since_the_physics_does_not_read_it() {
+    use contact_sandbox::sim::Wall;
+    let mut app = headless(WALL_THROW);
+    run_updates(&mut app, 2);
+    let mut balls = app.world_mut().query::<&mut Ball>();
+    for mut ball in balls.iter_mut(app.world_mut()) {
+        ball.radius = 0.3;
+        ball.index = 999;
+    }
+    let mut walls = app.world_mut().query::<&mut Wall>();
+    for mut wall in walls.iter_mut(app.world_mut()) {
+        wall.half_extents.x = 5.0;
+    }
+    app.update();
+    let mut balls = app.world_mut().query::<&Ball>();
+    for ball in balls.iter(app.world()) {
+        assert_eq!((ball.index, ball.radius), (0, 0.0), "the seed's point ball");
+    }
+    let mut walls = app.world_mut().query::<&Wall>();
+    for wall in walls.iter(app.world()) {
+        assert!((wall.half_extents.x - 0.01).abs() < 1e-12, "{wall:?}");
+    }
+}
