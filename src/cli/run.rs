@@ -55,30 +55,42 @@ pub fn run_scene_measured_with(
 ) -> Vec<(LaneWorld, HalfwaySnapshot)> {
     let mut out = Vec::new();
     let mut done = 0u64;
-    for mut lane in scene.build() {
-        let mut snapshot = HalfwaySnapshot::default();
-        for step in 0..steps {
-            if step == steps / 2 {
-                snapshot = HalfwaySnapshot {
-                    time: lane.time,
-                    velocities: lane.balls.iter().map(|b| b.velocity).collect(),
-                };
-            }
-            if lane.step().is_none() {
-                break;
-            }
-            if step % 256 == 255 {
-                progress(done + step + 1);
-            }
-        }
+    for lane in scene.build() {
+        out.push(run_lane_measured(lane, steps, |lane_done| {
+            progress(done + lane_done)
+        }));
         done += steps;
-        progress(done);
-        out.push((lane, snapshot));
     }
     out
 }
 
-/// Ball velocities at the half-way step.
+/// Steps one lane `steps` times as `run` does, keeping the [`HalfwaySnapshot`] at step `steps / 2`; tells
+/// `progress` how many steps are done every 256 of them and at the end.
+pub fn run_lane_measured(
+    mut lane: LaneWorld,
+    steps: u64,
+    mut progress: impl FnMut(u64),
+) -> (LaneWorld, HalfwaySnapshot) {
+    let mut snapshot = HalfwaySnapshot::default();
+    for step in 0..steps {
+        if step == steps / 2 {
+            snapshot = HalfwaySnapshot {
+                time: lane.time,
+                velocities: lane.balls.iter().map(|b| b.velocity).collect(),
+            };
+        }
+        if lane.step().is_none() {
+            break;
+        }
+        if step % 256 == 255 {
+            progress(step + 1);
+        }
+    }
+    progress(steps);
+    (lane, snapshot)
+}
+
+/// Ball velocities and the lane time at the half-way step.
 #[derive(Clone, Debug, Default)]
 pub struct HalfwaySnapshot {
     pub time: f64,
@@ -199,6 +211,17 @@ pub fn lane_json(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> Value {
     })
 }
 
+/// `x` with `decimals` decimals, never as a negative zero ("-0.000000" is 0.000000).
+pub fn fixed(x: f64, decimals: usize) -> String {
+    let text = format!("{x:.decimals$}");
+    match text.strip_prefix('-') {
+        Some(magnitude) if magnitude.bytes().all(|b| b == b'0' || b == b'.') => {
+            magnitude.to_string()
+        }
+        _ => text,
+    }
+}
+
 /// A readable per-lane summary.
 pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
     let s = &lane.stats;
@@ -218,16 +241,28 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
         s.tunneled,
         lane.energy()
     );
+    if s.iteration_caps > 0 {
+        out.push_str(&format!(
+            "  Newton hit its cap of {} iterations in {} of {} steps (those steps are not converged)\n",
+            lane.settings.newton_max_iterations, s.iteration_caps, s.steps
+        ));
+    }
+    if s.stalled_line_searches > 0 {
+        out.push_str(&format!(
+            "  the line search stalled {} times\n",
+            s.stalled_line_searches
+        ));
+    }
     if let Some(fault) = &lane.fault {
         out.push_str(&format!("  FAULT: {fault}\n"));
     }
     for (i, b) in lane.balls.iter().enumerate().take(20) {
         out.push_str(&format!(
-            "  ball {i}: pos ({:.6}, {:.6}) vel ({:.6}, {:.6}){}\n",
-            b.position.x,
-            b.position.y,
-            b.velocity.x,
-            b.velocity.y,
+            "  ball {i}: pos ({}, {}) vel ({}, {}){}\n",
+            fixed(b.position.x, 6),
+            fixed(b.position.y, 6),
+            fixed(b.velocity.x, 6),
+            fixed(b.velocity.y, 6),
             if lane.ball_tunneled(i) {
                 " TUNNELED"
             } else {
@@ -236,12 +271,12 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
         ));
         if let Some(c) = slope_check(lane, i, halfway) {
             out.push_str(&format!(
-                "    on wall {} at {:.4} rad: Coulomb predicts {} (a = {:.6} m/s²); measured a = {:.6} m/s² down the slope, speed {:.3e} m/s\n",
+                "    on wall {} at {:.4} rad: Coulomb predicts {} (a = {} m/s²); measured a = {} m/s² down the slope, speed {:.3e} m/s\n",
                 c.wall,
                 c.slope_angle,
                 if c.sticking_predicted { "sticking" } else { "sliding" },
-                c.coulomb_accel,
-                c.measured_accel,
+                fixed(c.coulomb_accel, 6),
+                fixed(c.measured_accel, 6),
                 b.velocity.length()
             ));
         }
@@ -254,8 +289,13 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
     }
     for (i, r) in lane.rods.iter().enumerate() {
         out.push_str(&format!(
-            "  rod {i}: centre ({:.6}, {:.6}) angle {:.6} vel ({:.3e}, {:.3e}) omega {:.3e}\n",
-            r.center.x, r.center.y, r.angle, r.velocity.x, r.velocity.y, r.omega
+            "  rod {i}: centre ({}, {}) angle {} vel ({:.3e}, {:.3e}) omega {:.3e}\n",
+            fixed(r.center.x, 6),
+            fixed(r.center.y, 6),
+            fixed(r.angle, 6),
+            r.velocity.x,
+            r.velocity.y,
+            r.omega
         ));
     }
     if !lane.rods.is_empty() {

@@ -169,3 +169,24 @@ fn frictionless_lanes_are_unchanged_by_the_friction_code() {
         "{a_measured} vs {expected}"
     );
 }
+
+use contact_sandbox::cli::run::{fixed, lane_table, run_lane_measured};
+
+#[test]
+fn run_says_when_newton_hit_its_cap_and_prints_no_negative_zero() {
+    let mut lane = slope_lane(ContactMethod::Ipc, 0.1, 0.3);
+    lane.settings.newton_max_iterations = 1;
+    let (lane, halfway) = run_lane_measured(lane, 10, |_| {});
+    assert!(lane.stats.iteration_caps > 0);
+    let text = lane_table(&lane, &halfway);
+    assert!(
+        text.contains(&format!(
+            "Newton hit its cap of 1 iterations in {} of 10 steps",
+            lane.stats.iteration_caps
+        )),
+        "{text}"
+    );
+    assert_eq!(fixed(-1e-9, 6), "0.000000");
+    assert_eq!(fixed(-0.0, 3), "0.000");
+    assert_eq!(fixed(-0.5, 2), "-0.50");
+}
