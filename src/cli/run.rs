@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use glam::DVec2;
 
 use crate::physics::geometry::ball_wall_distance;
+use crate::physics::rod_flight::wrapped_angle;
 use crate::physics::world::LaneWorld;
 use crate::scene::{MAX_RUN_STEPS, Scene};
 
@@ -313,7 +314,7 @@ pub fn lane_json(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> Value {
         .iter()
         .map(|r| {
             let at_rest = r.velocity.length() < ROD_REST_SPEED && r.omega.abs() < ROD_REST_SPEED;
-            json!({"center": [r.center.x, r.center.y], "angle": r.angle, "vel": [r.velocity.x, r.velocity.y],
+            json!({"center": [r.center.x, r.center.y], "angle": wrapped_angle(r.angle), "vel": [r.velocity.x, r.velocity.y],
                    "omega": r.omega, "energy_j": r.energy(g, lane.rod_floor_y),
                    "lowest_end_height_m": r.lowest_end_height() - lane.rod_floor_y, "at_rest": at_rest})
         })
@@ -465,7 +466,7 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
             "  rod {i}: centre ({}, {}) angle {} vel ({:.3e}, {:.3e}) omega {:.3e}\n",
             fixed(r.center.x, 6),
             fixed(r.center.y, 6),
-            fixed(r.angle, 6),
+            fixed(wrapped_angle(r.angle), 6),
             r.velocity.x,
             r.velocity.y,
             r.omega

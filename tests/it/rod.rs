@@ -854,3 +854,31 @@ fn a_kilobytes_long_value_is_quoted_by_its_start() {
     assert!(stderr.len() < 400, "{} bytes: {stderr}", stderr.len());
     assert!(stderr.contains("(4937 more characters)\""), "{stderr}");
 }
+
+#[test]
+fn run_reports_a_spinning_rods_angle_within_minus_pi_to_pi_and_keeps_the_stored_one() {
+    use contact_sandbox::cli::run::{HalfwaySnapshot, lane_json, lane_table};
+    use contact_sandbox::physics::world::{ContactSettings, LaneWorld};
+    let mut lane = LaneWorld::new("spin", ContactSettings::default(), vec![], vec![]);
+    lane.rods.push(Rod {
+        center: DVec2::new(0.0, 100.0),
+        angle: 0.0,
+        length: 1.0,
+        mass: 1.0,
+        restitution: 0.5,
+        velocity: DVec2::ZERO,
+        omega: 10.0,
+    });
+    for _ in 0..100 {
+        lane.step().expect("steps");
+    }
+    // One second at 10 rad/s in free flight: θ = 10 rad is stored, and 10 − 4π is reported.
+    let stored = lane.rods[0].angle;
+    assert!((stored - 10.0).abs() < 1e-9, "{stored}");
+    let reported = 10.0 - 4.0 * std::f64::consts::PI;
+    let json = lane_json(&lane, &HalfwaySnapshot::default());
+    let angle = json["rods"][0]["angle"].as_f64().unwrap_or(f64::NAN);
+    assert!((angle - reported).abs() < 1e-9, "{angle}");
+    let text = lane_table(&lane, &HalfwaySnapshot::default());
+    assert!(text.contains("angle -2.566371 "), "{text}");
+}
