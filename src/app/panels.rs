@@ -68,9 +68,9 @@ fn record_rod_impacts(
         for (r, report) in last.rods.iter().enumerate() {
             for impact in &report.impacts {
                 let line = format!(
-                    "step {} rod {r} {:?} end: c⁻ {:+.3} → c⁺ {:+.3} m/s, j = ({:.3}, {:.3}) N·s, ΔK {:.4} J",
+                    "step {} rod {r} {}: c⁻ {:+.3} → c⁺ {:+.3} m/s, j = ({:.3}, {:.3}) N·s, ΔK {:.4} J",
                     last.step,
-                    impact.end,
+                    impact.end_words(),
                     impact.normal_velocity_before,
                     impact.normal_velocity_after,
                     impact.impulse.x,
@@ -756,7 +756,8 @@ fn selected_body_panel(
     if let Some(r) = rod {
         ui.monospace(format!(
             "θ = {:.4} rad, ω = {:.4} rad/s",
-            state.angle, state.omega
+            crate::physics::rod_flight::wrapped_angle(state.angle),
+            state.omega
         ));
         ui.monospace(format!(
             "L = {:.3} m, m = {:.3} kg, e = {:.2}",

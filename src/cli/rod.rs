@@ -5,11 +5,13 @@
 //! ```
 //!
 //! Every number may be an integer, a decimal (`0.25`, `-1.5e-1`, converted exactly) or a fraction `p/q`.
-//! The defaults are the seed's exercise 1.
+//! The defaults are the seed's exercise 1. Results are exact at any size the parser accepts (10^±400); only the
+//! "≈" column and the length L, which are `f64`, can leave `f64`'s range, and then they say so ([`ROD_AFTER_HELP`]).
 
 use anyhow::Context;
+use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::ToPrimitive;
+use num_traits::{One, ToPrimitive, Zero};
 use serde_json::{Value, json};
 
 use crate::physics::rod::{
@@ -19,8 +21,18 @@ use crate::physics::rod::{
 
 use super::stdout::outln;
 
+/// What `rod --help` says after the options: the number syntax and what happens beyond `f64`'s range.
+pub const ROD_AFTER_HELP: &str = "\
+Numbers: integers, decimals (converted exactly) or fractions p/q, with powers of ten up to 10^±400.
+Every result is exact, whatever its size, in the table and in --json (fractions in lowest terms).
+The ≈ column rounds each to f64: 9 decimals from 10^-3 to 10^6, else 10 significant digits (1.000000000e30).
+A value beyond f64's range says \"beyond f64 (|x| > 1.8e308)\" or \"below f64 (0 < |x| < 2.2e-308)\" instead.
+L = 2√(a² + h²) is the one result computed in f64: beyond its range the table says so and --json gives
+\"length\": null; \"length_squared\" = 4(a² + h²) is always exact.";
+
 /// Arguments of `contact-sandbox rod` (seed frame: centre C = (0, h), lower end O = (a, 0) on the floor y = 0).
 #[derive(clap::Args, Debug, Clone)]
+#[command(after_help = ROD_AFTER_HELP)]
 pub struct RodArgs {
     /// Rod mass m > 0 (kg).
     #[arg(long, default_value = "1", allow_hyphen_values = true)]
@@ -65,21 +77,97 @@ pub fn parse_rod_args(args: &RodArgs) -> Result<RodImpactInput<BigRational>, Rod
             "m" => &args.m,
             "a" => &args.a,
             "h" => &args.h,
+            "vx" => &args.vx,
+            "vy" => &args.vy,
+            "omega" => &args.omega,
             "e" => &args.e,
             _ => return error,
         };
-        RodParameterError {
-            value: format!("{typed:?}"),
-            ..error
-        }
+        RodParameterError::new(&error.parameter, format!("{typed:?}"), &error.reason)
     })?;
     Ok(input)
 }
 
-/// L = 2√(a² + h²) as f64 (the only quantity that needs a square root).
-pub fn rod_length_f64(input: &RodImpactInput<BigRational>) -> f64 {
+/// An exact value rounded to `f64`, or where it lies when `f64` cannot hold it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FloatApproximation {
+    /// Zero, or a normal `f64`.
+    Value(f64),
+    /// |x| > `f64::MAX` (≈ 1.8e308).
+    Beyond,
+    /// 0 < |x| < `f64::MIN_POSITIVE` (≈ 2.2e-308): it would round to 0 or to a subnormal of few digits.
+    Below,
+}
+
+impl FloatApproximation {
+    /// `x` classified: finite normal values (and 0) are kept, the rest say which side of `f64`'s range they are.
+    pub fn of(x: f64, exact_zero: bool) -> Self {
+        if exact_zero {
+            FloatApproximation::Value(0.0)
+        } else if !x.is_finite() {
+            FloatApproximation::Beyond
+        } else if x.abs() < f64::MIN_POSITIVE {
+            FloatApproximation::Below
+        } else {
+            FloatApproximation::Value(x)
+        }
+    }
+
+    /// The exact `value` rounded to `f64`.
+    pub fn of_exact(value: &BigRational) -> Self {
+        Self::of(value.to_f64().unwrap_or(f64::INFINITY), value.is_zero())
+    }
+
+    /// `decimals` decimals from 10⁻³ to 10⁶ (and for 0), else scientific with `decimals + 1` significant digits:
+    /// never more digits than an `f64` holds (`{:.9}` of 1e30 printed 1000000000000000019884624838656.0…).
+    pub fn text(self, decimals: usize) -> String {
+        match self {
+            FloatApproximation::Value(x) if x == 0.0 || (1e-3..1e6).contains(&x.abs()) => {
+                format!("{x:.decimals$}")
+            }
+            FloatApproximation::Value(x) => format!("{x:.decimals$e}"),
+            FloatApproximation::Beyond => "beyond f64 (|x| > 1.8e308)".into(),
+            FloatApproximation::Below => "below f64 (0 < |x| < 2.2e-308)".into(),
+        }
+    }
+
+    /// The value for JSON: a number, or null outside `f64`'s range.
+    pub fn json(self) -> Value {
+        match self {
+            FloatApproximation::Value(x) => json!(x),
+            _ => Value::Null,
+        }
+    }
+}
+
+/// L² = 4(a² + h²), exact.
+pub fn rod_length_squared(input: &RodImpactInput<BigRational>) -> BigRational {
     let squared = input.a.clone() * input.a.clone() + input.h.clone() * input.h.clone();
-    2.0 * squared.to_f64().unwrap_or(f64::NAN).sqrt()
+    squared * BigRational::from_integer(4.into())
+}
+
+/// L = 2√(a² + h²) in `f64` (the only quantity that needs a square root). L² is scaled by 4⁻ᵏ into `f64`'s
+/// range before the root and the root by 2ᵏ after, so a = 10²⁰⁰ gives L = 2·10²⁰⁰, not ∞ from squaring in
+/// `f64`; only an L itself beyond (or below) `f64`'s range is reported so.
+pub fn rod_length_f64(input: &RodImpactInput<BigRational>) -> FloatApproximation {
+    let squared = rod_length_squared(input);
+    if squared.is_zero() {
+        return FloatApproximation::Value(0.0);
+    }
+    // log₂ L² within ±1, halved: L² / 4ᵏ lies in [1/8, 8].
+    let log2 = squared.numer().bits() as i64 - squared.denom().bits() as i64;
+    let k = log2.div_euclid(2);
+    let shift = (2 * k.unsigned_abs()) as usize;
+    let scaled = if k >= 0 {
+        squared / BigRational::from_integer(BigInt::one() << shift)
+    } else {
+        squared * BigRational::from_integer(BigInt::one() << shift)
+    };
+    let root = scaled.to_f64().unwrap_or(f64::NAN).sqrt();
+    // 2ᵏ as two halves, so neither overflows before the product does.
+    let half = (k / 2).clamp(-2000, 2000) as i32;
+    let rest = (k - i64::from(half)).clamp(-2000, 2000) as i32;
+    FloatApproximation::of(root * 2f64.powi(half) * 2f64.powi(rest), false)
 }
 
 fn report_rows(report: &RodImpactReport<BigRational>) -> [(&'static str, &BigRational); 15] {
@@ -103,7 +191,8 @@ fn report_rows(report: &RodImpactReport<BigRational>) -> [(&'static str, &BigRat
 }
 
 /// The JSON object of `rod --json`: every exact value as a string fraction in lowest terms, `active` as a bool,
-/// plus `length` (f64, L = 2√(a² + h²)), `restitution_residual` (c⁺ + e c⁻, null when inactive) and the inputs.
+/// plus `length` (f64, L = 2√(a² + h²), null outside `f64`'s range), `length_squared` (exact L²),
+/// `restitution_residual` (c⁺ + e c⁻, null when inactive) and the inputs.
 pub fn rod_report_json(
     input: &RodImpactInput<BigRational>,
     report: &RodImpactReport<BigRational>,
@@ -113,7 +202,11 @@ pub fn rod_report_json(
     for (name, value) in report_rows(report) {
         object.insert(name.into(), Value::String(format_fraction(value)));
     }
-    object.insert("length".into(), json!(rod_length_f64(input)));
+    object.insert("length".into(), rod_length_f64(input).json());
+    object.insert(
+        "length_squared".into(),
+        Value::String(format_fraction(&rod_length_squared(input))),
+    );
     object.insert(
         "restitution_residual".into(),
         report
@@ -144,7 +237,7 @@ pub fn rod_report_table(
 ) -> String {
     let mut lines = vec![
         format!(
-            "rod impact: m={} a={} h={} V=({}, {}) omega={} e={}  (L = {:.6})",
+            "rod impact: m={} a={} h={} V=({}, {}) omega={} e={}  (L = {})",
             format_fraction(&input.mass),
             format_fraction(&input.a),
             format_fraction(&input.h),
@@ -152,7 +245,7 @@ pub fn rod_report_table(
             format_fraction(&input.vy),
             format_fraction(&input.omega),
             format_fraction(&input.restitution),
-            rod_length_f64(input),
+            rod_length_f64(input).text(6),
         ),
         format!(
             "{:<14} {}",
@@ -166,9 +259,9 @@ pub fn rod_report_table(
     ];
     for (name, value) in report_rows(report) {
         lines.push(format!(
-            "{name:<14} {:<24} ≈ {:.9}",
+            "{name:<14} {:<24} ≈ {}",
             format_fraction(value),
-            value.to_f64().unwrap_or(f64::NAN)
+            FloatApproximation::of_exact(value).text(9)
         ));
     }
     lines.join("\n")

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use glam::DVec2;
 
 use crate::physics::geometry::ball_wall_distance;
+use crate::physics::rod_flight::wrapped_angle;
 use crate::physics::world::LaneWorld;
 use crate::scene::{MAX_RUN_STEPS, Scene};
 
@@ -41,8 +42,8 @@ pub fn run_scene(scene: &Scene, steps: u64) -> Vec<LaneWorld> {
         .collect()
 }
 
-/// As [`run_scene`], also keeping each ball's velocity and the lane time at the half-way step, so the mean
-/// acceleration over the second half (after start-up transients) can be measured.
+/// As [`run_scene`], also keeping each ball's position and velocity and the lane time at the half-way step, so
+/// the mean acceleration over the second half (after start-up transients) can be measured.
 pub fn run_scene_measured(scene: &Scene, steps: u64) -> Vec<(LaneWorld, HalfwaySnapshot)> {
     run_scene_measured_with(scene, steps, |_| {})
 }
@@ -55,53 +56,152 @@ pub fn run_scene_measured_with(
 ) -> Vec<(LaneWorld, HalfwaySnapshot)> {
     let mut out = Vec::new();
     let mut done = 0u64;
-    for mut lane in scene.build() {
-        let mut snapshot = HalfwaySnapshot::default();
-        for step in 0..steps {
-            if step == steps / 2 {
-                snapshot = HalfwaySnapshot {
-                    time: lane.time,
-                    velocities: lane.balls.iter().map(|b| b.velocity).collect(),
-                };
-            }
-            if lane.step().is_none() {
-                break;
-            }
-            if step % 256 == 255 {
-                progress(done + step + 1);
-            }
-        }
+    for lane in scene.build() {
+        out.push(run_lane_measured(lane, steps, |lane_done| {
+            progress(done + lane_done)
+        }));
         done += steps;
-        progress(done);
-        out.push((lane, snapshot));
     }
     out
 }
 
-/// Ball velocities at the half-way step.
+/// Steps one lane `steps` times as `run` does, keeping the [`HalfwaySnapshot`] at step `steps / 2`; tells
+/// `progress` how many steps are done every 256 of them and at the end.
+pub fn run_lane_measured(
+    mut lane: LaneWorld,
+    steps: u64,
+    mut progress: impl FnMut(u64),
+) -> (LaneWorld, HalfwaySnapshot) {
+    let mut snapshot = HalfwaySnapshot::default();
+    for step in 0..steps {
+        if step == steps / 2 {
+            snapshot = HalfwaySnapshot {
+                time: lane.time,
+                positions: lane.balls.iter().map(|b| b.position).collect(),
+                velocities: lane.balls.iter().map(|b| b.velocity).collect(),
+            };
+        }
+        if lane.step().is_none() {
+            break;
+        }
+        if step % 256 == 255 {
+            progress(step + 1);
+        }
+    }
+    progress(steps);
+    (lane, snapshot)
+}
+
+/// Ball positions and velocities and the lane time at the half-way step.
 #[derive(Clone, Debug, Default)]
 pub struct HalfwaySnapshot {
     pub time: f64,
+    pub positions: Vec<DVec2>,
     pub velocities: Vec<DVec2>,
 }
 
-/// A ball resting on (or sliding along) a wall face, compared with Coulomb's law for a block on an incline.
+/// How a ball moves along the wall face it touches, at one instant: the regime Coulomb's law depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SurfaceMotion {
+    /// Not within reach of the wall (the measured window began in flight).
+    OffTheWall,
+    /// Tangential speed below the friction's `ε_v`: the smoothed static regime (SPEC §1.5).
+    AtRest,
+    /// Sliding down an incline.
+    SlidingDown,
+    /// Sliding up an incline.
+    SlidingUp,
+    /// Sliding along a level surface.
+    SlidingLevel,
+}
+
+impl SurfaceMotion {
+    /// The words of `run`'s text output.
+    pub fn label(self) -> &'static str {
+        match self {
+            SurfaceMotion::OffTheWall => "off the wall",
+            SurfaceMotion::AtRest => "at rest",
+            SurfaceMotion::SlidingDown => "sliding down the slope",
+            SurfaceMotion::SlidingUp => "sliding up the slope",
+            SurfaceMotion::SlidingLevel => "sliding along the floor",
+        }
+    }
+
+    /// The name in `run --json`.
+    pub fn key(self) -> &'static str {
+        match self {
+            SurfaceMotion::OffTheWall => "off_the_wall",
+            SurfaceMotion::AtRest => "at_rest",
+            SurfaceMotion::SlidingDown => "sliding_down",
+            SurfaceMotion::SlidingUp => "sliding_up",
+            SurfaceMotion::SlidingLevel => "sliding_level",
+        }
+    }
+}
+
+/// Coulomb's law for a block on a surface, as an acceleration along an axis tangent to it [m/s²].
+///
+/// `gravity_along` = g sin θ, gravity's component along the axis (0 on a level surface); `pressing` = g cos θ,
+/// its component into the surface; `velocity_sign` = sign of the velocity along the axis, `None` at rest.
+/// At rest the block sticks (a = 0) if |g sin θ| ≤ μ g cos θ (tan θ ≤ μ), else slides from rest at
+/// g sin θ − μ g cos θ sign(g sin θ); sliding, kinetic friction opposes the velocity:
+/// a = g sin θ − μ g cos θ · sign(v).
+pub fn coulomb_acceleration(
+    gravity_along: f64,
+    pressing: f64,
+    mu: f64,
+    velocity_sign: Option<f64>,
+) -> f64 {
+    let friction = mu * pressing;
+    match velocity_sign {
+        None if gravity_along.abs() <= friction => 0.0,
+        None => gravity_along - friction * gravity_along.signum(),
+        Some(sign) => gravity_along - friction * sign,
+    }
+}
+
+/// A ball resting on or sliding along a wall face, compared with Coulomb's law for a block on an incline.
+///
+/// Accelerations are along `axis`: down the slope on an incline; on a level surface the direction the ball
+/// slides in (the face's tangent when it does not). They are measured as the mean over the second half of the
+/// run, `(v(t) − v(t/2)) · axis / (t/2)`, and compared only when Coulomb's acceleration is the same at both
+/// ends of that window (`comparable`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlopeCheck {
     pub wall: usize,
     /// Surface inclination θ [rad] (0 = level).
     pub slope_angle: f64,
-    /// `g (sin θ − μ cos θ)` when positive (sliding), else 0 (sticking) [m/s²].
+    /// Unit tangent the accelerations are measured along.
+    pub axis: DVec2,
+    /// `axis` in words: "down the slope", "along the motion" or "along the floor".
+    pub axis_name: &'static str,
+    /// The ball's regime at the end of the run.
+    pub motion: SurfaceMotion,
+    /// The regime at the half-way step, where the measured window starts.
+    pub motion_at_halfway: SurfaceMotion,
+    /// Coulomb's acceleration along `axis` for `motion` [m/s²].
     pub coulomb_accel: f64,
-    /// Measured mean acceleration down the slope over the second half of the run [m/s²].
+    /// The same for `motion_at_halfway` (`None` off the wall) [m/s²].
+    pub coulomb_accel_at_halfway: Option<f64>,
+    /// Measured mean acceleration along `axis` over the second half of the run [m/s²].
     pub measured_accel: f64,
+    /// At rest with tan θ ≤ μ.
     pub sticking_predicted: bool,
+    /// Coulomb's acceleration is the same at both ends of the measured window, so the two can be compared.
+    pub comparable: bool,
+    /// The measured window (start, end), s.
+    pub window: (f64, f64),
 }
 
-/// For a ball touching a wall (gap below `max(10 d̂, 1 mm)`), the Coulomb prediction beside the measurement.
+/// A surface inclined less than this [rad] is level: it has no downhill to measure along.
+const LEVEL_ANGLE: f64 = 1e-12;
+
+/// For a ball touching a wall (gap below `max(10 d̂, 1 mm)`), the Coulomb prediction for its regime beside the
+/// measurement.
 pub fn slope_check(lane: &LaneWorld, ball: usize, halfway: &HalfwaySnapshot) -> Option<SlopeCheck> {
     let b = lane.balls.get(ball)?;
     let v_half = *halfway.velocities.get(ball)?;
+    let x_half = *halfway.positions.get(ball)?;
     let dt = lane.time - halfway.time;
     if dt <= 0.0 {
         return None;
@@ -123,17 +223,58 @@ pub fn slope_check(lane: &LaneWorld, ball: usize, halfway: &HalfwaySnapshot) -> 
         return None;
     }
     let along = g - normal * g.dot(normal);
-    let downhill = along.normalize_or_zero();
-    let slope_angle = along.length().atan2(pressing);
     let drive = along.length();
-    let coulomb = (drive - lane.settings.friction * pressing).max(0.0);
-    let measured = (b.velocity - v_half).dot(downhill) / dt;
+    let slope_angle = drive.atan2(pressing);
+    let level = slope_angle < LEVEL_ANGLE;
+    let tangential = |v: DVec2| v - normal * v.dot(normal);
+    let epsilon_v = lane.settings.friction_epsilon_v;
+    let sliding = |v: DVec2| tangential(v).length() >= epsilon_v;
+    let (axis, axis_name, gravity_along) = if !level {
+        (along / drive, "down the slope", drive)
+    } else if sliding(b.velocity) {
+        (tangential(b.velocity).normalize(), "along the motion", 0.0)
+    } else if sliding(v_half) {
+        (tangential(v_half).normalize(), "along the motion", 0.0)
+    } else {
+        (-normal.perp(), "along the floor", 0.0)
+    };
+    let motion_of = |v: DVec2| {
+        if !sliding(v) {
+            SurfaceMotion::AtRest
+        } else if level {
+            SurfaceMotion::SlidingLevel
+        } else if v.dot(axis) > 0.0 {
+            SurfaceMotion::SlidingDown
+        } else {
+            SurfaceMotion::SlidingUp
+        }
+    };
+    let mu = lane.settings.friction;
+    let predict = |v: DVec2| {
+        let sign = sliding(v).then(|| if v.dot(axis) >= 0.0 { 1.0 } else { -1.0 });
+        coulomb_acceleration(gravity_along, pressing, mu, sign)
+    };
+    let motion = motion_of(b.velocity);
+    let coulomb_accel = predict(b.velocity);
+    let on_wall_at_halfway = ball_wall_distance(x_half, b.radius, &lane.walls[wall]).value <= reach;
+    let (motion_at_halfway, coulomb_accel_at_halfway) = if on_wall_at_halfway {
+        (motion_of(v_half), Some(predict(v_half)))
+    } else {
+        (SurfaceMotion::OffTheWall, None)
+    };
     Some(SlopeCheck {
         wall,
         slope_angle,
-        coulomb_accel: coulomb,
-        measured_accel: measured,
-        sticking_predicted: coulomb == 0.0,
+        axis,
+        axis_name,
+        motion,
+        motion_at_halfway,
+        coulomb_accel,
+        coulomb_accel_at_halfway,
+        measured_accel: (b.velocity - v_half).dot(axis) / dt,
+        sticking_predicted: motion == SurfaceMotion::AtRest && coulomb_accel == 0.0,
+        comparable: coulomb_accel_at_halfway == Some(coulomb_accel),
+        window: (halfway.time, lane.time),
     })
 }
 
@@ -155,7 +296,12 @@ pub fn lane_json(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> Value {
                    "radius": b.radius, "mass": b.mass, "tunneled": lane.ball_tunneled(i)});
             if let Some(c) = slope_check(lane, i, halfway) {
                 v["slope"] = json!({"wall": c.wall, "angle_rad": c.slope_angle,
-                    "coulomb_accel_m_s2": c.coulomb_accel, "measured_accel_m_s2": c.measured_accel,
+                    "axis": [c.axis.x, c.axis.y], "axis_name": c.axis_name,
+                    "motion": c.motion.key(), "motion_at_halfway": c.motion_at_halfway.key(),
+                    "coulomb_accel_m_s2": c.coulomb_accel,
+                    "coulomb_accel_at_halfway_m_s2": c.coulomb_accel_at_halfway,
+                    "measured_accel_m_s2": c.measured_accel, "comparable": c.comparable,
+                    "window_s": [c.window.0, c.window.1],
                     "sticking_predicted": c.sticking_predicted,
                     "speed_m_s": b.velocity.length()});
             }
@@ -168,7 +314,7 @@ pub fn lane_json(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> Value {
         .iter()
         .map(|r| {
             let at_rest = r.velocity.length() < ROD_REST_SPEED && r.omega.abs() < ROD_REST_SPEED;
-            json!({"center": [r.center.x, r.center.y], "angle": r.angle, "vel": [r.velocity.x, r.velocity.y],
+            json!({"center": [r.center.x, r.center.y], "angle": wrapped_angle(r.angle), "vel": [r.velocity.x, r.velocity.y],
                    "omega": r.omega, "energy_j": r.energy(g, lane.rod_floor_y),
                    "lowest_end_height_m": r.lowest_end_height() - lane.rod_floor_y, "at_rest": at_rest})
         })
@@ -199,6 +345,65 @@ pub fn lane_json(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> Value {
     })
 }
 
+/// Coulomb's law, in words, for the regime a [`SlopeCheck`] found at the end of the run.
+fn coulomb_words(c: &SlopeCheck) -> String {
+    let a = fixed(c.coulomb_accel, 6);
+    match c.motion {
+        SurfaceMotion::AtRest if c.slope_angle < LEVEL_ANGLE => {
+            format!("staying at rest (level), a = {a}")
+        }
+        SurfaceMotion::AtRest if c.sticking_predicted => format!("sticking (tan θ ≤ μ), a = {a}"),
+        SurfaceMotion::AtRest => {
+            format!("sliding from rest (tan θ > μ), a = g (sin θ − μ cos θ) = {a}")
+        }
+        SurfaceMotion::SlidingDown => format!("a = g (sin θ − μ cos θ) = {a}"),
+        SurfaceMotion::SlidingUp => format!("a = g (sin θ + μ cos θ) = {a}"),
+        SurfaceMotion::SlidingLevel | SurfaceMotion::OffTheWall => format!("a = −μ g cos θ = {a}"),
+    }
+}
+
+/// The text lines of a [`SlopeCheck`]: the regime, Coulomb's acceleration for it and the measured one, both
+/// along the named axis; a measurement whose window spans two regimes is shown but not compared.
+fn slope_line(c: &SlopeCheck, speed: f64) -> String {
+    let mut line = format!(
+        "    on wall {} at {} rad, {}: Coulomb predicts {} m/s² {}\n      ",
+        c.wall,
+        fixed(c.slope_angle, 4),
+        c.motion.label(),
+        coulomb_words(c),
+        c.axis_name,
+    );
+    let measured = fixed(c.measured_accel, 6);
+    let (start, end) = (fixed(c.window.0, 3), fixed(c.window.1, 3));
+    if c.comparable {
+        line.push_str(&format!(
+            "measured a = {measured} m/s² {} over t = {start}..{end} s",
+            c.axis_name
+        ));
+    } else {
+        let before = c.coulomb_accel_at_halfway.map_or(String::new(), |a| {
+            format!(", Coulomb a = {} m/s²", fixed(a, 6))
+        });
+        line.push_str(&format!(
+            "not compared: measured mean a = {measured} m/s² over t = {start}..{end} s, which began {}{before}",
+            c.motion_at_halfway.label()
+        ));
+    }
+    line.push_str(&format!(", speed {:.3e} m/s\n", speed));
+    line
+}
+
+/// `x` with `decimals` decimals, never as a negative zero ("-0.000000" is 0.000000).
+pub fn fixed(x: f64, decimals: usize) -> String {
+    let text = format!("{x:.decimals$}");
+    match text.strip_prefix('-') {
+        Some(magnitude) if magnitude.bytes().all(|b| b == b'0' || b == b'.') => {
+            magnitude.to_string()
+        }
+        _ => text,
+    }
+}
+
 /// A readable per-lane summary.
 pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
     let s = &lane.stats;
@@ -218,16 +423,28 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
         s.tunneled,
         lane.energy()
     );
+    if s.iteration_caps > 0 {
+        out.push_str(&format!(
+            "  Newton hit its cap of {} iterations in {} of {} steps (those steps are not converged)\n",
+            lane.settings.newton_max_iterations, s.iteration_caps, s.steps
+        ));
+    }
+    if s.stalled_line_searches > 0 {
+        out.push_str(&format!(
+            "  the line search stalled {} times\n",
+            s.stalled_line_searches
+        ));
+    }
     if let Some(fault) = &lane.fault {
         out.push_str(&format!("  FAULT: {fault}\n"));
     }
     for (i, b) in lane.balls.iter().enumerate().take(20) {
         out.push_str(&format!(
-            "  ball {i}: pos ({:.6}, {:.6}) vel ({:.6}, {:.6}){}\n",
-            b.position.x,
-            b.position.y,
-            b.velocity.x,
-            b.velocity.y,
+            "  ball {i}: pos ({}, {}) vel ({}, {}){}\n",
+            fixed(b.position.x, 6),
+            fixed(b.position.y, 6),
+            fixed(b.velocity.x, 6),
+            fixed(b.velocity.y, 6),
             if lane.ball_tunneled(i) {
                 " TUNNELED"
             } else {
@@ -235,15 +452,7 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
             }
         ));
         if let Some(c) = slope_check(lane, i, halfway) {
-            out.push_str(&format!(
-                "    on wall {} at {:.4} rad: Coulomb predicts {} (a = {:.6} m/s²); measured a = {:.6} m/s² down the slope, speed {:.3e} m/s\n",
-                c.wall,
-                c.slope_angle,
-                if c.sticking_predicted { "sticking" } else { "sliding" },
-                c.coulomb_accel,
-                c.measured_accel,
-                b.velocity.length()
-            ));
+            out.push_str(&slope_line(&c, b.velocity.length()));
         }
     }
     if lane.balls.len() > 20 {
@@ -254,8 +463,13 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
     }
     for (i, r) in lane.rods.iter().enumerate() {
         out.push_str(&format!(
-            "  rod {i}: centre ({:.6}, {:.6}) angle {:.6} vel ({:.3e}, {:.3e}) omega {:.3e}\n",
-            r.center.x, r.center.y, r.angle, r.velocity.x, r.velocity.y, r.omega
+            "  rod {i}: centre ({}, {}) angle {} vel ({:.3e}, {:.3e}) omega {:.3e}\n",
+            fixed(r.center.x, 6),
+            fixed(r.center.y, 6),
+            fixed(wrapped_angle(r.angle), 6),
+            r.velocity.x,
+            r.velocity.y,
+            r.omega
         ));
     }
     if !lane.rods.is_empty() {

@@ -38,6 +38,8 @@ pub trait RodScalar: Clone + Debug + PartialOrd + Num + Neg<Output = Self> {
     fn from_i64(value: i64) -> Self;
     /// The closest `f64` (for display and for comparing the two paths).
     fn to_f64_lossy(&self) -> f64;
+    /// Not NaN or infinite. Every rational is finite, however far beyond `f64`'s range.
+    fn is_finite_value(&self) -> bool;
 }
 
 impl RodScalar for f64 {
@@ -47,6 +49,9 @@ impl RodScalar for f64 {
     fn to_f64_lossy(&self) -> f64 {
         *self
     }
+    fn is_finite_value(&self) -> bool {
+        self.is_finite()
+    }
 }
 
 impl RodScalar for BigRational {
@@ -55,6 +60,9 @@ impl RodScalar for BigRational {
     }
     fn to_f64_lossy(&self) -> f64 {
         num_traits::ToPrimitive::to_f64(self).unwrap_or(f64::NAN)
+    }
+    fn is_finite_value(&self) -> bool {
+        true
     }
 }
 
@@ -109,15 +117,15 @@ pub struct RodImpactInput<S> {
 }
 
 impl<S: RodScalar> RodImpactInput<S> {
-    /// Checks the seed's domain: m > 0, h > 0, a ≥ 0, 0 ≤ e ≤ 1 (and, in f64, that every value is finite).
+    /// Checks the seed's domain: m > 0, h > 0, a ≥ 0, 0 ≤ e ≤ 1 (and, in f64, that every value is finite; exact
+    /// rationals are never refused for their size, since the exact law cannot overflow).
     pub fn validate(&self) -> Result<(), RodParameterError> {
         let zero = S::zero();
         let finite = |name: &str, value: &S| {
-            let as_float = value.to_f64_lossy();
-            if as_float.is_nan() || as_float.is_infinite() {
+            if !value.is_finite_value() {
                 Err(RodParameterError::new(
                     name,
-                    as_float,
+                    format!("{value:?}"),
                     "must be a finite number",
                 ))
             } else {

@@ -315,6 +315,8 @@ pub struct RodImpact {
     pub end: RodEnd,
     /// Where, m.
     pub contact_point: DVec2,
+    /// The rod's centre C at that moment, m.
+    pub center: DVec2,
     /// Total impulse at that end in this resolution (normal j_n n, plus friction if any), N s.
     pub impulse: DVec2,
     /// c⁻ = n · v_end before, m/s (negative: approaching).
@@ -325,6 +327,31 @@ pub struct RodImpact {
     pub restitution_used: f64,
     /// K⁺ − K⁻ of the whole resolution this impact belongs to, J (≤ 0).
     pub kinetic_energy_change: f64,
+}
+
+impl RodImpact {
+    /// The end that hit, as someone watching sees it: "left end" or "right end" (left or right of the centre at
+    /// that moment), "lower end" (seed 003's word) for a rod standing vertically. The drawn rod does not mark
+    /// its `Plus` and `Minus` ends, and they swap sides as it turns.
+    pub fn end_words(&self) -> &'static str {
+        let offset = self.contact_point - self.center;
+        if offset.x.abs() <= 1e-9 * offset.length() {
+            "lower end"
+        } else if offset.x < 0.0 {
+            "left end"
+        } else {
+            "right end"
+        }
+    }
+}
+
+/// θ wrapped to (−π, π], for display and reports: a rod lying flat reads 0 or π, not 6.283185 or −18.85. The
+/// stored θ is never wrapped (the state, and the replay hashes over it, stay as stepped).
+pub fn wrapped_angle(theta: f64) -> f64 {
+    use std::f64::consts::{PI, TAU};
+    // rem_euclid is in [0, 2π], 2π only by rounding for a tiny negative θ, which then maps to 0.
+    let turn = theta.rem_euclid(TAU);
+    if turn > PI { turn - TAU } else { turn }
 }
 
 /// What happened in one [`step_rod`] call.
@@ -743,6 +770,7 @@ fn resolve_contacts(
                 time,
                 end,
                 contact_point: rod.end_position(end),
+                center: rod.center,
                 impulse,
                 normal_velocity_before: initial_velocity[index],
                 normal_velocity_after: normal_velocity(&body, index),
@@ -898,5 +926,49 @@ mod tests {
         // A dip of 1e-10 between samples is still found.
         let shallow = |t: f64| (t - 0.5) * (t - 0.5) - 1e-10;
         assert!(earliest_downward_crossing(&shallow, 2.0, 0.0, 1.0).is_some());
+    }
+
+    #[test]
+    fn a_reported_angle_is_wrapped_to_minus_pi_exclusive_to_pi() {
+        use std::f64::consts::{FRAC_PI_2, PI, TAU};
+        // Whole turns vanish; the results are within an ulp or two of 2π's multiples, hence the tolerance.
+        let cases = [
+            (TAU, 0.0),
+            (-19.316, -19.316 + 6.0 * PI),
+            (3.0 * FRAC_PI_2, -FRAC_PI_2),
+            (-3.0 * FRAC_PI_2, FRAC_PI_2),
+            (0.5 + 4.0 * TAU, 0.5),
+            (-1e-17, -1e-17),
+        ];
+        for (theta, expected) in cases {
+            let wrapped = wrapped_angle(theta);
+            assert!((wrapped - expected).abs() < 1e-14, "{theta}: {wrapped}");
+        }
+        // The interval's ends: π stays, −π becomes π.
+        assert_eq!(wrapped_angle(PI), PI);
+        assert_eq!(wrapped_angle(-PI), PI);
+        assert!(wrapped_angle(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn an_impact_names_its_end_by_the_side_it_hit_on() {
+        let impact = |contact: DVec2| RodImpact {
+            time: 0.0,
+            end: RodEnd::Minus,
+            contact_point: contact,
+            center: DVec2::new(1.0, 0.5),
+            impulse: DVec2::Y,
+            normal_velocity_before: -1.0,
+            normal_velocity_after: 0.0,
+            restitution_used: 0.0,
+            kinetic_energy_change: 0.0,
+        };
+        assert_eq!(impact(DVec2::new(0.6, 0.0)).end_words(), "left end");
+        assert_eq!(impact(DVec2::new(1.4, 0.0)).end_words(), "right end");
+        // A vertical rod (cos θ of π/2 is 6e-17, not 0).
+        assert_eq!(
+            impact(DVec2::new(1.0 + 3e-17, 0.0)).end_words(),
+            "lower end"
+        );
     }
 }

@@ -169,3 +169,163 @@ fn frictionless_lanes_are_unchanged_by_the_friction_code() {
         "{a_measured} vs {expected}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// `run`'s Coulomb check: the prediction for the ball's regime, beside the measured acceleration on the same axis.
+// References are computed here by hand from tan θ: on the half slope sin θ = 1/√5 and cos θ = 2/√5.
+
+use contact_sandbox::cli::run::{
+    SlopeCheck, SurfaceMotion, fixed, lane_table, run_lane_measured, run_scene_measured,
+    slope_check,
+};
+
+/// Runs `lane` as `run` does and returns its Coulomb check for ball 0, with the text `run` prints.
+fn coulomb_check(lane: LaneWorld, steps: u64) -> (SlopeCheck, String) {
+    let (lane, halfway) = run_lane_measured(lane, steps, |_| {});
+    let check = slope_check(&lane, 0, &halfway).expect("ball 0 touches its wall");
+    (check, lane_table(&lane, &halfway))
+}
+
+/// Relative tolerance of a measured mean acceleration against Coulomb's: λ and the tangents are lagged one
+/// step, which is a few parts in 10⁵ here; 10⁻³ leaves room and is far below the errors this check caught.
+const MEASURED_TOLERANCE: f64 = 1e-3;
+
+#[test]
+fn coulombs_check_decelerates_a_ball_thrown_up_the_slope_by_gravity_and_friction() {
+    let mu = 0.49;
+    let mut lane = slope_lane(ContactMethod::Ipc, 0.5, mu);
+    let up = DVec2::new(2.0, 1.0) / 5f64.sqrt();
+    lane.balls[0].velocity = 2.0 * up;
+    // 2 m/s up, slowing at ≈ 8.7 m/s²: still going up after 0.2 s.
+    let (check, text) = coulomb_check(lane, 20);
+    // Down the slope: g sin θ + μ g cos θ (friction opposes the upward slide).
+    let expected = G * (1.0 + 2.0 * mu) / 5f64.sqrt();
+    assert_eq!(check.motion, SurfaceMotion::SlidingUp);
+    assert_eq!(check.motion_at_halfway, SurfaceMotion::SlidingUp);
+    assert!((check.axis + up).length() < 1e-12, "{:?}", check.axis);
+    assert!((check.coulomb_accel - expected).abs() < 1e-12, "{check:?}");
+    assert!(check.comparable && !check.sticking_predicted);
+    assert!(
+        (check.measured_accel - expected).abs() < MEASURED_TOLERANCE * expected,
+        "{check:?} vs {expected}"
+    );
+    assert!(
+        text.contains("sliding up the slope: Coulomb predicts a = g (sin θ + μ cos θ) = 8.686")
+            && text.contains("m/s² down the slope\n      measured a = 8.686"),
+        "{text}"
+    );
+}
+
+#[test]
+fn coulombs_check_slows_a_ball_sliding_along_a_level_floor_at_mu_g() {
+    let mu = 0.3;
+    let mut lane = slope_lane_at(ContactMethod::Ipc, 0.0, mu, -2.5);
+    lane.balls[0].velocity = DVec2::new(3.0, 0.0);
+    // 3 m/s, slowing at 2.94 m/s²: 2.1 m/s after 0.3 s.
+    let (check, text) = coulomb_check(lane, 30);
+    let expected = -mu * G;
+    assert_eq!(check.motion, SurfaceMotion::SlidingLevel);
+    assert_eq!(check.axis, DVec2::X);
+    assert_eq!(check.axis_name, "along the motion");
+    assert!((check.coulomb_accel - expected).abs() < 1e-12, "{check:?}");
+    assert!(check.comparable);
+    assert!(
+        (check.measured_accel - expected).abs() < MEASURED_TOLERANCE * -expected,
+        "{check:?} vs {expected}"
+    );
+    assert!(
+        text.contains("sliding along the floor: Coulomb predicts a = −μ g cos θ = -2.943000 m/s² along the motion\n      measured a = -2.94"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_ball_that_stops_within_the_measured_window_is_shown_not_compared() {
+    let mut lane = slope_lane_at(ContactMethod::Ipc, 0.0, 0.3, -2.5);
+    lane.balls[0].velocity = DVec2::new(3.0, 0.0);
+    // It stops after 3 / 2.943 ≈ 1.02 s, between the half-way step (0.75 s) and the end (1.5 s).
+    let (check, text) = coulomb_check(lane, 150);
+    assert_eq!(check.motion_at_halfway, SurfaceMotion::SlidingLevel);
+    assert_eq!(check.motion, SurfaceMotion::AtRest);
+    assert!(!check.comparable, "{check:?}");
+    assert!(
+        text.contains("not compared") && text.contains("which began sliding along the floor"),
+        "{text}"
+    );
+    assert!(!text.contains("-0.000"), "{text}");
+}
+
+#[test]
+fn coulombs_check_predicts_sticking_for_a_ball_at_rest_below_the_friction_angle() {
+    // tan θ = 0.1 ≤ μ = 0.3.
+    let (check, text) = coulomb_check(slope_lane(ContactMethod::Ipc, 0.1, 0.3), 200);
+    assert_eq!(check.motion, SurfaceMotion::AtRest);
+    assert_eq!(check.motion_at_halfway, SurfaceMotion::AtRest);
+    assert!(check.sticking_predicted && check.comparable);
+    assert_eq!(check.coulomb_accel, 0.0);
+    // A sticking ball creeps below ε_v = 1 mm/s; over 1 s its mean acceleration is below 10⁻³ m/s².
+    assert!(check.measured_accel.abs() < 1e-3, "{check:?}");
+    assert!(
+        text.contains(
+            "at rest: Coulomb predicts sticking (tan θ ≤ μ), a = 0.000000 m/s² down the slope"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn coulombs_check_predicts_a_ball_at_rest_above_the_friction_angle_slides_from_rest() {
+    let mu = 0.3;
+    // One step: the window starts with the ball at rest (v = 0) and ends with it sliding down.
+    let (check, text) = coulomb_check(slope_lane(ContactMethod::Ipc, 0.5, mu), 1);
+    let expected = G * (1.0 - 2.0 * mu) / 5f64.sqrt();
+    assert_eq!(check.motion_at_halfway, SurfaceMotion::AtRest);
+    assert_eq!(check.motion, SurfaceMotion::SlidingDown);
+    assert!(!check.sticking_predicted && check.comparable, "{check:?}");
+    assert_eq!(check.coulomb_accel_at_halfway, Some(check.coulomb_accel));
+    assert!((check.coulomb_accel - expected).abs() < 1e-12, "{check:?}");
+    assert!(
+        (check.measured_accel - expected).abs() < MEASURED_TOLERANCE * expected,
+        "{check:?} vs {expected}"
+    );
+    assert!(text.contains("sliding down the slope"), "{text}");
+}
+
+#[test]
+fn the_shipped_slope_scene_keeps_spec_numbers_in_both_columns() {
+    use contact_sandbox::scene::Scene;
+    let scene = Scene::load(std::path::Path::new("assets/scenes/slope.ron")).expect("loads");
+    let expected = G * (1.0 - 2.0 * 0.49) / 5f64.sqrt();
+    for (lane, halfway) in run_scene_measured(&scene, 400) {
+        let check = slope_check(&lane, 0, &halfway).expect("on the slope");
+        assert!(check.comparable, "{}: {check:?}", lane.name);
+        if lane.settings.friction == 0.49 {
+            assert_eq!(check.motion, SurfaceMotion::SlidingDown);
+            assert!((check.coulomb_accel - expected).abs() < 1e-12);
+            assert_eq!(fixed(check.measured_accel, 6), "0.087743", "{}", lane.name);
+        } else {
+            assert_eq!(check.motion, SurfaceMotion::AtRest, "{}", lane.name);
+            assert!(check.sticking_predicted, "{}", lane.name);
+            assert_eq!(fixed(check.measured_accel, 6), "0.000000", "{}", lane.name);
+        }
+    }
+}
+
+#[test]
+fn run_says_when_newton_hit_its_cap_and_prints_no_negative_zero() {
+    let mut lane = slope_lane(ContactMethod::Ipc, 0.1, 0.3);
+    lane.settings.newton_max_iterations = 1;
+    let (lane, halfway) = run_lane_measured(lane, 10, |_| {});
+    assert!(lane.stats.iteration_caps > 0);
+    let text = lane_table(&lane, &halfway);
+    assert!(
+        text.contains(&format!(
+            "Newton hit its cap of 1 iterations in {} of 10 steps",
+            lane.stats.iteration_caps
+        )),
+        "{text}"
+    );
+    assert_eq!(fixed(-1e-9, 6), "0.000000");
+    assert_eq!(fixed(-0.0, 3), "0.000");
+    assert_eq!(fixed(-0.5, 2), "-0.50");
+}

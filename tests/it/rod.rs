@@ -2,7 +2,9 @@
 //! rationals and floats, the `rod` CLI, and rods dropped on a floor in the simulator.
 
 use clap::Parser;
-use contact_sandbox::cli::rod::{RodArgs, parse_rod_args, rod_report_json, run_rod};
+use contact_sandbox::cli::rod::{
+    RodArgs, parse_rod_args, rod_report_json, rod_report_table, run_rod,
+};
 use contact_sandbox::physics::DVec2;
 use contact_sandbox::physics::rod::{
     PlanarBody, RodImpactInput, RodImpactReport, contact_impulse, energy_change_closed_form,
@@ -553,6 +555,80 @@ fn cli_rejects_out_of_domain_parameters_with_one_line_naming_them() {
     assert!(error.contains("omega") && error.contains("fast"), "{error}");
 }
 
+#[test]
+fn an_exact_input_beyond_f64_is_computed_exactly_not_refused_as_infinite() {
+    let args = rod_args(&["--vy", "-1e400"]);
+    let input = parse_rod_args(&args).unwrap_or_else(|error| panic!("{error}"));
+    let report = resolve(&input);
+    // Exercise 1 with Vy = −10⁴⁰⁰: c⁻ = Vy + a ω = −10⁴⁰⁰ − 1, exactly.
+    let ten_400 = num_traits::pow(BigInt::from(10), 400);
+    assert_eq!(
+        report.c_minus,
+        BigRational::from_integer(-ten_400.clone() - 1)
+    );
+    let table = rod_report_table(&input, &report);
+    assert!(table.contains("≈ beyond f64 (|x| > 1.8e308)"), "{table}");
+    assert!(!table.contains("inf") && !table.contains("NaN"), "{table}");
+}
+
+#[test]
+fn the_float_column_prints_no_digits_that_f64_does_not_hold() {
+    // Vy = 10³⁰ leaves the contact (c⁻ > 0): Vy⁺ = 10³⁰ exactly, whose f64 is 1000000000000000019884624838656.
+    let input = parse_rod_args(&rod_args(&["--vy", "1e30"])).unwrap_or_else(|e| panic!("{e}"));
+    let table = rod_report_table(&input, &resolve(&input));
+    assert!(
+        table.contains("vy_plus        1000000000000000000000000000000 ≈ 1.000000000e30"),
+        "{table}"
+    );
+    assert!(!table.contains("19884624838656"), "{table}");
+    // Tiny values keep their digits too (10⁻¹² is not 0.000000000), and exercise 1 reads as before.
+    let input = parse_rod_args(&rod_args(&["--vx", "1e-12"])).unwrap_or_else(|e| panic!("{e}"));
+    let table = rod_report_table(&input, &resolve(&input));
+    assert!(table.contains("≈ 1.000000000e-12"), "{table}");
+    assert!(
+        table.contains("jn             3/10                     ≈ 0.300000000"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_length_beyond_f64_is_reported_as_such_beside_its_exact_square() {
+    // a = 10²⁰⁰: a² overflows f64 but L = 2√(10⁴⁰⁰ + 1) = 2·10²⁰⁰ does not.
+    let input = parse_rod_args(&rod_args(&["--a", "1e200"])).unwrap_or_else(|e| panic!("{e}"));
+    let report = resolve(&input);
+    let json = rod_report_json(&input, &report);
+    let length = json["length"].as_f64().unwrap_or(f64::NAN);
+    assert!((length / 2e200 - 1.0).abs() < 1e-15, "{length}");
+    assert!(rod_report_table(&input, &report).contains("(L = 2.000000e200)"));
+    // a = 10⁴⁰⁰ and a = h = 10⁻⁴⁰⁰: L itself is beyond f64's range, above and below.
+    for (argv, words) in [
+        (
+            ["--a", "1e400", "--h", "1"],
+            "L = beyond f64 (|x| > 1.8e308)",
+        ),
+        (
+            ["--a", "1e-400", "--h", "1e-400"],
+            "L = below f64 (0 < |x| < 2.2e-308)",
+        ),
+    ] {
+        let input = parse_rod_args(&rod_args(&argv)).unwrap_or_else(|e| panic!("{e}"));
+        let report = resolve(&input);
+        let json = rod_report_json(&input, &report);
+        assert_eq!(json["length"], serde_json::Value::Null, "{argv:?}");
+        assert!(
+            rod_report_table(&input, &report).contains(words),
+            "{argv:?}"
+        );
+    }
+    let json = rod_report_json(
+        &parse_rod_args(&rod_args(&["--a", "1e400"])).unwrap_or_else(|e| panic!("{e}")),
+        &resolve(&parse_rod_args(&rod_args(&["--a", "1e400"])).unwrap_or_else(|e| panic!("{e}"))),
+    );
+    // L² = 4 (10⁸⁰⁰ + 1).
+    let expected = format!("4{}4", "0".repeat(799));
+    assert_eq!(json["length_squared"].as_str(), Some(expected.as_str()));
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Rods dropped on the floor in the simulator.
 
@@ -853,4 +929,32 @@ fn a_kilobytes_long_value_is_quoted_by_its_start() {
     assert!(!run.status.success());
     assert!(stderr.len() < 400, "{} bytes: {stderr}", stderr.len());
     assert!(stderr.contains("(4937 more characters)\""), "{stderr}");
+}
+
+#[test]
+fn run_reports_a_spinning_rods_angle_within_minus_pi_to_pi_and_keeps_the_stored_one() {
+    use contact_sandbox::cli::run::{HalfwaySnapshot, lane_json, lane_table};
+    use contact_sandbox::physics::world::{ContactSettings, LaneWorld};
+    let mut lane = LaneWorld::new("spin", ContactSettings::default(), vec![], vec![]);
+    lane.rods.push(Rod {
+        center: DVec2::new(0.0, 100.0),
+        angle: 0.0,
+        length: 1.0,
+        mass: 1.0,
+        restitution: 0.5,
+        velocity: DVec2::ZERO,
+        omega: 10.0,
+    });
+    for _ in 0..100 {
+        lane.step().expect("steps");
+    }
+    // One second at 10 rad/s in free flight: θ = 10 rad is stored, and 10 − 4π is reported.
+    let stored = lane.rods[0].angle;
+    assert!((stored - 10.0).abs() < 1e-9, "{stored}");
+    let reported = 10.0 - 4.0 * std::f64::consts::PI;
+    let json = lane_json(&lane, &HalfwaySnapshot::default());
+    let angle = json["rods"][0]["angle"].as_f64().unwrap_or(f64::NAN);
+    assert!((angle - reported).abs() < 1e-9, "{angle}");
+    let text = lane_table(&lane, &HalfwaySnapshot::default());
+    assert!(text.contains("angle -2.566371 "), "{text}");
 }
