@@ -1315,7 +1315,7 @@ mod tests {
     #[test]
     fn a_restart_clears_the_rod_impacts_of_the_run_before() {
         let mut app = App::new();
-        app.insert_resource(RodImpactLog(vec!["step 432 rod 0 Plus end: …".into()]))
+        app.insert_resource(RodImpactLog(vec!["step 432 rod 0 left end: …".into()]))
             .add_systems(Update, record_rod_impacts);
         app.update();
         assert_eq!(
