@@ -28,7 +28,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::app::export::{ClipFormat, ExportPlan, Overlay, quiet_headless_gpu_probe, render_clip};
-use crate::demo::{Demo, Player, is_stream, same_file};
+use crate::demo::{
+    Demo, LinkError, OutputTarget, Player, follow_output_link, is_stream, same_file,
+};
 
 use super::stdout::outln;
 
@@ -229,28 +231,23 @@ fn file_kind(file_type: fs::FileType) -> &'static str {
 fn destination(out: &Path, kind: OutputKind) -> Result<Destination> {
     // Without a trailing '/', so a frames path that names a file is seen as that file.
     let plain: PathBuf = out.components().collect();
-    let Ok(link) = fs::symlink_metadata(&plain) else {
+    let found = follow_output_link(&plain).map_err(|e| {
+        let message = format!("--out {}: {e}", out.display());
+        match e {
+            LinkError::Dangling(source) | LinkError::Unreadable { source, .. } => {
+                anyhow::Error::new(source).context(message)
+            }
+        }
+    })?;
+    let Some(OutputTarget {
+        link_target,
+        metadata: meta,
+    }) = found
+    else {
         // Missing (or unreadable: the folder checks report that).
         return Ok(Destination::Replace(out.to_path_buf()));
     };
-    let (path, meta) = if link.file_type().is_symlink() {
-        let target = fs::canonicalize(&plain).with_context(|| {
-            format!(
-                "--out {}: is a symbolic link to a missing or unreachable file",
-                out.display()
-            )
-        })?;
-        let meta = fs::metadata(&target).with_context(|| {
-            format!(
-                "--out {}: cannot read '{}'",
-                out.display(),
-                target.display()
-            )
-        })?;
-        (target, meta)
-    } else {
-        (out.to_path_buf(), link)
-    };
+    let path = link_target.unwrap_or_else(|| out.to_path_buf());
     let file_type = meta.file_type();
     match kind {
         OutputKind::Frames if file_type.is_dir() => Ok(Destination::Replace(path)),

@@ -408,6 +408,40 @@ fn a_save_writes_through_links_and_into_fifos_and_never_replaces_them() {
 }
 
 #[test]
+fn an_output_link_is_followed_to_its_target_and_a_link_to_nothing_is_refused() {
+    // The one rule saves (demo::write_atomic) and exports (cli::export) go by.
+    use contact_sandbox::demo::{LinkError, follow_output_link};
+    let missing = scratch("follow-missing.ron");
+    let _ = std::fs::remove_file(&missing);
+    assert!(matches!(follow_output_link(&missing), Ok(None)));
+    let file = scratch("follow-file.ron");
+    std::fs::write(&file, b"x").expect("file");
+    let found = follow_output_link(&file).expect("a file").expect("is there");
+    assert!(found.link_target.is_none() && found.metadata.is_file());
+    let link = scratch("follow-link.ron");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&file, &link).expect("symlink");
+    let found = follow_output_link(&link).expect("a link").expect("is there");
+    let canonical = std::fs::canonicalize(&file).expect("canonical");
+    assert_eq!(found.link_target.as_deref(), Some(canonical.as_path()));
+    assert!(found.metadata.is_file());
+    let dangling = scratch("follow-dangling.ron");
+    let _ = std::fs::remove_file(&dangling);
+    std::os::unix::fs::symlink(scratch("follow-nowhere"), &dangling).expect("symlink");
+    let refused = follow_output_link(&dangling);
+    assert!(matches!(refused, Err(LinkError::Dangling(_))), "{refused:?}");
+    // A save names the path and the problem, in one line.
+    let err = wall_throw_demo().save(&dangling).expect_err("refused");
+    assert_eq!(
+        format!("{err:#}"),
+        format!(
+            "{}: is a symbolic link to a missing or unreachable file",
+            dangling.display()
+        )
+    );
+}
+
+#[test]
 fn record_refuses_to_write_over_its_own_inputs() {
     let scene_copy = scratch("own-input.scene.ron");
     std::fs::copy(WALL_THROW, &scene_copy).expect("copies the scene");
