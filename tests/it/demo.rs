@@ -372,21 +372,11 @@ fn a_save_writes_through_links_and_into_fifos_and_never_replaces_them() {
     // Into a FIFO (as into /dev/null): a reader gets the bytes, and the FIFO is still one.
     let fifo = scratch("demo.fifo");
     let _ = std::fs::remove_file(&fifo);
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success());
-    // The reader opens without blocking (Linux's O_NONBLOCK), so a save that wrongly renamed over the FIFO
-    // would leave it reading an empty pipe instead of waiting forever for a writer. The demo (a few kB) fits in
-    // the pipe's buffer, so the save does not wait for the reader either.
+    // The reader is open before the save; the demo (a few kB) fits in the pipe's buffer.
     use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    const O_NONBLOCK: i32 = 0o4000;
-    let mut reader = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(O_NONBLOCK)
-        .open(&fifo)
+    use std::os::unix::fs::FileTypeExt;
+    let mut reader = contact_sandbox::testing::fifo_with_reader(&fifo)
+        .expect("mkfifo is available")
         .expect("opens the FIFO for reading");
     assert!(
         text.len() < 64 * 1024,
