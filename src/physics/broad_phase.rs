@@ -232,7 +232,7 @@ impl BroadPhase {
         let (mut r0, mut r1) = (cell_key(c.y - span, cell), cell_key(c.y + span, cell));
         let (mut c0, mut c1) = (cell_key(c.x - span, cell), cell_key(c.x + span, cell));
         let cells = (r1 - r0 + 1) as f64 * (c1 - c0 + 1) as f64;
-        if !(cells <= keyed.len() as f64) {
+        if cells.is_nan() || cells > keyed.len() as f64 {
             // Such a box used to be answered by testing every ball. One more cell on each side finds exactly the
             // same pairs (a pair within reach lies within `span` of the centre up to rounding, far less than a
             // cell while no key is clamped), so the pairs, and the physics, stay bit for bit the same.

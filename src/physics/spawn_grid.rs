@@ -90,7 +90,7 @@ impl SpawnGrid {
                 cell_key(c.y + reach, cell) + 1,
             );
             let cells = (x1 - x0 + 1) as f64 * (y1 - y0 + 1) as f64;
-            if !(cells <= members.members.len() as f64) {
+            if cells > members.members.len() as f64 {
                 out.extend_from_slice(&members.members);
                 continue;
             }
