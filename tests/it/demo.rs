@@ -406,12 +406,16 @@ fn an_output_link_is_followed_to_its_target_and_a_link_to_nothing_is_refused() {
     assert!(matches!(follow_output_link(&missing), Ok(None)));
     let file = scratch("follow-file.ron");
     std::fs::write(&file, b"x").expect("file");
-    let found = follow_output_link(&file).expect("a file").expect("is there");
+    let found = follow_output_link(&file)
+        .expect("a file")
+        .expect("is there");
     assert!(found.link_target.is_none() && found.metadata.is_file());
     let link = scratch("follow-link.ron");
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(&file, &link).expect("symlink");
-    let found = follow_output_link(&link).expect("a link").expect("is there");
+    let found = follow_output_link(&link)
+        .expect("a link")
+        .expect("is there");
     let canonical = std::fs::canonicalize(&file).expect("canonical");
     assert_eq!(found.link_target.as_deref(), Some(canonical.as_path()));
     assert!(found.metadata.is_file());
@@ -419,7 +423,10 @@ fn an_output_link_is_followed_to_its_target_and_a_link_to_nothing_is_refused() {
     let _ = std::fs::remove_file(&dangling);
     std::os::unix::fs::symlink(scratch("follow-nowhere"), &dangling).expect("symlink");
     let refused = follow_output_link(&dangling);
-    assert!(matches!(refused, Err(LinkError::Dangling(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(LinkError::Dangling(_))),
+        "{refused:?}"
+    );
     // A save names the path and the problem, in one line.
     let err = wall_throw_demo().save(&dangling).expect_err("refused");
     assert_eq!(
