@@ -13,4 +13,6 @@ pub mod demo;
 pub mod physics;
 pub mod scene;
 pub mod sim;
+#[doc(hidden)]
+pub mod testing;
 pub mod text;

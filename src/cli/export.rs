@@ -28,7 +28,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::app::export::{ClipFormat, ExportPlan, Overlay, quiet_headless_gpu_probe, render_clip};
-use crate::demo::{Demo, Player, is_stream, same_file};
+use crate::demo::{
+    Demo, LinkError, OutputTarget, Player, follow_output_link, is_stream, same_file,
+};
 
 use super::stdout::outln;
 
@@ -229,28 +231,23 @@ fn file_kind(file_type: fs::FileType) -> &'static str {
 fn destination(out: &Path, kind: OutputKind) -> Result<Destination> {
     // Without a trailing '/', so a frames path that names a file is seen as that file.
     let plain: PathBuf = out.components().collect();
-    let Ok(link) = fs::symlink_metadata(&plain) else {
+    let found = follow_output_link(&plain).map_err(|e| {
+        let message = format!("--out {}: {e}", out.display());
+        match e {
+            LinkError::Dangling(source) | LinkError::Unreadable { source, .. } => {
+                anyhow::Error::new(source).context(message)
+            }
+        }
+    })?;
+    let Some(OutputTarget {
+        link_target,
+        metadata: meta,
+    }) = found
+    else {
         // Missing (or unreadable: the folder checks report that).
         return Ok(Destination::Replace(out.to_path_buf()));
     };
-    let (path, meta) = if link.file_type().is_symlink() {
-        let target = fs::canonicalize(&plain).with_context(|| {
-            format!(
-                "--out {}: is a symbolic link to a missing or unreachable file",
-                out.display()
-            )
-        })?;
-        let meta = fs::metadata(&target).with_context(|| {
-            format!(
-                "--out {}: cannot read '{}'",
-                out.display(),
-                target.display()
-            )
-        })?;
-        (target, meta)
-    } else {
-        (out.to_path_buf(), link)
-    };
+    let path = link_target.unwrap_or_else(|| out.to_path_buf());
     let file_type = meta.file_type();
     match kind {
         OutputKind::Frames if file_type.is_dir() => Ok(Destination::Replace(path)),
@@ -929,34 +926,19 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// Makes a FIFO with mkfifo(1); false when that is not possible here.
-    fn make_fifo(path: &Path) -> bool {
-        Command::new("mkfifo")
-            .arg(path)
-            .status()
-            .is_ok_and(|s| s.success())
-    }
-
     #[cfg(unix)]
     #[test]
     fn a_clip_for_a_fifo_is_written_into_it_and_the_fifo_stays() {
+        use std::io::Read;
         use std::os::unix::fs::FileTypeExt;
         let dir = scratch("fifo");
         let fifo = dir.join("pipe.gif");
-        if !make_fifo(&fifo) {
+        // The reader is open before the commit; the bytes fit in the pipe's buffer.
+        let Some(reader) = crate::testing::fifo_with_reader(&fifo) else {
             eprintln!("skipped: mkfifo is not available");
             return;
-        }
-        // Opened without blocking (Linux's O_NONBLOCK) before the commit, so a commit that wrongly replaced the
-        // FIFO leaves this reading an empty pipe instead of waiting forever; the bytes fit in the pipe's buffer.
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
-        const O_NONBLOCK: i32 = 0o4000;
-        let mut reader = OpenOptions::new()
-            .read(true)
-            .custom_flags(O_NONBLOCK)
-            .open(&fifo)
-            .unwrap();
+        };
+        let mut reader = reader.unwrap();
         let destination = check_output(&fifo, OutputKind::Gif).unwrap();
         assert_eq!(destination, Destination::Stream(fifo.clone()));
         let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
@@ -1036,7 +1018,7 @@ mod tests {
         let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
         fs::write(&temp.temp, b"new").unwrap();
         let kept = temp.temp.clone();
-        if make_fifo(&late) {
+        if crate::testing::make_fifo(&late) {
             let message = temp.commit().unwrap_err().to_string();
             assert!(message.contains("became a FIFO"), "{message}");
             assert!(fs::symlink_metadata(&late).unwrap().file_type().is_fifo());

@@ -65,6 +65,21 @@ pub fn run_scene_measured_with(
     out
 }
 
+/// The progress bar of a command that steps lanes, `what [=====>    ] pos/len lane steps, rate, ETA`, for
+/// `lane_steps` steps in all. On a terminal a long run shows how far it has got; indicatif draws nothing when
+/// stderr is not one (a pipe, a file, a test that captures it), so the library functions take a progress
+/// callback and only the subcommands' entry points make a bar.
+pub fn lane_steps_bar(what: &str, lane_steps: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(lane_steps);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:40}] {pos}/{len} lane steps, {per_sec}, ETA {eta}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what.to_string());
+    bar
+}
+
 /// Steps one lane `steps` times as `run` does, keeping the [`HalfwaySnapshot`] at step `steps / 2`; tells
 /// `progress` how many steps are done every 256 of them and at the end.
 pub fn run_lane_measured(
@@ -488,13 +503,7 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     if !(1..=MAX_RUN_STEPS).contains(&steps) {
         bail!("invalid --steps: must be between 1 and {MAX_RUN_STEPS}, got {steps}");
     }
-    // On a terminal, a long run shows how far it has got (indicatif draws nothing when stderr is not one).
-    let bar = indicatif::ProgressBar::new(steps.saturating_mul(scene.lanes.len() as u64));
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "running [{bar:40}] {pos}/{len} lane steps, {per_sec}, ETA {eta}",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
+    let bar = lane_steps_bar("running", steps.saturating_mul(scene.lanes.len() as u64));
     let lanes = run_scene_measured_with(&scene, steps, |done| bar.set_position(done));
     bar.finish_and_clear();
     if args.json {

@@ -11,6 +11,7 @@ use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, MAX_LENGT
 use crate::scene::{BallSpec, LaneSpec, MAX_LANES, Scene, WallSpec};
 
 use super::compact_number;
+use super::run::lane_steps_bar;
 use super::stdout::{out, outln};
 
 /// Arguments of `contact-sandbox throw` (defaults are the seed's experiment).
@@ -265,7 +266,12 @@ impl ThrowArgs {
 
 /// Steps a lane until the step budget runs out or its ball goes through (as the seed's `throw` returns).
 pub fn run_lane(lane: &mut LaneWorld, steps: u64) -> Outcome {
-    for _ in 0..steps {
+    run_lane_with(lane, steps, |_| {})
+}
+
+/// [`run_lane`], telling `progress` how many of this lane's steps are done every 256 of them.
+pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(u64)) -> Outcome {
+    for step in 0..steps {
         if lane.step().is_none() {
             return Outcome::Failed {
                 reason: lane
@@ -276,6 +282,9 @@ pub fn run_lane(lane: &mut LaneWorld, steps: u64) -> Outcome {
         }
         if let Some(step) = lane.stats.first_tunnel_step {
             return Outcome::Through { step };
+        }
+        if step % 256 == 255 {
+            progress(step + 1);
         }
     }
     let gap = lane.stats.min_gap.unwrap_or(f64::INFINITY);
@@ -302,15 +311,27 @@ pub fn run_lane(lane: &mut LaneWorld, steps: u64) -> Outcome {
 
 /// Runs the whole experiment.
 pub fn run_throws(args: &ThrowArgs) -> Result<Vec<ThrowRow>> {
+    run_throws_with(args, |_| {})
+}
+
+/// [`run_throws`], telling `progress` how many lane steps are done (of `--steps` per lane, per speed) every 256
+/// of them and at the end of each lane; a lane that stops early (its ball went through) counts in full.
+pub fn run_throws_with(args: &ThrowArgs, mut progress: impl FnMut(u64)) -> Result<Vec<ThrowRow>> {
     args.validate()?;
     let mut rows = Vec::with_capacity(args.v0.len());
+    let mut done = 0u64;
     for &v0 in &args.v0 {
         let scene = args.scene(v0);
         scene.validate("throw").map_err(anyhow::Error::msg)?;
         let mut lanes = scene.build();
         let mut outcomes: Vec<Outcome> = lanes
             .iter_mut()
-            .map(|lane| run_lane(lane, args.steps))
+            .map(|lane| {
+                let outcome = run_lane_with(lane, args.steps, |step| progress(done + step));
+                done += args.steps;
+                progress(done);
+                outcome
+            })
             .collect();
         let ipc = outcomes.pop().unwrap_or(Outcome::Failed {
             reason: "no IPC lane".into(),
@@ -438,7 +459,11 @@ pub fn format_json(args: &ThrowArgs, rows: &[ThrowRow]) -> Value {
 
 /// Entry point of the subcommand.
 pub fn run_throw(args: &ThrowArgs) -> Result<()> {
-    let rows = run_throws(args)?;
+    let lanes = (args.k.len() as u64 + 1).saturating_mul(args.v0.len() as u64);
+    let bar = lane_steps_bar("throwing", lanes.saturating_mul(args.steps));
+    let rows = run_throws_with(args, |done| bar.set_position(done));
+    bar.finish_and_clear();
+    let rows = rows?;
     if args.json {
         outln!("{}", format_json(args, &rows))?;
     } else {
@@ -519,6 +544,30 @@ mod tests {
             );
             assert!(message.len() < 240, "{extra:?}: {message}");
         }
+    }
+
+    #[test]
+    fn a_throw_reports_its_progress_in_lane_steps_and_the_same_rows() {
+        // At 0 m/s every lane steps to the end; at 50 m/s both penalty lanes stop early, when the ball goes
+        // through, and count in full.
+        let a = args(&["--v0", "0,50", "--steps", "600"]);
+        let mut seen = Vec::new();
+        let with = run_throws_with(&a, |done| seen.push(done)).map_err(|e| e.to_string());
+        assert_eq!(
+            seen.last(),
+            Some(&3600),
+            "two speeds, three lanes, 600 steps"
+        );
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+        assert!(seen.len() >= 6 + 2 * 3, "{seen:?}");
+        assert_eq!(with, run_throws(&a).map_err(|e| e.to_string()));
+        assert!(
+            matches!(
+                with.as_deref().map(|r| &r[1].penalty[0].1),
+                Ok(Outcome::Through { .. })
+            ),
+            "{with:?}"
+        );
     }
 
     #[test]

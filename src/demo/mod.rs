@@ -289,25 +289,18 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
-    let link = std::fs::symlink_metadata(path).ok();
-    let target = std::fs::metadata(path);
-    if link.as_ref().is_some_and(|l| l.file_type().is_symlink()) && target.is_err() {
-        anyhow::bail!(
-            "{}: is a symbolic link to a missing or unreachable file",
-            path.display()
-        );
-    }
-    match target {
-        Ok(m) if m.is_dir() => {
+    let found = follow_output_link(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    match found.as_ref().map(|f| &f.metadata) {
+        Some(m) if m.is_dir() => {
             anyhow::bail!("{}: is a directory; give a file name", path.display())
         }
-        Ok(m) if !m.is_file() && !is_stream(m.file_type()) => {
+        Some(m) if !m.is_file() && !is_stream(m.file_type()) => {
             anyhow::bail!(
                 "{}: is neither a regular file, a character device nor a FIFO; not writing there",
                 path.display()
             )
         }
-        Ok(m) if !m.is_file() => {
+        Some(m) if !m.is_file() => {
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
                 .open(path)
@@ -319,11 +312,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         }
         _ => {}
     }
-    let resolved = std::fs::symlink_metadata(path)
-        .ok()
-        .filter(|m| m.file_type().is_symlink())
-        .and_then(|_| std::fs::canonicalize(path).ok());
-    let path = resolved.as_deref().unwrap_or(path);
+    let path = found
+        .as_ref()
+        .and_then(|f| f.link_target.as_deref())
+        .unwrap_or(path);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -354,6 +346,52 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// What an output path names once a symbolic link is followed (see [`follow_output_link`]).
+#[derive(Debug)]
+pub struct OutputTarget {
+    /// The link's canonical target; `None` when the path is not a symbolic link.
+    pub link_target: Option<std::path::PathBuf>,
+    /// What is there, the link followed.
+    pub metadata: std::fs::Metadata,
+}
+
+/// A symbolic link that cannot be written through. The message says what is wrong; the caller names the path.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("is a symbolic link to a missing or unreachable file")]
+    Dangling(#[source] std::io::Error),
+    #[error("cannot read '{}'", target.display())]
+    Unreadable {
+        target: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Follows an output path as saves and exports do: `None` when nothing is there (or it cannot be looked at;
+/// creating the file then says why); a symbolic link is resolved to its canonical target, so the output
+/// replaces the file it points at and the link stays; a link to nothing is refused.
+pub fn follow_output_link(path: &Path) -> Result<Option<OutputTarget>, LinkError> {
+    let Ok(metadata) = std::fs::symlink_metadata(path) else {
+        return Ok(None);
+    };
+    if !metadata.file_type().is_symlink() {
+        return Ok(Some(OutputTarget {
+            link_target: None,
+            metadata,
+        }));
+    }
+    let target = std::fs::canonicalize(path).map_err(LinkError::Dangling)?;
+    let metadata = std::fs::metadata(&target).map_err(|source| LinkError::Unreadable {
+        target: target.clone(),
+        source,
+    })?;
+    Ok(Some(OutputTarget {
+        link_target: Some(target),
+        metadata,
+    }))
 }
 
 /// A character device (`/dev/null`) or a FIFO: an output written into, never replaced (a rename would replace

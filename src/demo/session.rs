@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::physics::DVec2;
-use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld};
+use crate::physics::spawn_grid::SpawnGrid;
+use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, SpawnError};
 use crate::scene::{BallSpec, MAX_RODS_PER_LANE, RodSpec, Scene, SceneError, check_contact};
 
 /// One user action that changes the simulation. Demo files and scripts hold these; the GUI's messages map
@@ -113,18 +114,42 @@ pub fn thrown_scene(
     Ok(scene)
 }
 
-/// Spawns `ball` in every lane, or in none: each lane is probed first, and the first refusal is the error.
-pub fn spawn_ball_everywhere(lanes: &mut [&mut LaneWorld], ball: &BallSpec) -> Result<(), String> {
+/// Spawns `ball` in every lane, or in none: each lane is checked first, and the first refusal is the error.
+///
+/// `grids`, when given, holds a [`SpawnGrid`] per lane over its balls as they are (it is built when it does not
+/// hold one per lane, and the ball is added to it): each check then compares the ball with its neighbours only.
+/// The caller empties it whenever the lanes change otherwise (a step, a rebuild).
+pub fn spawn_ball_everywhere(
+    lanes: &mut [&mut LaneWorld],
+    ball: &BallSpec,
+    grids: Option<&mut Vec<SpawnGrid>>,
+) -> Result<(), String> {
     let ball = ball.to_ball();
-    for lane in lanes.iter() {
-        let mut probe = (**lane).clone();
-        if let Err(e) = probe.add_ball(ball) {
-            return Err(format!("spawn refused in lane '{}': {e}", lane.name));
+    let refused =
+        |lane: &LaneWorld, e: SpawnError| format!("spawn refused in lane '{}': {e}", lane.name);
+    match grids {
+        Some(grids) => {
+            if grids.len() != lanes.len() {
+                *grids = lanes.iter().map(|l| SpawnGrid::new(&l.balls)).collect();
+            }
+            for (lane, grid) in lanes.iter().zip(grids.iter()) {
+                lane.check_spawn(&ball, Some(grid))
+                    .map_err(|e| refused(lane, e))?;
+            }
+            for (lane, grid) in lanes.iter_mut().zip(grids.iter_mut()) {
+                lane.add_ball_indexed(ball, grid)
+                    .map_err(|e| refused(lane, e))?;
+            }
         }
-    }
-    for lane in lanes.iter_mut() {
-        lane.add_ball(ball)
-            .map_err(|e| format!("spawn refused in lane '{}': {e}", lane.name))?;
+        None => {
+            for lane in lanes.iter() {
+                lane.check_spawn(&ball, None)
+                    .map_err(|e| refused(lane, e))?;
+            }
+            for lane in lanes.iter_mut() {
+                lane.add_ball(ball).map_err(|e| refused(lane, e))?;
+            }
+        }
     }
     Ok(())
 }
@@ -286,6 +311,9 @@ pub struct Session {
     pub generation: u64,
     /// Is the recorded user paused at this point? (The replay viewer shows it; the physics ignores it.)
     pub paused: bool,
+    /// One [`SpawnGrid`] per lane while only spawns have changed the lanes since it was built (empty otherwise),
+    /// so that a tick with many spawns checks each against its neighbours only.
+    spawn_grids: Vec<SpawnGrid>,
 }
 
 impl Session {
@@ -298,11 +326,15 @@ impl Session {
             tick: 0,
             generation: 0,
             paused: false,
+            spawn_grids: Vec::new(),
         }
     }
 
     /// Applies one action; a refused action changes nothing and says why.
     pub fn apply(&mut self, action: &Action) -> Result<(), String> {
+        if !matches!(action, Action::Spawn(_)) {
+            self.spawn_grids.clear();
+        }
         let effect = self.effect(action)?;
         if let Effect::Rebuild(scene) = effect {
             self.lanes = scene.build();
@@ -316,7 +348,7 @@ impl Session {
         match action {
             Action::Spawn(ball) => {
                 let mut lanes: Vec<&mut LaneWorld> = self.lanes.iter_mut().collect();
-                spawn_ball_everywhere(&mut lanes, ball)?;
+                spawn_ball_everywhere(&mut lanes, ball, Some(&mut self.spawn_grids))?;
             }
             Action::Rod(rod) => {
                 let mut lanes: Vec<&mut LaneWorld> = self.lanes.iter_mut().collect();
@@ -360,11 +392,62 @@ impl Session {
         let stop = self.scene.steps;
         let mut lanes: Vec<&mut LaneWorld> = self.lanes.iter_mut().collect();
         step_lanes(&mut lanes, stop);
+        self.spawn_grids.clear();
         self.tick += 1;
     }
 
     /// The state hash of every lane.
     pub fn hash(&self) -> u64 {
         hash_lanes(&self.lanes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_lane_scene() -> Scene {
+        Scene::parse(
+            r#"Scene(name: "spawns", lanes: [
+                LaneSpec(name: "ipc", contact: ContactSettings(method: Ipc, dhat: Some(1e-4), gravity: (0.0, 0.0))),
+                LaneSpec(name: "penalty", contact: ContactSettings(method: Penalty, gravity: (0.0, 0.0))),
+            ])"#,
+            "spawns.ron",
+        )
+        .expect("the test scene is valid")
+    }
+
+    fn spawn(x: f64, y: f64) -> Action {
+        Action::Spawn(BallSpec {
+            position: DVec2::new(x, y),
+            velocity: DVec2::ZERO,
+            radius: 1e-3,
+            mass: 1.0,
+        })
+    }
+
+    #[test]
+    fn the_spawns_of_one_tick_share_a_grid_per_lane_that_a_step_or_a_rebuild_drops() {
+        let mut session = Session::new(two_lane_scene());
+        for k in 0..500 {
+            session
+                .apply(&spawn(0.01 * f64::from(k % 25), 0.01 * f64::from(k / 25)))
+                .expect("apart from the others");
+        }
+        // Without the grids every spawn compared the ball with every ball of the lane: n²/2 in all.
+        assert_eq!(session.spawn_grids.len(), 2);
+        for (grid, lane) in session.spawn_grids.iter().zip(&session.lanes) {
+            assert_eq!(grid.len(), 500);
+            assert_eq!(lane.balls.len(), 500);
+        }
+        session.step();
+        assert!(session.spawn_grids.is_empty(), "a step moves the balls");
+        session.apply(&spawn(1.0, 1.0)).expect("apart");
+        assert_eq!(session.spawn_grids.len(), 2);
+        session.apply(&Action::Restart).expect("restarts");
+        assert!(
+            session.spawn_grids.is_empty(),
+            "a rebuild replaces the balls"
+        );
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! One concept per file, as ipc-toolkit keeps them apart: [`geometry`] (balls, walls, distances),
 //! [`barrier`], [`penalty`], [`ccd`], [`broad_phase`], [`potential`] (the incremental potential),
-//! [`linear`] and [`newton`] (the solver), [`stiffness`] (d̂ and adaptive κ), and [`world`] (a lane).
+//! [`linear`] and [`newton`] (the solver), [`stiffness`] (d̂ and adaptive κ), [`world`] (a lane) and
+//! [`spawn_grid`] (which balls a new one can touch).
 
 pub mod barrier;
 pub mod block_cholesky;
@@ -17,6 +18,7 @@ pub mod penalty;
 pub mod potential;
 pub mod rod;
 pub mod rod_flight;
+pub mod spawn_grid;
 pub mod stiffness;
 mod union_find;
 pub mod world;

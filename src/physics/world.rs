@@ -12,6 +12,7 @@ use super::newton::{
 };
 use super::potential::{ContactModel, ContactSet, IncrementalPotential, WallIndex};
 use super::rod_flight::{Rod, RodStepReport, step_rod};
+use super::spawn_grid::SpawnGrid;
 use super::stiffness::{AdaptiveKappa, default_dhat};
 use super::union_find::UnionFind;
 
@@ -265,33 +266,79 @@ impl LaneWorld {
     /// to every wall and ball (SPEC §1.6: spawning into overlap is refused). Under penalty a new ball may
     /// overlap at most [`MAX_OVERLAPS_PER_SPAWN`] others.
     pub fn add_ball(&mut self, ball: Ball) -> Result<usize, SpawnError> {
-        check_ball(&ball)?;
+        self.check_spawn(&ball, None)?;
+        Ok(self.push_ball_unchecked(ball))
+    }
+
+    /// [`Self::add_ball`] with the ball–ball checks limited to the balls `grid` lists as near, so that many
+    /// spawns in a row cost time in proportion to their number, not its square. `grid` must hold this lane's
+    /// balls as they are now (build it with [`SpawnGrid::new`] after anything else moved them); the ball is added
+    /// to it. A grid holding another number of balls is rebuilt first.
+    pub fn add_ball_indexed(
+        &mut self,
+        ball: Ball,
+        grid: &mut SpawnGrid,
+    ) -> Result<usize, SpawnError> {
+        if grid.len() != self.balls.len() {
+            *grid = SpawnGrid::new(&self.balls);
+        }
+        self.check_spawn(&ball, Some(grid))?;
+        let index = self.push_ball_unchecked(ball);
+        grid.insert(index as u32, &ball);
+        Ok(index)
+    }
+
+    /// The verdict of [`Self::add_ball`] without adding the ball. With `grid` (this lane's balls as they are now,
+    /// see [`Self::add_ball_indexed`]) only the balls it lists are compared: the same verdict, since every ball
+    /// the new one touches is listed, and the same first overlapping ball, since they are compared in index
+    /// order. A grid holding another number of balls is ignored.
+    pub fn check_spawn(&self, ball: &Ball, grid: Option<&SpawnGrid>) -> Result<(), SpawnError> {
+        check_ball(ball)?;
         if self.balls.len() >= MAX_BALLS_PER_LANE {
             return Err(SpawnError::TooMany);
         }
+        let near = grid.filter(|g| g.len() == self.balls.len()).map(|g| {
+            let mut near = Vec::new();
+            g.candidates(ball.position, ball.radius, &mut near);
+            near.sort_unstable();
+            near
+        });
+        match &near {
+            Some(near) => self.check_spawn_among(
+                ball,
+                near.iter()
+                    .filter_map(|&j| self.balls.get(j as usize).map(|b| (j as usize, b))),
+            ),
+            None => self.check_spawn_among(ball, self.balls.iter().enumerate()),
+        }
+    }
+
+    /// The overlap checks of a spawn against `others` (in index order) and, under IPC, every wall.
+    fn check_spawn_among<'a>(
+        &self,
+        ball: &Ball,
+        others: impl Iterator<Item = (usize, &'a Ball)>,
+    ) -> Result<(), SpawnError> {
         if self.settings.method == ContactMethod::Penalty {
-            let overlapped = self
-                .balls
-                .iter()
-                .filter(|b| (b.position - ball.position).length() <= b.radius + ball.radius)
+            let overlapped = others
+                .filter(|(_, b)| (b.position - ball.position).length() <= b.radius + ball.radius)
                 .take(MAX_OVERLAPS_PER_SPAWN + 1)
                 .count();
             if overlapped > MAX_OVERLAPS_PER_SPAWN {
                 return Err(SpawnError::OverlapsTooMany);
             }
+            return Ok(());
         }
-        if self.settings.method == ContactMethod::Ipc {
-            if let Some((wall, distance)) = self.closest_wall_overlap(&ball) {
-                return Err(SpawnError::OverlapsWall { wall, distance });
-            }
-            for (other, b) in self.balls.iter().enumerate() {
-                let distance = (b.position - ball.position).length() - b.radius - ball.radius;
-                if distance <= 0.0 {
-                    return Err(SpawnError::OverlapsBall { other, distance });
-                }
+        if let Some((wall, distance)) = self.closest_wall_overlap(ball) {
+            return Err(SpawnError::OverlapsWall { wall, distance });
+        }
+        for (other, b) in others {
+            let distance = (b.position - ball.position).length() - b.radius - ball.radius;
+            if distance <= 0.0 {
+                return Err(SpawnError::OverlapsBall { other, distance });
             }
         }
-        Ok(self.push_ball_unchecked(ball))
+        Ok(())
     }
 
     fn closest_wall_overlap(&self, ball: &Ball) -> Option<(usize, f64)> {

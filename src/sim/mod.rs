@@ -989,7 +989,7 @@ fn apply_messages(
             mass: spawn.mass,
         };
         let mut worlds: Vec<&mut LaneWorld> = sorted.iter_mut().map(|l| &mut l.world).collect();
-        match spawn_ball_everywhere(&mut worlds, &ball) {
+        match spawn_ball_everywhere(&mut worlds, &ball, None) {
             Ok(()) => c.recorder.record(tick, Action::Spawn(ball)),
             Err(message) => c.log.error(message),
         }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use contact_sandbox::demo::{
-    Action, Demo, Player, Script, Session, TimedAction, hash_hex, record_script,
+    Action, Demo, Player, Script, Session, TimedAction, hash_hex, hash_lanes, record_script,
+    spawn_ball_everywhere,
 };
 use contact_sandbox::physics::DVec2;
 use contact_sandbox::scene::{BallSpec, Scene};
@@ -141,6 +142,65 @@ fn seeking_backwards_and_forwards_lands_on_the_same_state() {
     assert_eq!(wandering.tick(), 250);
     assert_eq!(wandering.session.hash(), straight.session.hash());
     assert_eq!(wandering.verdict, straight.verdict);
+}
+
+/// A small deterministic generator of values in `[0, 1)`.
+fn uniform(seed: u64) -> impl FnMut() -> f64 {
+    let mut state = seed;
+    move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 11) as f64) / ((1u64 << 53) as f64)
+    }
+}
+
+#[test]
+fn indexed_spawns_reach_exactly_the_verdicts_and_lanes_of_the_full_scan() {
+    // Crowded random spawns of mixed sizes (points to 5 cm) in an IPC lane with a wall and a penalty lane: many
+    // are refused, some for overlapping the wall, the penalty lane's for overlapping more than 64 balls. The
+    // grid's verdicts, messages (which ball, what distance) and resulting lanes must be the full scan's.
+    let scene = Scene::parse(
+        r#"Scene(name: "crowd", lanes: [
+            LaneSpec(name: "ipc", contact: ContactSettings(method: Ipc, dhat: Some(1e-4)),
+                walls: [WallSpec(center: (0.0, -0.3), half_extents: (1.0, 0.05))]),
+            LaneSpec(name: "penalty", contact: ContactSettings(method: Penalty)),
+        ])"#,
+        "crowd.ron",
+    )
+    .expect("valid");
+    let mut next = uniform(99);
+    let mut full = scene.build();
+    let mut indexed = scene.build();
+    let mut grids = Vec::new();
+    let (mut accepted, mut refused) = (0, 0);
+    for k in 0..3000 {
+        let radius = if k % 5 == 0 {
+            0.0
+        } else {
+            0.05 * next() * next()
+        };
+        let ball = BallSpec {
+            position: DVec2::new(0.6 * next() - 0.3, 0.6 * next() - 0.3),
+            velocity: DVec2::ZERO,
+            radius,
+            mass: 1.0,
+        };
+        let mut a: Vec<_> = full.iter_mut().collect();
+        let mut b: Vec<_> = indexed.iter_mut().collect();
+        let by_scan = spawn_ball_everywhere(&mut a, &ball, None);
+        let by_grid = spawn_ball_everywhere(&mut b, &ball, Some(&mut grids));
+        assert_eq!(by_grid, by_scan, "spawn {k}: {ball:?}");
+        match by_scan {
+            Ok(()) => accepted += 1,
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(
+        accepted > 300 && refused > 300,
+        "{accepted} accepted, {refused} refused"
+    );
+    assert_eq!(hash_lanes(&indexed), hash_lanes(&full));
 }
 
 fn expect_error(text: &str, needles: &[&str]) {
@@ -313,21 +373,11 @@ fn a_save_writes_through_links_and_into_fifos_and_never_replaces_them() {
     // Into a FIFO (as into /dev/null): a reader gets the bytes, and the FIFO is still one.
     let fifo = scratch("demo.fifo");
     let _ = std::fs::remove_file(&fifo);
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success());
-    // The reader opens without blocking (Linux's O_NONBLOCK), so a save that wrongly renamed over the FIFO
-    // would leave it reading an empty pipe instead of waiting forever for a writer. The demo (a few kB) fits in
-    // the pipe's buffer, so the save does not wait for the reader either.
+    // The reader is open before the save; the demo (a few kB) fits in the pipe's buffer.
     use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    const O_NONBLOCK: i32 = 0o4000;
-    let mut reader = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(O_NONBLOCK)
-        .open(&fifo)
+    use std::os::unix::fs::FileTypeExt;
+    let mut reader = contact_sandbox::testing::fifo_with_reader(&fifo)
+        .expect("mkfifo is available")
         .expect("opens the FIFO for reading");
     assert!(
         text.len() < 64 * 1024,
@@ -345,6 +395,47 @@ fn a_save_writes_through_links_and_into_fifos_and_never_replaces_them() {
             .expect("fifo")
             .file_type()
             .is_fifo()
+    );
+}
+
+#[test]
+fn an_output_link_is_followed_to_its_target_and_a_link_to_nothing_is_refused() {
+    // The one rule saves (demo::write_atomic) and exports (cli::export) go by.
+    use contact_sandbox::demo::{LinkError, follow_output_link};
+    let missing = scratch("follow-missing.ron");
+    let _ = std::fs::remove_file(&missing);
+    assert!(matches!(follow_output_link(&missing), Ok(None)));
+    let file = scratch("follow-file.ron");
+    std::fs::write(&file, b"x").expect("file");
+    let found = follow_output_link(&file)
+        .expect("a file")
+        .expect("is there");
+    assert!(found.link_target.is_none() && found.metadata.is_file());
+    let link = scratch("follow-link.ron");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&file, &link).expect("symlink");
+    let found = follow_output_link(&link)
+        .expect("a link")
+        .expect("is there");
+    let canonical = std::fs::canonicalize(&file).expect("canonical");
+    assert_eq!(found.link_target.as_deref(), Some(canonical.as_path()));
+    assert!(found.metadata.is_file());
+    let dangling = scratch("follow-dangling.ron");
+    let _ = std::fs::remove_file(&dangling);
+    std::os::unix::fs::symlink(scratch("follow-nowhere"), &dangling).expect("symlink");
+    let refused = follow_output_link(&dangling);
+    assert!(
+        matches!(refused, Err(LinkError::Dangling(_))),
+        "{refused:?}"
+    );
+    // A save names the path and the problem, in one line.
+    let err = wall_throw_demo().save(&dangling).expect_err("refused");
+    assert_eq!(
+        format!("{err:#}"),
+        format!(
+            "{}: is a symbolic link to a missing or unreachable file",
+            dangling.display()
+        )
     );
 }
 
