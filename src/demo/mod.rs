@@ -329,12 +329,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         std::process::id()
     ));
     let result = (|| -> anyhow::Result<()> {
-        let mut f = std::fs::File::create(&tmp)
-            .with_context(|| format!("{}: cannot create a file there", tmp.display()))?;
+        // The messages name the path the user gave: the temporary copy beside it is an implementation detail.
+        let mut f = std::fs::File::create(&tmp).with_context(|| {
+            format!(
+                "{}: cannot write a file in {}",
+                path.display(),
+                dir.display()
+            )
+        })?;
         f.write_all(bytes)
-            .with_context(|| format!("{}: write failed", tmp.display()))?;
+            .with_context(|| format!("{}: write failed", path.display()))?;
         f.sync_all()
-            .with_context(|| format!("{}: flush to disk failed", tmp.display()))?;
+            .with_context(|| format!("{}: flush to disk failed", path.display()))?;
         std::fs::rename(&tmp, path).with_context(|| {
             format!(
                 "{}: cannot move the finished file into place",
