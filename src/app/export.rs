@@ -7,6 +7,9 @@
 //! lanes' build-time bounds, holds still; the lanes are rebuilt only when the demo rebuilds them (a restart or
 //! a scene switch). Interpolation is pinned to the current state, so frame k shows exactly its tick.
 //!
+//! Each lane is titled with its name and method as in the window ([`super::labels`]), the titles scaled with the
+//! frame like the overlay; with the overlay, the lanes are framed below its band so neither covers the other.
+//!
 //! GIFs are written by [`GifWriter`] (bevy_capture 0.6's GIF encoder leaves every delay at 0 and quantises far
 //! too slowly in a debug build). Its openh264 MP4 encoder stamps frames 100 ms apart whatever the rate, so the
 //! finished MP4 is retimed: its media time scale becomes `100 · fps` units per second.
@@ -38,7 +41,8 @@ use bevy_capture::encoder::mp4_openh264::{Mp4Openh264Encoder, openh264};
 use bevy_capture::{Capture, CaptureBundle, CapturePlugin, Encoder, RenderTargetHeadless};
 use indicatif::ProgressBar;
 
-use super::render::{MainCamera, RenderPlugin};
+use super::labels::{LabelScale, LabelsPlugin, TITLE_PX};
+use super::render::{CameraView, MainCamera, RenderPlugin, camera_scale, fit_camera, scene_bounds};
 use super::{BACKGROUND_RGB, UiState};
 use crate::demo::Player;
 use crate::sim::{
@@ -591,6 +595,14 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
         loaded: scene.clone(),
         current: scene,
     };
+    // With an overlay, the lanes are fitted to the frame below its band (see `fit_below_the_overlay`).
+    let overlay_canvas = plan.overlay.as_ref().map(|_| {
+        let band = overlay_band_px(plan.height);
+        (
+            Vec2::new(0.0, band),
+            Vec2::new(plan.width as f32, plan.height as f32),
+        )
+    });
     let mut replay = Replay::without_check(plan.player);
     replay.playing = false;
     let driver = ExportDriver {
@@ -645,8 +657,12 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
         BACKGROUND_RGB[2],
     )))
     .insert_resource(active)
-    .init_resource::<UiState>()
-    .add_plugins((SimPlugin, RenderPlugin))
+    .insert_resource(UiState {
+        canvas: overlay_canvas,
+        ..default()
+    })
+    .insert_resource(label_scale(plan.height))
+    .add_plugins((SimPlugin, RenderPlugin, LabelsPlugin))
     .insert_resource(replay)
     .insert_resource(driver)
     .add_systems(PostStartup, aim_camera_at_image)
@@ -659,6 +675,7 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
             remember_previous_states
                 .after(SimSet::Writeback)
                 .before(SimSet::Interpolate),
+            fit_below_the_overlay.after(fit_camera),
         ),
     )
     .add_systems(
@@ -713,12 +730,60 @@ fn aim_camera_at_image(
             OverlayText,
             Text2d::new(""),
             TextFont {
-                font_size: FontSize::Px((driver.height as f32 / 40.0).max(8.0)),
+                font_size: FontSize::Px(overlay_font_px(driver.height)),
                 ..default()
             },
             TextColor(color),
             Anchor::TOP_LEFT,
         ));
+    }
+}
+
+/// Frame height at which the lane labels are drawn at the window's sizes [px].
+const LABELS_FULL_SIZE_HEIGHT_PX: f32 = 720.0;
+
+/// Smallest height of a lane's title in an export [px]; smaller text is a blur.
+const MIN_TITLE_PX: f32 = 10.0;
+
+/// The lane labels' scale in a frame `height` px tall: in proportion to the frame, like the overlay, but never
+/// below [`MIN_TITLE_PX`].
+fn label_scale(height: u32) -> LabelScale {
+    LabelScale((height as f32 / LABELS_FULL_SIZE_HEIGHT_PX).max(MIN_TITLE_PX / TITLE_PX))
+}
+
+/// Height of the overlay's text in a frame `height` px tall [px].
+fn overlay_font_px(height: u32) -> f32 {
+    (height as f32 / 40.0).max(8.0)
+}
+
+/// Gap between the frame's edge and the overlay [px].
+fn overlay_margin_px(height: u32) -> f32 {
+    height as f32 / 60.0
+}
+
+/// Height of the band the overlay takes at the top of a frame `height` px tall [px]: its two lines at Bevy's
+/// default line height (1.2 times the text's height) with a margin above and below.
+fn overlay_band_px(height: u32) -> f32 {
+    2.4 * overlay_font_px(height) + 2.0 * overlay_margin_px(height)
+}
+
+/// Update, after the camera's fit: with an overlay, the lanes are framed in the frame below its band (the band
+/// is left out of `UiState::canvas`, which sets the fit's scale, and the view is moved up by half of it), so the
+/// overlay's text never covers the top lane's title or its balls.
+fn fit_below_the_overlay(
+    ui: Res<UiState>,
+    view: Res<CameraView>,
+    lanes: Query<&Lane>,
+    mut cameras: Query<(&mut Transform, &Projection), With<MainCamera>>,
+) {
+    let (Some((c0, _)), true) = (ui.canvas, view.auto_fit) else {
+        return;
+    };
+    let Some((lo, hi)) = scene_bounds(&lanes) else {
+        return;
+    };
+    for (mut transform, projection) in &mut cameras {
+        transform.translation.y = (lo.y + hi.y) / 2.0 + c0.y / 2.0 * camera_scale(projection);
     }
 }
 
@@ -841,8 +906,8 @@ fn place_overlay(
     let Some(size) = camera.logical_viewport_size() else {
         return;
     };
-    let scale = super::render::camera_scale(projection);
-    let margin = size.y / 60.0;
+    let scale = camera_scale(projection);
+    let margin = overlay_margin_px(driver.height);
     let player = &replay.player;
     let tick = player.tick();
     let label = format!(

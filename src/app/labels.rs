@@ -13,7 +13,7 @@ use crate::physics::DVec2;
 use crate::sim::{Lane, UNITS_PER_METRE};
 
 /// Height of the title text [logical px].
-const TITLE_PX: f32 = 16.0;
+pub const TITLE_PX: f32 = 16.0;
 /// Height of the fault text [logical px].
 const FAULT_PX: f32 = 14.0;
 /// Gap between the lane's corner and the title above it [logical px].
@@ -29,10 +29,22 @@ pub struct LabelsPlugin;
 
 impl Plugin for LabelsPlugin {
     fn build(&self, app: &mut App) {
-        app.add_systems(
+        app.init_resource::<LabelScale>().add_systems(
             PostUpdate,
             label_lanes.before(bevy::transform::TransformSystems::Propagate),
         );
+    }
+}
+
+/// How large the labels are drawn, as a multiple of their sizes in the window (the exporter scales them with its
+/// frame, as it does its overlay, so that small clips are not covered in text). Read when a lane's labels are
+/// spawned.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub struct LabelScale(pub f32);
+
+impl Default for LabelScale {
+    fn default() -> Self {
+        LabelScale(1.0)
     }
 }
 
@@ -75,6 +87,7 @@ fn label_lanes(
     lanes: Query<(Entity, &Lane)>,
     new_lanes: Query<Entity, Added<Lane>>,
     camera: Query<&Projection, With<MainCamera>>,
+    scale: Res<LabelScale>,
     mut labels: Query<(
         Entity,
         &LaneLabel,
@@ -93,7 +106,7 @@ fn label_lanes(
                 LaneLabel { lane, line },
                 Text2d::new(""),
                 TextFont {
-                    font_size: FontSize::Px(px),
+                    font_size: FontSize::Px(px * scale.0),
                     ..default()
                 },
                 anchor,
@@ -122,6 +135,7 @@ fn label_lanes(
                 -FAULT_GAP_PX,
             ),
         };
+        let gap = gap * scale.0;
         color.set_if_neq(TextColor(rgb));
         let corner = (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2()
             * UNITS_PER_METRE;
@@ -168,7 +182,8 @@ mod tests {
     fn each_lane_is_titled_at_its_corner_its_fault_shown_while_it_lasts_and_its_labels_go_with_it()
     {
         let mut app = App::new();
-        app.add_systems(Update, label_lanes);
+        app.init_resource::<LabelScale>()
+            .add_systems(Update, label_lanes);
         app.world_mut().spawn((
             MainCamera,
             Projection::Orthographic(OrthographicProjection {
@@ -225,5 +240,38 @@ mod tests {
             .iter(app.world())
             .count();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn a_label_scale_scales_the_text_and_its_gap_to_the_corner() {
+        let mut app = App::new();
+        app.insert_resource(LabelScale(0.625))
+            .add_systems(Update, label_lanes);
+        app.world_mut().spawn((
+            MainCamera,
+            Projection::Orthographic(OrthographicProjection {
+                scale: 2.0,
+                ..OrthographicProjection::default_2d()
+            }),
+        ));
+        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
+        let lane = app.world_mut().spawn(lane).id();
+        app.update();
+        app.update();
+        let mut fonts: Vec<(LabelLine, FontSize, f32)> = app
+            .world_mut()
+            .query::<(&LaneLabel, &TextFont, &Transform)>()
+            .iter(app.world())
+            .filter(|(label, ..)| label.lane == lane)
+            .map(|(label, font, at)| (label.line, font.font_size, at.translation.y))
+            .collect();
+        fonts.sort_by_key(|(line, ..)| *line == LabelLine::Fault);
+        // 16 px and 14 px at 0.625 are 10 px and 8.75 px; the title sits 4 · 0.625 px above the corner, at 2
+        // units per pixel.
+        let corner_y = 1.5 * UNITS_PER_METRE;
+        assert_eq!(fonts[0].0, LabelLine::Title);
+        assert_eq!(fonts[0].1, FontSize::Px(10.0));
+        assert_eq!(fonts[0].2, corner_y + 5.0);
+        assert_eq!(fonts[1].1, FontSize::Px(8.75));
     }
 }
