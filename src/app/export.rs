@@ -680,7 +680,9 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
     )
     .add_systems(
         PostUpdate,
-        place_overlay.before(TransformSystems::Propagate),
+        place_overlay
+            .before(TransformSystems::Propagate)
+            .before(bevy::sprite::update_text2d_layout),
     );
 
     let exit = app.run();

@@ -31,7 +31,10 @@ impl Plugin for LabelsPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<LabelScale>().add_systems(
             PostUpdate,
-            label_lanes.before(bevy::transform::TransformSystems::Propagate),
+            // The text is laid out in the frame it changes.
+            label_lanes
+                .before(bevy::transform::TransformSystems::Propagate)
+                .before(bevy::sprite::update_text2d_layout),
         );
     }
 }
@@ -79,13 +82,39 @@ fn line_text(lane: &Lane, line: LabelLine) -> Option<String> {
     }
 }
 
+/// How a line of a lane is drawn, if it shows: its text, colour and place, at `px` world units per pixel and the
+/// labels' `scale`.
+fn line_look(
+    lane: &Lane,
+    line: LabelLine,
+    px: f32,
+    scale: f32,
+) -> Option<(String, Color, Transform)> {
+    let text = line_text(lane, line)?;
+    let (rgb, gap) = match line {
+        LabelLine::Title => (method_color(lane.world.settings.method), TITLE_GAP_PX),
+        LabelLine::Fault => (
+            Color::srgb_u8(FAULT_RGB[0], FAULT_RGB[1], FAULT_RGB[2]),
+            -FAULT_GAP_PX,
+        ),
+    };
+    let corner =
+        (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2() * UNITS_PER_METRE;
+    let place = Transform::from_xyz(corner.x, corner.y + gap * scale * px, LABEL_Z)
+        .with_scale(Vec3::new(px, px, 1.0));
+    Some((text, rgb, place))
+}
+
 /// Spawns the two lines of a new lane, despawns those of a lane that is gone, and keeps each line's text, colour
 /// and place; the text keeps its size on screen (its scale is the camera's units per pixel).
+///
+/// A new lane's lines are drawn in the frame the lane first is: an export shows a rebuilt scene (a restart, a
+/// throw) from its first frame, which may be the only frame of that tick.
 #[allow(clippy::type_complexity)]
 fn label_lanes(
     mut commands: Commands,
     lanes: Query<(Entity, &Lane)>,
-    new_lanes: Query<Entity, Added<Lane>>,
+    new_lanes: Query<(Entity, &Lane), Added<Lane>>,
     camera: Query<&Projection, With<MainCamera>>,
     scale: Res<LabelScale>,
     mut labels: Query<(
@@ -97,30 +126,44 @@ fn label_lanes(
         &mut Visibility,
     )>,
 ) {
-    for lane in &new_lanes {
-        for (line, anchor, px) in [
+    let px = camera.single().map(camera_scale).unwrap_or(1.0);
+    for (lane_entity, lane) in &new_lanes {
+        for (line, anchor, font_px) in [
             (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
             (LabelLine::Fault, Anchor::TOP_LEFT, FAULT_PX),
         ] {
+            let (text, rgb, place, visibility) = match line_look(lane, line, px, scale.0) {
+                Some((text, rgb, place)) => (text, rgb, place, Visibility::Inherited),
+                None => (
+                    String::new(),
+                    Color::WHITE,
+                    Transform::default(),
+                    Visibility::Hidden,
+                ),
+            };
             commands.spawn((
-                LaneLabel { lane, line },
-                Text2d::new(""),
+                LaneLabel {
+                    lane: lane_entity,
+                    line,
+                },
+                Text2d::new(text),
                 TextFont {
-                    font_size: FontSize::Px(px * scale.0),
+                    font_size: FontSize::Px(font_px * scale.0),
                     ..default()
                 },
+                TextColor(rgb),
+                place,
                 anchor,
-                Visibility::Hidden,
+                visibility,
             ));
         }
     }
-    let px = camera.single().map(camera_scale).unwrap_or(1.0);
     for (entity, label, mut text, mut color, mut transform, mut visibility) in &mut labels {
         let Ok((_, lane)) = lanes.get(label.lane) else {
             commands.entity(entity).despawn();
             continue;
         };
-        let Some(wanted) = line_text(lane, label.line) else {
+        let Some((wanted, rgb, place)) = line_look(lane, label.line, px, scale.0) else {
             visibility.set_if_neq(Visibility::Hidden);
             continue;
         };
@@ -128,20 +171,8 @@ fn label_lanes(
         if text.0 != wanted {
             text.0 = wanted;
         }
-        let (rgb, gap) = match label.line {
-            LabelLine::Title => (method_color(lane.world.settings.method), TITLE_GAP_PX),
-            LabelLine::Fault => (
-                Color::srgb_u8(FAULT_RGB[0], FAULT_RGB[1], FAULT_RGB[2]),
-                -FAULT_GAP_PX,
-            ),
-        };
-        let gap = gap * scale.0;
         color.set_if_neq(TextColor(rgb));
-        let corner = (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2()
-            * UNITS_PER_METRE;
-        let wanted = Transform::from_xyz(corner.x, corner.y + gap * px, LABEL_Z)
-            .with_scale(Vec3::new(px, px, 1.0));
-        transform.set_if_neq(wanted);
+        transform.set_if_neq(place);
     }
 }
 
@@ -194,7 +225,7 @@ mod tests {
         let lane = lane_from("assets/scenes/wall_throw.ron", 1, DVec2::new(3.0, -2.0));
         let title = "ipc dhat=1mm [ipc]";
         let lane = app.world_mut().spawn(lane).id();
-        app.update();
+        // Shown from the lane's first frame (an export may show no other frame of a rebuilt scene).
         app.update();
 
         let shown = labels_of(&mut app, lane);
@@ -256,7 +287,6 @@ mod tests {
         ));
         let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
         let lane = app.world_mut().spawn(lane).id();
-        app.update();
         app.update();
         let mut fonts: Vec<(LabelLine, FontSize, f32)> = app
             .world_mut()
