@@ -7,6 +7,9 @@
 //! lanes' build-time bounds, holds still; the lanes are rebuilt only when the demo rebuilds them (a restart or
 //! a scene switch). Interpolation is pinned to the current state, so frame k shows exactly its tick.
 //!
+//! Each lane is titled with its name and method as in the window ([`super::labels`]), the titles scaled with the
+//! frame like the overlay; with the overlay, the lanes are framed below its band so neither covers the other.
+//!
 //! GIFs are written by [`GifWriter`] (bevy_capture 0.6's GIF encoder leaves every delay at 0 and quantises far
 //! too slowly in a debug build). Its openh264 MP4 encoder stamps frames 100 ms apart whatever the rate, so the
 //! finished MP4 is retimed: its media time scale becomes `100 · fps` units per second.
@@ -38,7 +41,8 @@ use bevy_capture::encoder::mp4_openh264::{Mp4Openh264Encoder, openh264};
 use bevy_capture::{Capture, CaptureBundle, CapturePlugin, Encoder, RenderTargetHeadless};
 use indicatif::ProgressBar;
 
-use super::render::{MainCamera, RenderPlugin};
+use super::labels::{LabelScale, LabelsPlugin, TITLE_PX};
+use super::render::{CameraView, MainCamera, RenderPlugin, camera_scale, fit_camera, scene_bounds};
 use super::{BACKGROUND_RGB, UiState};
 use crate::demo::Player;
 use crate::sim::{
@@ -591,6 +595,14 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
         loaded: scene.clone(),
         current: scene,
     };
+    // With an overlay, the lanes are fitted to the frame below its band (see `fit_below_the_overlay`).
+    let overlay_canvas = plan.overlay.as_ref().map(|_| {
+        let band = overlay_band_px(plan.height);
+        (
+            Vec2::new(0.0, band),
+            Vec2::new(plan.width as f32, plan.height as f32),
+        )
+    });
     let mut replay = Replay::without_check(plan.player);
     replay.playing = false;
     let driver = ExportDriver {
@@ -645,8 +657,12 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
         BACKGROUND_RGB[2],
     )))
     .insert_resource(active)
-    .init_resource::<UiState>()
-    .add_plugins((SimPlugin, RenderPlugin))
+    .insert_resource(UiState {
+        canvas: overlay_canvas,
+        ..default()
+    })
+    .insert_resource(label_scale(plan.height))
+    .add_plugins((SimPlugin, RenderPlugin, LabelsPlugin))
     .insert_resource(replay)
     .insert_resource(driver)
     .add_systems(PostStartup, aim_camera_at_image)
@@ -659,11 +675,14 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
             remember_previous_states
                 .after(SimSet::Writeback)
                 .before(SimSet::Interpolate),
+            fit_below_the_overlay.after(fit_camera),
         ),
     )
     .add_systems(
         PostUpdate,
-        place_overlay.before(TransformSystems::Propagate),
+        place_overlay
+            .before(TransformSystems::Propagate)
+            .before(bevy::sprite::update_text2d_layout),
     );
 
     let exit = app.run();
@@ -713,12 +732,60 @@ fn aim_camera_at_image(
             OverlayText,
             Text2d::new(""),
             TextFont {
-                font_size: FontSize::Px((driver.height as f32 / 40.0).max(8.0)),
+                font_size: FontSize::Px(overlay_font_px(driver.height)),
                 ..default()
             },
             TextColor(color),
             Anchor::TOP_LEFT,
         ));
+    }
+}
+
+/// Frame height at which the lane labels are drawn at the window's sizes [px].
+const LABELS_FULL_SIZE_HEIGHT_PX: f32 = 720.0;
+
+/// Smallest height of a lane's title in an export [px]; smaller text is a blur.
+const MIN_TITLE_PX: f32 = 10.0;
+
+/// The lane labels' scale in a frame `height` px tall: in proportion to the frame, like the overlay, but never
+/// below [`MIN_TITLE_PX`].
+fn label_scale(height: u32) -> LabelScale {
+    LabelScale((height as f32 / LABELS_FULL_SIZE_HEIGHT_PX).max(MIN_TITLE_PX / TITLE_PX))
+}
+
+/// Height of the overlay's text in a frame `height` px tall [px].
+fn overlay_font_px(height: u32) -> f32 {
+    (height as f32 / 40.0).max(8.0)
+}
+
+/// Gap between the frame's edge and the overlay [px].
+fn overlay_margin_px(height: u32) -> f32 {
+    height as f32 / 60.0
+}
+
+/// Height of the band the overlay takes at the top of a frame `height` px tall [px]: its two lines at Bevy's
+/// default line height (1.2 times the text's height) with a margin above and below.
+fn overlay_band_px(height: u32) -> f32 {
+    2.4 * overlay_font_px(height) + 2.0 * overlay_margin_px(height)
+}
+
+/// Update, after the camera's fit: with an overlay, the lanes are framed in the frame below its band (the band
+/// is left out of `UiState::canvas`, which sets the fit's scale, and the view is moved up by half of it), so the
+/// overlay's text never covers the top lane's title or its balls.
+fn fit_below_the_overlay(
+    ui: Res<UiState>,
+    view: Res<CameraView>,
+    lanes: Query<&Lane>,
+    mut cameras: Query<(&mut Transform, &Projection), With<MainCamera>>,
+) {
+    let (Some((c0, _)), true) = (ui.canvas, view.auto_fit) else {
+        return;
+    };
+    let Some((lo, hi)) = scene_bounds(&lanes) else {
+        return;
+    };
+    for (mut transform, projection) in &mut cameras {
+        transform.translation.y = (lo.y + hi.y) / 2.0 + c0.y / 2.0 * camera_scale(projection);
     }
 }
 
@@ -841,8 +908,8 @@ fn place_overlay(
     let Some(size) = camera.logical_viewport_size() else {
         return;
     };
-    let scale = super::render::camera_scale(projection);
-    let margin = size.y / 60.0;
+    let scale = camera_scale(projection);
+    let margin = overlay_margin_px(driver.height);
     let player = &replay.player;
     let tick = player.tick();
     let label = format!(
@@ -937,8 +1004,8 @@ pub fn gif_frame_delays(gif: &[u8]) -> Result<Vec<u16>, String> {
 /// A GIF89a writer for the exporter, compiled with the crate's optimisation (the image crate's NeuQuant
 /// encoder runs at well under one frame per second in a debug build). Each frame stores only the rectangle
 /// that changed since the previous one (drawn over it: disposal "do not dispose"), with a local palette that
-/// is exact when the rectangle has at most 256 colours; otherwise the 256 most frequent colours are kept and
-/// the rest (antialiased edges) map to the nearest of them. Loops forever.
+/// is exact when the rectangle has at most 256 colours and otherwise keeps every colour's hue (`quantise`).
+/// Loops forever.
 pub struct GifWriter<W: Write> {
     out: W,
     width: usize,
@@ -1045,41 +1112,61 @@ impl<W: Write> GifWriter<W> {
 }
 
 /// A palette (0x00RRGGBB, at most 256 entries) and each pixel's index in it.
+///
+/// Exact when the pixels have at most 256 colours. Beyond that, colours are grouped in a uniform grid of
+/// `2^bits` levels per channel, `bits` the largest (7 down to 2) that leaves at most 256 cells occupied, and
+/// each cell is drawn in its most frequent colour, so no channel moves by `2^(8 − bits)` or more and every
+/// colour keeps its hue. (Keeping the 256 most frequent colours instead dropped a small ball, whose shaded
+/// pixels are each of their own colour, for the antialiased greys of text and walls: in a GIF of the slope
+/// scene no ball was green or red.)
 fn quantise(pixels: &[u32]) -> (Vec<u32>, Vec<u8>) {
-    use std::collections::HashMap;
+    use std::collections::{HashMap, HashSet};
     let mut counts: HashMap<u32, u32> = HashMap::new();
     for &p in pixels {
         *counts.entry(p).or_insert(0) += 1;
     }
     let mut colours: Vec<(u32, u32)> = counts.into_iter().collect();
-    // Most frequent first; ties by colour so the palette does not depend on hash order.
+    // Most frequent first (so a cell's first colour is its most frequent); ties by colour, so the palette does
+    // not depend on hash order.
     colours.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let palette: Vec<u32> = colours.iter().take(256).map(|c| c.0).collect();
-    let mut index: HashMap<u32, u8> = palette
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| (c, i as u8))
-        .collect();
-    let channels = |c: u32| {
-        [
-            (c >> 16) as i32 & 255,
-            (c >> 8) as i32 & 255,
-            c as i32 & 255,
-        ]
+    let cell_mask = |bits: u32| {
+        let channel = (0xFF_u32 << (8 - bits)) & 0xFF;
+        channel << 16 | channel << 8 | channel
     };
-    for &(c, _) in colours.iter().skip(256) {
-        let [r, g, b] = channels(c);
-        let nearest = palette
-            .iter()
-            .enumerate()
-            .min_by_key(|&(_, &p)| {
-                let [pr, pg, pb] = channels(p);
-                (pr - r).pow(2) + (pg - g).pow(2) + (pb - b).pow(2)
+    let bits = if colours.len() <= 256 {
+        8
+    } else {
+        // 2 bits make 64 cells, so the search always ends.
+        (2..=7)
+            .rev()
+            .find(|&bits| {
+                let mask = cell_mask(bits);
+                colours
+                    .iter()
+                    .map(|&(c, _)| c & mask)
+                    .collect::<HashSet<u32>>()
+                    .len()
+                    <= 256
             })
-            .map_or(0, |(i, _)| i as u8);
-        index.insert(c, nearest);
-    }
-    let indices = pixels.iter().map(|p| index[p]).collect();
+            .unwrap_or(2)
+    };
+    let mask = cell_mask(bits);
+    let mut palette: Vec<u32> = Vec::new();
+    let mut cells: HashMap<u32, u8> = HashMap::new();
+    let index: HashMap<u32, u8> = colours
+        .iter()
+        .map(|&(c, _)| {
+            let i = *cells.entry(c & mask).or_insert_with(|| {
+                palette.push(c);
+                (palette.len() - 1) as u8
+            });
+            (c, i)
+        })
+        .collect();
+    let indices = pixels
+        .iter()
+        .map(|p| index.get(p).copied().unwrap_or(0))
+        .collect();
     (palette, indices)
 }
 
@@ -1584,8 +1671,16 @@ mod tests {
         assert_eq!(rects, [[0, 0, 40, 30], [10, 10, 2, 2], [0, 0, 1, 1]]);
     }
 
+    /// The largest difference in any channel between two 0x00RRGGBB colours.
+    fn channel_error(a: u32, b: u32) -> u32 {
+        (0..3)
+            .map(|k| ((a >> (8 * k)) & 255).abs_diff((b >> (8 * k)) & 255))
+            .max()
+            .unwrap_or(0)
+    }
+
     #[test]
-    fn quantise_is_exact_up_to_256_colours_and_nearest_beyond() {
+    fn quantise_is_exact_up_to_256_colours_and_close_in_every_channel_beyond() {
         let few: Vec<u32> = (0..1000).map(|i| (i % 7) * 0x010203).collect();
         let (palette, indices) = quantise(&few);
         assert_eq!(palette.len(), 7);
@@ -1594,14 +1689,98 @@ mod tests {
                 .zip(&indices)
                 .all(|(&p, &i)| palette[i as usize] == p)
         );
-        // 300 colours: 256 reds twice each are kept, 44 reds with a touch of green map to their red.
+        // 300 colours fit a grid of 2⁷ levels a channel: each is drawn within one level.
         let mut many: Vec<u32> = (0..256u32).flat_map(|r| [r << 16; 2]).collect();
         many.extend((0..44u32).map(|r| (r * 5) << 16 | 1 << 8));
         let (palette, indices) = quantise(&many);
-        assert_eq!(palette.len(), 256);
-        assert!(palette.iter().all(|c| c & 0xFFFF == 0));
+        assert!(palette.len() <= 256, "{}", palette.len());
         for (&p, &i) in many.iter().zip(&indices) {
-            assert_eq!(palette[i as usize], p & 0xFF0000, "{p:06x}");
+            assert!(channel_error(palette[i as usize], p) <= 1, "{p:06x}");
+        }
+        // 172 967 colours spread over the whole cube need the coarsest grid, 4 levels a channel.
+        let cube: Vec<u32> = (0..1u32 << 24).step_by(97).collect();
+        let (palette, indices) = quantise(&cube);
+        assert!(palette.len() <= 64, "{}", palette.len());
+        for (&p, &i) in cube.iter().zip(&indices) {
+            assert!(channel_error(palette[i as usize], p) < 64, "{p:06x}");
+        }
+    }
+
+    /// Every frame of a GIF as the `gif` crate decodes it, drawn over the frame before (disposal "keep"), as
+    /// 0x00RRGGBB pixels.
+    fn decode_gif(bytes: &[u8]) -> Vec<Vec<u32>> {
+        let mut options = gif::DecodeOptions::new();
+        options.set_color_output(gif::ColorOutput::RGBA);
+        let mut decoder = options.read_info(bytes).unwrap();
+        let width = decoder.width() as usize;
+        let mut canvas = vec![0u32; width * decoder.height() as usize];
+        let mut frames = Vec::new();
+        while let Some(frame) = decoder.read_next_frame().unwrap() {
+            let (left, top, w) = (
+                frame.left as usize,
+                frame.top as usize,
+                frame.width as usize,
+            );
+            for (k, p) in frame.buffer.chunks_exact(4).enumerate() {
+                canvas[(top + k / w) * width + left + k % w] =
+                    u32::from_be_bytes([0, p[0], p[1], p[2]]);
+            }
+            frames.push(canvas.clone());
+        }
+        frames
+    }
+
+    #[test]
+    fn a_gif_keeps_small_balls_in_their_lane_colours_among_hundreds_of_greys() {
+        // The slope scene's GIF had no green or red pixel: its balls are a dozen pixels, each of its own shade
+        // (darker towards the rim), and the antialiased greys of text and walls outnumbered them. Here 300 greys
+        // (4 pixels each) fill the top rows; a green and a red ball of 12 shades lie below, then move by a pixel.
+        let (width, height) = (64usize, 32usize);
+        let rgb = |[r, g, b]: [f64; 3]| u32::from_be_bytes([0, r as u8, g as u8, b as u8]);
+        let shade = |[r, g, b]: [u8; 3], s: f64| rgb([r as f64 * s, g as f64 * s, b as f64 * s]);
+        let frame = |shift: usize| {
+            let mut pixels = vec![rgb([24.0, 26.0, 32.0]); width * height];
+            for (k, pixel) in pixels.iter_mut().take(1200).enumerate() {
+                let t = ((k + 7 * shift) % 300) as f64 / 299.0;
+                *pixel = rgb([24.0 + 193.0 * t, 26.0 + 196.0 * t, 32.0 + 203.0 * t]);
+            }
+            for i in 0..12 {
+                let s = 1.0 - 0.45 * i as f64 / 11.0;
+                pixels[24 * width + 10 + shift + i] = shade(super::super::IPC_RGB, s);
+                pixels[24 * width + 40 + shift + i] = shade(super::super::PENALTY_RGB, s);
+            }
+            pixels
+        };
+        let frames = [frame(0), frame(1)];
+        let path =
+            std::env::temp_dir().join(format!("cs-export-colours-{}.gif", std::process::id()));
+        let mut clip = GifClip::create(path.clone(), width as u32, height as u32, 30).unwrap();
+        for pixels in &frames {
+            let rgba = pixels.iter().flat_map(|p| {
+                let [_, r, g, b] = p.to_be_bytes();
+                [r, g, b, 255]
+            });
+            clip.frame(&frame_image(width as u32, height as u32, rgba.collect()))
+                .unwrap();
+        }
+        Box::new(clip).close(2).unwrap();
+        let decoded = decode_gif(&fs::read(&path).unwrap());
+        fs::remove_file(&path).unwrap();
+        assert_eq!(decoded.len(), 2);
+        for (k, (sent, got)) in frames.iter().zip(&decoded).enumerate() {
+            let [mut green, mut red] = [0, 0];
+            for &q in got {
+                let [_, r, g, _] = q.to_be_bytes();
+                green += usize::from(g > r.saturating_add(60));
+                red += usize::from(r > g.saturating_add(60));
+            }
+            assert_eq!((green, red), (12, 12), "frame {k}: green and red pixels");
+            for (&p, &q) in sent.iter().zip(got) {
+                assert!(
+                    channel_error(p, q) <= 7,
+                    "frame {k}: {p:06x} came back as {q:06x}"
+                );
+            }
         }
     }
 

@@ -13,7 +13,7 @@ use crate::physics::DVec2;
 use crate::sim::{Lane, UNITS_PER_METRE};
 
 /// Height of the title text [logical px].
-const TITLE_PX: f32 = 16.0;
+pub const TITLE_PX: f32 = 16.0;
 /// Height of the fault text [logical px].
 const FAULT_PX: f32 = 14.0;
 /// Gap between the lane's corner and the title above it [logical px].
@@ -29,10 +29,25 @@ pub struct LabelsPlugin;
 
 impl Plugin for LabelsPlugin {
     fn build(&self, app: &mut App) {
-        app.add_systems(
+        app.init_resource::<LabelScale>().add_systems(
             PostUpdate,
-            label_lanes.before(bevy::transform::TransformSystems::Propagate),
+            // The text is laid out in the frame it changes.
+            label_lanes
+                .before(bevy::transform::TransformSystems::Propagate)
+                .before(bevy::sprite::update_text2d_layout),
         );
+    }
+}
+
+/// How large the labels are drawn, as a multiple of their sizes in the window (the exporter scales them with its
+/// frame, as it does its overlay, so that small clips are not covered in text). Read when a lane's labels are
+/// spawned.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub struct LabelScale(pub f32);
+
+impl Default for LabelScale {
+    fn default() -> Self {
+        LabelScale(1.0)
     }
 }
 
@@ -67,14 +82,41 @@ fn line_text(lane: &Lane, line: LabelLine) -> Option<String> {
     }
 }
 
+/// How a line of a lane is drawn, if it shows: its text, colour and place, at `px` world units per pixel and the
+/// labels' `scale`.
+fn line_look(
+    lane: &Lane,
+    line: LabelLine,
+    px: f32,
+    scale: f32,
+) -> Option<(String, Color, Transform)> {
+    let text = line_text(lane, line)?;
+    let (rgb, gap) = match line {
+        LabelLine::Title => (method_color(lane.world.settings.method), TITLE_GAP_PX),
+        LabelLine::Fault => (
+            Color::srgb_u8(FAULT_RGB[0], FAULT_RGB[1], FAULT_RGB[2]),
+            -FAULT_GAP_PX,
+        ),
+    };
+    let corner =
+        (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2() * UNITS_PER_METRE;
+    let place = Transform::from_xyz(corner.x, corner.y + gap * scale * px, LABEL_Z)
+        .with_scale(Vec3::new(px, px, 1.0));
+    Some((text, rgb, place))
+}
+
 /// Spawns the two lines of a new lane, despawns those of a lane that is gone, and keeps each line's text, colour
 /// and place; the text keeps its size on screen (its scale is the camera's units per pixel).
+///
+/// A new lane's lines are drawn in the frame the lane first is: an export shows a rebuilt scene (a restart, a
+/// throw) from its first frame, which may be the only frame of that tick.
 #[allow(clippy::type_complexity)]
 fn label_lanes(
     mut commands: Commands,
     lanes: Query<(Entity, &Lane)>,
-    new_lanes: Query<Entity, Added<Lane>>,
+    new_lanes: Query<(Entity, &Lane), Added<Lane>>,
     camera: Query<&Projection, With<MainCamera>>,
+    scale: Res<LabelScale>,
     mut labels: Query<(
         Entity,
         &LaneLabel,
@@ -84,30 +126,44 @@ fn label_lanes(
         &mut Visibility,
     )>,
 ) {
-    for lane in &new_lanes {
-        for (line, anchor, px) in [
+    let px = camera.single().map(camera_scale).unwrap_or(1.0);
+    for (lane_entity, lane) in &new_lanes {
+        for (line, anchor, font_px) in [
             (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
             (LabelLine::Fault, Anchor::TOP_LEFT, FAULT_PX),
         ] {
+            let (text, rgb, place, visibility) = match line_look(lane, line, px, scale.0) {
+                Some((text, rgb, place)) => (text, rgb, place, Visibility::Inherited),
+                None => (
+                    String::new(),
+                    Color::WHITE,
+                    Transform::default(),
+                    Visibility::Hidden,
+                ),
+            };
             commands.spawn((
-                LaneLabel { lane, line },
-                Text2d::new(""),
+                LaneLabel {
+                    lane: lane_entity,
+                    line,
+                },
+                Text2d::new(text),
                 TextFont {
-                    font_size: FontSize::Px(px),
+                    font_size: FontSize::Px(font_px * scale.0),
                     ..default()
                 },
+                TextColor(rgb),
+                place,
                 anchor,
-                Visibility::Hidden,
+                visibility,
             ));
         }
     }
-    let px = camera.single().map(camera_scale).unwrap_or(1.0);
     for (entity, label, mut text, mut color, mut transform, mut visibility) in &mut labels {
         let Ok((_, lane)) = lanes.get(label.lane) else {
             commands.entity(entity).despawn();
             continue;
         };
-        let Some(wanted) = line_text(lane, label.line) else {
+        let Some((wanted, rgb, place)) = line_look(lane, label.line, px, scale.0) else {
             visibility.set_if_neq(Visibility::Hidden);
             continue;
         };
@@ -115,19 +171,8 @@ fn label_lanes(
         if text.0 != wanted {
             text.0 = wanted;
         }
-        let (rgb, gap) = match label.line {
-            LabelLine::Title => (method_color(lane.world.settings.method), TITLE_GAP_PX),
-            LabelLine::Fault => (
-                Color::srgb_u8(FAULT_RGB[0], FAULT_RGB[1], FAULT_RGB[2]),
-                -FAULT_GAP_PX,
-            ),
-        };
         color.set_if_neq(TextColor(rgb));
-        let corner = (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2()
-            * UNITS_PER_METRE;
-        let wanted = Transform::from_xyz(corner.x, corner.y + gap * px, LABEL_Z)
-            .with_scale(Vec3::new(px, px, 1.0));
-        transform.set_if_neq(wanted);
+        transform.set_if_neq(place);
     }
 }
 
@@ -168,7 +213,8 @@ mod tests {
     fn each_lane_is_titled_at_its_corner_its_fault_shown_while_it_lasts_and_its_labels_go_with_it()
     {
         let mut app = App::new();
-        app.add_systems(Update, label_lanes);
+        app.init_resource::<LabelScale>()
+            .add_systems(Update, label_lanes);
         app.world_mut().spawn((
             MainCamera,
             Projection::Orthographic(OrthographicProjection {
@@ -179,7 +225,7 @@ mod tests {
         let lane = lane_from("assets/scenes/wall_throw.ron", 1, DVec2::new(3.0, -2.0));
         let title = "ipc dhat=1mm [ipc]";
         let lane = app.world_mut().spawn(lane).id();
-        app.update();
+        // Shown from the lane's first frame (an export may show no other frame of a rebuilt scene).
         app.update();
 
         let shown = labels_of(&mut app, lane);
@@ -225,5 +271,37 @@ mod tests {
             .iter(app.world())
             .count();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn a_label_scale_scales_the_text_and_its_gap_to_the_corner() {
+        let mut app = App::new();
+        app.insert_resource(LabelScale(0.625))
+            .add_systems(Update, label_lanes);
+        app.world_mut().spawn((
+            MainCamera,
+            Projection::Orthographic(OrthographicProjection {
+                scale: 2.0,
+                ..OrthographicProjection::default_2d()
+            }),
+        ));
+        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
+        let lane = app.world_mut().spawn(lane).id();
+        app.update();
+        let mut fonts: Vec<(LabelLine, FontSize, f32)> = app
+            .world_mut()
+            .query::<(&LaneLabel, &TextFont, &Transform)>()
+            .iter(app.world())
+            .filter(|(label, ..)| label.lane == lane)
+            .map(|(label, font, at)| (label.line, font.font_size, at.translation.y))
+            .collect();
+        fonts.sort_by_key(|(line, ..)| *line == LabelLine::Fault);
+        // 16 px and 14 px at 0.625 are 10 px and 8.75 px; the title sits 4 · 0.625 px above the corner, at 2
+        // units per pixel.
+        let corner_y = 1.5 * UNITS_PER_METRE;
+        assert_eq!(fonts[0].0, LabelLine::Title);
+        assert_eq!(fonts[0].1, FontSize::Px(10.0));
+        assert_eq!(fonts[0].2, corner_y + 5.0);
+        assert_eq!(fonts[1].1, FontSize::Px(8.75));
     }
 }

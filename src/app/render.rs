@@ -189,7 +189,7 @@ pub fn scene_bounds(lanes: &Query<&Lane>) -> Option<(Vec2, Vec2)> {
 /// While auto-fit is on, the camera frames all lanes inside the canvas left free by the panels; the camera's
 /// viewport is that canvas (see `canvas`), so the lanes' centre goes to the camera's. Without a window (the
 /// offscreen exporter) the camera's image target is the canvas.
-fn fit_camera(
+pub(super) fn fit_camera(
     view: Res<CameraView>,
     ui: Res<UiState>,
     lanes: Query<&Lane>,

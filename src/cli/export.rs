@@ -66,7 +66,7 @@ pub struct ExportArgs {
     /// "MISMATCH at tick T").
     #[arg(long)]
     pub allow_mismatch: bool,
-    /// Leave out the text overlay (demo, tick, time, hash verdict).
+    /// Leave out the text overlay (demo, tick, time, hash verdict); the lanes' titles stay, as in the window.
     #[arg(long)]
     pub no_overlay: bool,
 }

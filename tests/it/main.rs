@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod demo_fuzz;
+mod export;
 mod friction;
 mod robustness;
 mod rod;

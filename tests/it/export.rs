@@ -1,0 +1,184 @@
+//! Export (SPEC §5) rendered for real by the binary: the slope scene, four lanes of small balls, to PNG frames
+//! and to a GIF.
+//!
+//! Rendering needs a Vulkan driver (Mesa's llvmpipe will do). Without one the test says so and passes;
+//! `.ci/export-check`, which installs llvmpipe, checks the shipped demo's clips.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use bevy::asset::RenderAssetUsages;
+use bevy::image::{CompressedImageFormats, Image, ImageSampler, ImageType};
+use contact_sandbox::app::{IPC_RGB, PENALTY_RGB};
+use contact_sandbox::demo::{Script, record_script};
+use contact_sandbox::scene::Scene;
+
+const SLOPE: &str = "assets/scenes/slope.ron";
+const WIDTH: u32 = 640;
+const HEIGHT: u32 = 360;
+/// The overlay's text colour (`src/app/export.rs`).
+const OVERLAY_RGB: [u8; 3] = [217, 222, 235];
+/// 30 ticks at 100 Hz exported at 10 fps: ticks 0, 10, 20 and 30.
+const FRAMES: usize = 4;
+
+fn vulkan_driver_present() -> bool {
+    ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d"]
+        .iter()
+        .any(|dir| fs::read_dir(dir).is_ok_and(|mut files| files.next().is_some()))
+}
+
+/// Records 30 ticks of the slope scene, untouched, into `path`.
+fn record_slope(path: &Path) {
+    let scene = Scene::load(Path::new(SLOPE)).expect("the shipped scene loads");
+    let script = Script::parse("Script(ticks: 30, actions: [])", "empty.script.ron")
+        .expect("an empty script parses");
+    record_script(&scene, &script, "empty.script.ron", |_, _| {})
+        .expect("the script records")
+        .save(path)
+        .expect("the demo is saved");
+}
+
+/// `contact-sandbox export demo --out out --fps 10 --size 640x360`.
+fn export(demo: &Path, out: &str) {
+    let run = Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .arg("export")
+        .arg(demo)
+        .args(["--out", out, "--fps", "10"])
+        .args(["--size", &format!("{WIDTH}x{HEIGHT}")])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        run.status.success(),
+        "export --out {out}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+/// A PNG frame's pixels as [r, g, b].
+fn png_pixels(path: &Path) -> Vec<[u8; 3]> {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let image = Image::from_buffer(
+        &bytes,
+        ImageType::Extension("png"),
+        CompressedImageFormats::NONE,
+        true,
+        ImageSampler::Default,
+        RenderAssetUsages::default(),
+    )
+    .expect("an exported frame decodes");
+    assert_eq!((image.width(), image.height()), (WIDTH, HEIGHT));
+    let data = image.data.expect("pixels");
+    data.chunks_exact(4).map(|p| [p[0], p[1], p[2]]).collect()
+}
+
+/// Every frame of a GIF as the `gif` crate decodes it, each drawn over the one before (disposal "keep").
+fn gif_frames(path: &Path) -> Vec<Vec<[u8; 3]>> {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::RGBA);
+    let mut decoder = options.read_info(&bytes[..]).expect("a GIF header");
+    let width = decoder.width() as usize;
+    let mut canvas = vec![[0u8; 3]; width * decoder.height() as usize];
+    let mut frames = Vec::new();
+    while let Some(frame) = decoder.read_next_frame().expect("a GIF frame") {
+        let (left, top, w) = (
+            frame.left as usize,
+            frame.top as usize,
+            frame.width as usize,
+        );
+        for (k, p) in frame.buffer.chunks_exact(4).enumerate() {
+            canvas[(top + k / w) * width + left + k % w] = [p[0], p[1], p[2]];
+        }
+        frames.push(canvas.clone());
+    }
+    frames
+}
+
+/// Whether `p` is within 12 levels of `rgb` in every channel.
+fn near(p: [u8; 3], rgb: [u8; 3]) -> bool {
+    (0..3).all(|c| p[c].abs_diff(rgb[c]) <= 12)
+}
+
+/// Whether `p` is clearly of the colour `rgb` (one of the lane colours, whose strongest channel leads the others
+/// by more than 100): its channel leads by more than 60, as in text or a ball drawn in it, antialiased or shaded.
+fn tinted(p: [u8; 3], rgb: [u8; 3]) -> bool {
+    let lead = (0..3).max_by_key(|&c| rgb[c]).unwrap_or(0);
+    (0..3).all(|c| c == lead || p[lead] > p[c].saturating_add(60))
+}
+
+fn pixels_of(frame: &[[u8; 3]], rgb: [u8; 3]) -> usize {
+    frame.iter().filter(|&&p| tinted(p, rgb)).count()
+}
+
+/// The rows that hold a pixel for which `is` holds, top first.
+fn rows_where(frame: &[[u8; 3]], is: impl Fn([u8; 3]) -> bool) -> Vec<usize> {
+    let mut rows: Vec<usize> = (0..frame.len())
+        .filter(|&i| is(frame[i]))
+        .map(|i| i / WIDTH as usize)
+        .collect();
+    rows.dedup();
+    rows
+}
+
+#[test]
+fn exported_frames_title_every_lane_and_a_gif_keeps_the_lane_colours() {
+    if !vulkan_driver_present() {
+        eprintln!("export test skipped: no Vulkan driver (install mesa-vulkan-drivers)");
+        return;
+    }
+    let dir: PathBuf = std::env::temp_dir().join(format!("cs-export-it-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("a scratch folder");
+    let demo = dir.join("slope.demo.ron");
+    record_slope(&demo);
+    let frames_dir = dir.join("frames");
+    export(&demo, &format!("{}/", frames_dir.display()));
+    export(&demo, &dir.join("slope.gif").display().to_string());
+
+    let pngs: Vec<_> = (0..FRAMES)
+        .map(|k| png_pixels(&frames_dir.join(format!("frame_{k:05}.png"))))
+        .collect();
+    // Each lane's title ("ipc mu=0.49 [ipc]", …) is drawn in its method's colour, two lanes of each: 667 IPC and
+    // 1252 penalty pixels in frame 0 as measured; the balls alone (2 px in radius) give 27 and 28.
+    for (k, frame) in pngs.iter().enumerate() {
+        let (ipc, penalty) = (pixels_of(frame, IPC_RGB), pixels_of(frame, PENALTY_RGB));
+        assert!(
+            ipc >= 200 && penalty >= 200,
+            "frame {k}: {ipc} pixels of the IPC colour and {penalty} of the penalty colour; the lane titles \
+             are missing"
+        );
+        // The overlay's two lines (light grey, in the top-left corner) stay above the top lane's title.
+        let overlay = rows_where(frame, |p| near(p, OVERLAY_RGB));
+        let titles = rows_where(frame, |p| tinted(p, IPC_RGB) || tinted(p, PENALTY_RGB));
+        assert!(!overlay.is_empty(), "frame {k}: no overlay");
+        assert!(
+            overlay.last() < titles.first(),
+            "frame {k}: the overlay's text reaches row {:?}, the lane titles start at row {:?}",
+            overlay.last(),
+            titles.first()
+        );
+    }
+    // The GIF shows what the PNG frames show, each channel within the palette's rounding (the slope's GIF had
+    // lost every green and red ball pixel to a grey).
+    let gifs = gif_frames(&dir.join("slope.gif"));
+    assert_eq!(gifs.len(), pngs.len());
+    for (k, (png, gif)) in pngs.iter().zip(&gifs).enumerate() {
+        let (worst, at) = png
+            .iter()
+            .zip(gif)
+            .enumerate()
+            .map(|(i, (p, g))| ((0..3).map(|c| p[c].abs_diff(g[c])).max().unwrap_or(0), i))
+            .max()
+            .unwrap_or((0, 0));
+        assert!(
+            worst <= 7,
+            "frame {k}: pixel ({}, {}) is {:?} in the PNG and {:?} in the GIF",
+            at % WIDTH as usize,
+            at / WIDTH as usize,
+            png[at],
+            gif[at]
+        );
+    }
+    fs::remove_dir_all(&dir).expect("scratch folder removed");
+}
