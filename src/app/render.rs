@@ -28,7 +28,7 @@ const ROD_WIDTH_PX: f32 = 6.0;
 #[derive(Default, Reflect, GizmoConfigGroup)]
 pub struct RodGizmos;
 
-/// Impulse arrows stay on screen this long after an impact [s of real time].
+/// Impulse arrows stay on screen this long after an impact [s of simulated time].
 const IMPULSE_ARROW_SECONDS: f32 = 0.6;
 
 /// The radius a ball of `radius` metres is drawn with, in world units, at `px` world units per logical pixel.
@@ -94,9 +94,24 @@ struct Shapes {
     wall: Handle<ColorMaterial>,
 }
 
-/// Rod impacts seen recently: (scene position [m], impulse [N s], age [s]).
+/// A rod impact seen recently.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct RecentImpulse {
+    /// Scene position [m].
+    point: DVec2,
+    /// Impulse [N s].
+    impulse: DVec2,
+    /// The lane and its simulated time at the impact [s].
+    lane: usize,
+    at: f64,
+    /// Simulated time since the impact [s].
+    age: f32,
+}
+
+/// Rod impacts seen recently, aged by their lane's simulated time: a paused lane keeps its arrows, and an export
+/// draws the same arrows on the same tick however fast it renders.
 #[derive(Resource, Default)]
-struct RecentImpulses(Vec<(DVec2, DVec2, f32)>);
+struct RecentImpulses(Vec<RecentImpulse>);
 
 fn spawn_camera(mut commands: Commands) {
     commands.spawn((Camera2d, MainCamera));
@@ -242,32 +257,45 @@ fn keep_sizes_visible(
 }
 
 fn collect_impulses(
-    time: Res<Time<Real>>,
-    lanes: Query<&Lane, Changed<Lane>>,
+    all_lanes: Query<&Lane>,
+    changed: Query<&Lane, Changed<Lane>>,
     mut recent: ResMut<RecentImpulses>,
 ) {
-    let dt = time.delta_secs();
-    recent.0.retain_mut(|(_, _, age)| {
-        *age += dt;
-        *age < IMPULSE_ARROW_SECONDS
-    });
-    for lane in &lanes {
+    for lane in &changed {
         let Some(last) = &lane.world.last else {
             continue;
         };
         for report in &last.rods {
             for impact in &report.impacts {
-                let point = impact.contact_point + lane.offset;
+                let seen = RecentImpulse {
+                    point: impact.contact_point + lane.offset,
+                    impulse: impact.impulse,
+                    lane: lane.index,
+                    at: lane.world.time,
+                    age: 0.0,
+                };
                 if !recent
                     .0
                     .iter()
-                    .any(|(p, _, age)| *age == 0.0 && *p == point)
+                    .any(|r| r.lane == seen.lane && r.at == seen.at && r.point == seen.point)
                 {
-                    recent.0.push((point, impact.impulse, 0.0));
+                    recent.0.push(seen);
                 }
             }
         }
     }
+    // A lane that restarted or was replaced has gone back in time: its old arrows go with it.
+    recent.0.retain_mut(|r| {
+        let Some(now) = all_lanes
+            .iter()
+            .find(|l| l.index == r.lane)
+            .map(|l| l.world.time)
+        else {
+            return false;
+        };
+        r.age = (now - r.at) as f32;
+        (0.0..IMPULSE_ARROW_SECONDS).contains(&r.age)
+    });
 }
 
 /// Rods, velocity arrows, impulse arrows, contact markers, the rod floor and the selection ring.
@@ -333,7 +361,13 @@ fn draw_gizmos(
             }
         }
     }
-    for (point, impulse, age) in &recent.0 {
+    for &RecentImpulse {
+        point,
+        impulse,
+        age,
+        ..
+    } in &recent.0
+    {
         let p = point.as_vec2() * u;
         // 1 N s draws as 150 px, up to 120 px: a rod's first landing (a few N s) would reach off the canvas.
         let j = (impulse.as_vec2() * IMPULSE_PX_PER_NS * px).clamp_length_max(IMPULSE_MAX_PX * px);
@@ -360,5 +394,70 @@ fn draw_gizmos(
             r,
             Color::WHITE,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use bevy::time::TimeUpdateStrategy;
+
+    use super::*;
+    use crate::sim::{ActiveScene, SimControl, SimPlugin};
+
+    /// The rod drop under the sim alone, one fixed step per update, with the impulse collector.
+    fn rod_drop() -> App {
+        let mut app = App::new();
+        app.add_plugins(MinimalPlugins).add_plugins(SimPlugin);
+        app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+        app.insert_resource(
+            ActiveScene::load(Path::new("assets/scenes/rod_drop.ron")).expect("shipped scene"),
+        );
+        app.init_resource::<RecentImpulses>();
+        app.add_systems(Update, collect_impulses.after(SimSet::Interpolate));
+        app
+    }
+
+    #[test]
+    fn impulse_arrows_age_with_the_lane_and_stand_still_while_it_is_paused() {
+        let mut app = rod_drop();
+        // Step until the first impact shows an arrow.
+        for _ in 0..400 {
+            app.update();
+            if !app.world().resource::<RecentImpulses>().0.is_empty() {
+                break;
+            }
+        }
+        let first = app.world().resource::<RecentImpulses>().0.clone();
+        assert!(!first.is_empty(), "no rod impact in 400 steps");
+        assert!(first.iter().all(|r| r.age == 0.0), "{first:?}");
+        app.world_mut().resource_mut::<SimControl>().toggle_pause();
+        for _ in 0..5 {
+            app.update();
+        }
+        // Paused: however much real time passes, the arrows keep their age (and are drawn the same).
+        let paused = app.world().resource::<RecentImpulses>().0.clone();
+        let ages = |v: &[RecentImpulse]| v.iter().map(|r| (r.at, r.age)).collect::<Vec<_>>();
+        let still: Vec<_> = ages(&paused)
+            .into_iter()
+            .filter(|(at, _)| first.iter().any(|r| r.at == *at))
+            .collect();
+        assert!(!still.is_empty());
+        assert!(still.iter().all(|(_, age)| *age <= 0.02), "{still:?}");
+        app.world_mut().resource_mut::<SimControl>().toggle_pause();
+        // Running: three steps of h = 10 ms age them by 30 ms of simulated time.
+        for _ in 0..3 {
+            app.update();
+        }
+        let later = app.world().resource::<RecentImpulses>().0.clone();
+        for r in later.iter().filter(|r| first.iter().any(|f| f.at == r.at)) {
+            let expected = still
+                .iter()
+                .find(|(at, _)| *at == r.at)
+                .map(|(_, a)| a + 0.03);
+            let expected = expected.expect("the same impact");
+            assert!((r.age - expected).abs() < 1e-6, "{r:?} against {expected}");
+        }
     }
 }
