@@ -24,3 +24,15 @@ pub fn fifo_with_reader(path: &std::path::Path) -> Option<std::io::Result<std::f
             .open(path)
     })
 }
+
+/// A small deterministic generator of values in `[0, 1)` (a 64-bit LCG's top 53 bits), for tests that need
+/// reproducible random layouts.
+pub fn uniform(seed: u64) -> impl FnMut() -> f64 {
+    let mut state = seed;
+    move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 11) as f64) / ((1u64 << 53) as f64)
+    }
+}

@@ -298,16 +298,7 @@ fn within(centre: &[DVec2], bound: &[f64], reach: f64, i: usize, j: usize) -> bo
 mod tests {
     use super::*;
 
-    /// A small deterministic generator of values in `[0, 1)`.
-    fn uniform(seed: u64) -> impl FnMut() -> f64 {
-        let mut state = seed;
-        move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 11) as f64) / ((1u64 << 53) as f64)
-        }
-    }
+    use crate::testing::uniform;
 
     /// Every pair within reach, by checking them all.
     fn brute_force(centre: &[DVec2], bound: &[f64], reach: f64) -> Vec<(u32, u32)> {

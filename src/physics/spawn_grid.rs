@@ -127,16 +127,7 @@ fn cell_key(v: f64, cell: f64) -> i64 {
 mod tests {
     use super::*;
 
-    /// A small deterministic generator of values in `[0, 1)`.
-    fn uniform(seed: u64) -> impl FnMut() -> f64 {
-        let mut state = seed;
-        move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 11) as f64) / ((1u64 << 53) as f64)
-        }
-    }
+    use crate::testing::uniform;
 
     fn ball(x: f64, y: f64, radius: f64) -> Ball {
         Ball {

@@ -17,6 +17,7 @@ use contact_sandbox::sim::{
     SpawnBall, SpawnRod, StartRecording, StartReplay, StepInFlight, Stepping, StopRecording,
     ThrowBall,
 };
+use contact_sandbox::testing::uniform;
 
 const WALL_THROW: &str = "assets/scenes/wall_throw.ron";
 const BALL_PIT: &str = "assets/scenes/ball_pit.ron";
@@ -142,17 +143,6 @@ fn seeking_backwards_and_forwards_lands_on_the_same_state() {
     assert_eq!(wandering.tick(), 250);
     assert_eq!(wandering.session.hash(), straight.session.hash());
     assert_eq!(wandering.verdict, straight.verdict);
-}
-
-/// A small deterministic generator of values in `[0, 1)`.
-fn uniform(seed: u64) -> impl FnMut() -> f64 {
-    let mut state = seed;
-    move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((state >> 11) as f64) / ((1u64 << 53) as f64)
-    }
 }
 
 #[test]
