@@ -998,8 +998,8 @@ fn plots_panel(
     let height = ui.available_height() - 20.0;
     type Extract = fn(&crate::sim::DiagnosticSample) -> Option<f64>;
     let charts: [(&str, Extract); 3] = [
-        ("min gap [µm] (negative = penetration)", |s| {
-            s.min_gap.map(|g| g * 1e6)
+        ("min gap, log scale (negative = penetration)", |s| {
+            s.min_gap.map(signed_log_micrometres)
         }),
         ("Newton iterations per step", |s| {
             Some(s.newton_iterations as f64)
@@ -1011,7 +1011,13 @@ fn plots_panel(
             ui.vertical(|ui| {
                 ui.set_width(width);
                 ui.small(title);
-                Plot::new(title)
+                let mut chart = Plot::new(title);
+                if title.starts_with("min gap") {
+                    chart = chart
+                        .y_grid_spacer(gap_grid_marks)
+                        .y_axis_formatter(|mark, _| gap_axis_text(mark.value));
+                }
+                chart
                     .height(height.max(60.0))
                     // The time axis in simulated seconds, said on its ticks.
                     .x_axis_formatter(|mark, _| format!("{} s", mark.value))
@@ -1044,6 +1050,62 @@ fn plots_panel(
             });
         }
     });
+}
+
+/// A gap on the min-gap plot's axis: sign(g)·log₁₀(1 + |g| / 1 µm). IPC's micrometre gaps, a penalty ball's
+/// millimetre overlap and a ball 40 m off all stay readable on one axis (a linear µm axis ran to 4·10⁷ and put
+/// every contact on its zero line).
+fn signed_log_micrometres(gap: f64) -> f64 {
+    gap.signum() * (gap.abs() * 1e6).ln_1p() / std::f64::consts::LN_10
+}
+
+/// The axis label at `value` of [`signed_log_micrometres`]: the gap itself, in the unit that suits it.
+fn gap_axis_text(value: f64) -> String {
+    let metres = (value.abs() * std::f64::consts::LN_10).exp_m1() * 1e-6;
+    // A grid line at 1 mm comes back as 0.99999999… mm ("1000.0 µm"): snap to the decade it stands for.
+    let decade = 10f64.powf(metres.log10().round());
+    let metres = if ((metres - decade) / decade).abs() < 1e-9 {
+        decade
+    } else {
+        metres
+    };
+    let text = crate::sim::length_text(metres);
+    if value < 0.0 {
+        format!("-{text}")
+    } else {
+        text
+    }
+}
+
+/// Grid lines of the min-gap plot at round gaps: 0 and ±1 µm, ±10 µm, … ±1 km, every decade or, over a tall range,
+/// every second or third, so the labels do not crowd.
+fn gap_grid_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
+    let (lo, hi) = input.bounds;
+    let every = match hi - lo {
+        span if span > 9.0 => 3,
+        span if span > 5.0 => 2,
+        _ => 1,
+    };
+    let mut marks = Vec::new();
+    if (lo..=hi).contains(&0.0) {
+        marks.push(egui_plot::GridMark {
+            value: 0.0,
+            step_size: every as f64,
+        });
+    }
+    // Sparser grids start further from zero, so the first labels do not sit on the zero line's.
+    for decade in (-7 + every as i32..=3).step_by(every) {
+        for sign in [1.0, -1.0] {
+            let value = signed_log_micrometres(sign * 10f64.powi(decade));
+            if (lo..=hi).contains(&value) {
+                marks.push(egui_plot::GridMark {
+                    value,
+                    step_size: every as f64,
+                });
+            }
+        }
+    }
+    marks
 }
 
 /// Whether the landscape's 1D throw fits `scene`: the first lane's first ball starts in front of (left of) that
@@ -1291,6 +1353,23 @@ mod tests {
             status_line(&control, Some(0.0), Some((0.01, 0.01)), None),
             "step 80"
         );
+    }
+
+    #[test]
+    fn the_gap_plot_reads_micrometres_and_metres_on_one_axis() {
+        assert_eq!(gap_axis_text(signed_log_micrometres(1e-3)), "1.00 mm");
+        for gap in [24e-6, -11.46e-3, 3e-3, 40.0, 0.0] {
+            let back = gap_axis_text(signed_log_micrometres(gap));
+            let sign = if gap < 0.0 { "-" } else { "" };
+            assert_eq!(
+                back,
+                format!("{sign}{}", crate::sim::length_text(gap.abs()))
+            );
+        }
+        // Ordered like the gaps, and compact: 40 m is under 8 units, 1 µm is 0.3.
+        assert!(signed_log_micrometres(40.0) < 8.0);
+        assert!((signed_log_micrometres(1e-6) - 2f64.log10()).abs() < 1e-12);
+        assert!(signed_log_micrometres(-1e-3) < 0.0 && signed_log_micrometres(1e-9) > 0.0);
     }
 
     #[test]
