@@ -179,8 +179,18 @@ pub fn apply_settings(lane: &mut LaneWorld, settings: &ContactSettings) -> Resul
             lane.name
         )
     })?;
-    // IPC's barrier is infinite at a zero gap (SPEC §1.2, §1.6): a penalty lane whose balls overlap cannot become
-    // an IPC lane, or its balls would stay stuck inside each other or a wall, every solve failing.
+    lane.settings = settings.clone();
+    Ok(())
+}
+
+/// Refuses to switch a lane to IPC while any of its pairs overlaps. IPC's barrier is infinite at a zero gap
+/// (SPEC §1.2, §1.6): the balls would stay stuck inside each other or a wall, every solve failing. The window
+/// checks this before [`apply_settings`]; a replay does not, so a demo recorded before the check still replays as
+/// it was recorded.
+pub fn refuse_ipc_into_overlap(
+    lane: &mut LaneWorld,
+    settings: &ContactSettings,
+) -> Result<(), String> {
     if settings.method == ContactMethod::Ipc && lane.settings.method != ContactMethod::Ipc {
         let (gap, _) = lane.gap_and_penetration();
         if let Some(gap) = gap.filter(|gap| *gap <= 0.0) {
@@ -192,7 +202,6 @@ pub fn apply_settings(lane: &mut LaneWorld, settings: &ContactSettings) -> Resul
             ));
         }
     }
-    lane.settings = settings.clone();
     Ok(())
 }
 

@@ -31,7 +31,8 @@ pub use recording::*;
 pub use stepping::{StepInFlight, Stepping, no_step_in_flight};
 
 use crate::demo::{
-    Action, apply_settings, spawn_ball_everywhere, spawn_rod_everywhere, thrown_scene,
+    Action, apply_settings, refuse_ipc_into_overlap, spawn_ball_everywhere, spawn_rod_everywhere,
+    thrown_scene,
 };
 use crate::physics::DVec2;
 use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld};
@@ -531,7 +532,9 @@ pub fn gather_settings(
             settings.0 = lane.world.settings.clone();
             continue;
         }
-        match apply_settings(&mut lane.world, &settings.0) {
+        let applied = refuse_ipc_into_overlap(&mut lane.world, &settings.0)
+            .and_then(|()| apply_settings(&mut lane.world, &settings.0));
+        match applied {
             Ok(()) => {
                 // A refusal of this lane's last edit is answered by this one: its banner would now mislead.
                 let refused_here = format!("lane '{}': ", lane.world.name);
@@ -854,6 +857,7 @@ fn apply_messages(
     // A throw or a restart runs the same scene again with the lanes' settings as edited; a new scene brings its
     // own. `None`: take the scene's.
     let mut keep: Option<KeptSettings> = None;
+    let mut scene_loaded = false;
     let edited = || {
         let mut settings: Vec<(usize, ContactSettings)> = lanes
             .iter()
@@ -869,6 +873,8 @@ fn apply_messages(
                 c.recorder
                     .record(tick, Action::Scene(Box::new(scene.current.clone())));
                 rebuild = Some(scene.current.clone());
+                // A new scene brings its own settings, even with a throw in the same frame.
+                scene_loaded = true;
                 match active.as_mut() {
                     Some(a) => **a = scene,
                     None => commands.insert_resource(scene),
@@ -894,7 +900,7 @@ fn apply_messages(
             Ok(scene) => {
                 a.current = scene.clone();
                 rebuild = Some(scene);
-                if keep.is_none() {
+                if keep.is_none() && !scene_loaded {
                     keep = Some(KeptSettings {
                         lanes: edited(),
                         h: None,
@@ -954,8 +960,10 @@ fn apply_messages(
                 if wanted == world.settings {
                     continue;
                 }
-                // The same check and order as a replay's `Settings` action after the rebuild.
-                match apply_settings(world, &wanted) {
+                // The window's checks, then what a replay's `Settings` action after the rebuild does.
+                match refuse_ipc_into_overlap(world, &wanted)
+                    .and_then(|()| apply_settings(world, &wanted))
+                {
                     Ok(()) => kept_actions.push(Action::Settings {
                         lane: index,
                         settings: wanted,

@@ -742,3 +742,35 @@ fn determinism_the_multi_threaded_ecs_matches_the_headless_session() {
         );
     }
 }
+
+/// The window refuses to switch a lane to IPC while a ball overlaps a wall; a demo that holds such a switch
+/// (recorded before the check, or written by hand) still replays as it was recorded.
+#[test]
+fn a_demo_switching_an_overlapping_lane_to_ipc_still_replays() {
+    let mut demo = wall_throw_demo();
+    // At 1 m/s (the first throw) the penalty ball is inside the wall around tick 50.
+    let mut settings = scene(WALL_THROW).lanes[0].contact.clone();
+    settings.method = contact_sandbox::physics::world::ContactMethod::Ipc;
+    demo.actions.insert(
+        1,
+        TimedAction {
+            tick: 52,
+            action: Action::Settings { lane: 0, settings },
+        },
+    );
+    demo.hashes.clear();
+    let mut probe = Player::new(demo.clone(), "old.demo.ron");
+    probe.seek(51).expect("seeks");
+    let (_, depth) = probe.session.lanes[0].clone().gap_and_penetration();
+    assert!(
+        depth > 0.0,
+        "the penalty ball is not inside the wall at tick 51"
+    );
+    probe.seek(53).expect("the switch replays as recorded");
+    assert_eq!(
+        probe.session.lanes[0].settings.method,
+        contact_sandbox::physics::world::ContactMethod::Ipc
+    );
+    let mut player = Player::new(demo, "old.demo.ron");
+    player.run_to_end(false).expect("and so does the rest");
+}

@@ -371,11 +371,18 @@ fn a_throw_and_a_restart_keep_the_inspector_edits_and_the_throw_sets_its_own() {
     assert_eq!((settings.kappa, settings.friction), (1e6, 0.25));
     assert_eq!(settings.dhat, Some(2e-3), "the throw's own d̂ wins");
     assert_eq!(with_lane(&mut app, 1, |l| l.world.balls[0].velocity.x), 2.0);
-    // A new scene brings its own settings.
+    // A new scene brings its own settings, even with a throw in the same frame.
     app.world_mut()
         .write_message(LoadScene(Path::new(WALL_THROW).to_path_buf()));
+    app.world_mut().write_message(ThrowBall {
+        v0: 1.0,
+        h: None,
+        stiffness: None,
+        dhat: None,
+    });
     run_updates(&mut app, 1);
     assert_eq!(with_lane(&mut app, 1, |l| l.world.settings.kappa), 1e4);
+    assert_eq!(with_lane(&mut app, 1, |l| l.world.settings.friction), 0.0);
 }
 
 #[test]
