@@ -342,9 +342,19 @@ fn scene_menu(
 fn status_line(
     control: &SimControl,
     steps_per_second: Option<f64>,
-    step_sizes: Option<(f64, f64)>,
+    RunInfo {
+        step_sizes,
+        replay_ticks,
+    }: RunInfo,
     frames_per_second: Option<f64>,
 ) -> String {
+    let fps = frames_per_second
+        .map(|f| format!(" · {f:.0} fps"))
+        .unwrap_or_default();
+    if let Some((tick, ticks)) = replay_ticks {
+        // The replay's own clock; the sandbox's step counter stands still while a demo plays.
+        return format!("replay tick {tick} / {ticks}{fps}");
+    }
     let stop = control
         .stop_at_step
         .map(|s| format!(" / {s}"))
@@ -370,9 +380,6 @@ fn status_line(
             })
             .unwrap_or_default()
     };
-    let fps = frames_per_second
-        .map(|f| format!(" · {f:.0} fps"))
-        .unwrap_or_default();
     format!("step {}{stop}{rate}{fps}", control.steps_taken)
 }
 
@@ -386,10 +393,7 @@ struct RunInfo {
 
 fn run_controls(
     ui: &mut egui::Ui,
-    RunInfo {
-        step_sizes,
-        replay_ticks,
-    }: RunInfo,
+    info: RunInfo,
     control: &mut SimControl,
     ui_state: &mut UiState,
     clocks: &mut Clocks,
@@ -430,23 +434,12 @@ fn run_controls(
             .frame_rate
             .record(clocks.real.elapsed_secs_f64(), u64::from(frames.0));
     }
-    let status = match replay_ticks {
-        // The replay's own clock; the sandbox's step counter stands still while a demo plays.
-        Some((tick, ticks)) => format!(
-            "replay tick {tick} / {ticks}{}",
-            ui_state
-                .frame_rate
-                .steps_per_second()
-                .map(|f| format!(" · {f:.0} fps"))
-                .unwrap_or_default()
-        ),
-        None => status_line(
-            control,
-            ui_state.step_rate.steps_per_second(),
-            step_sizes,
-            ui_state.frame_rate.steps_per_second(),
-        ),
-    };
+    let status = status_line(
+        control,
+        ui_state.step_rate.steps_per_second(),
+        info,
+        ui_state.frame_rate.steps_per_second(),
+    );
     ui.label(status)
         .on_hover_text(
             "Simulated seconds per real second, and frames drawn per second. The physics steps on its own \
@@ -1324,34 +1317,46 @@ mod tests {
 
     #[test]
     fn the_status_says_finished_at_the_last_step_instead_of_a_rate_of_zero() {
+        let sizes = |lo, hi| RunInfo {
+            step_sizes: Some((lo, hi)),
+            replay_ticks: None,
+        };
         let mut control = SimControl {
             stop_at_step: Some(80),
             steps_taken: 40,
             ..default()
         };
         assert_eq!(
-            status_line(&control, Some(100.0), Some((0.01, 0.01)), Some(30.0)),
+            status_line(&control, Some(100.0), sizes(0.01, 0.01), Some(30.0)),
             "step 40 / 80 · 100 steps/s (1.00× real time) · 30 fps"
         );
         // The real-time factor is the lanes' own h, not the fixed rate: 24 steps/s of h = 10 ms is 0.24×.
         assert_eq!(
-            status_line(&control, Some(24.0), Some((0.01, 0.01)), None),
+            status_line(&control, Some(24.0), sizes(0.01, 0.01), None),
             "step 40 / 80 · 24 steps/s (0.24× real time)"
         );
         assert_eq!(
-            status_line(&control, Some(50.0), Some((0.005, 0.01)), None),
+            status_line(&control, Some(50.0), sizes(0.005, 0.01), None),
             "step 40 / 80 · 50 steps/s (0.25–0.50× real time)"
         );
         control.steps_taken = 80;
         assert_eq!(
-            status_line(&control, Some(0.0), Some((0.01, 0.01)), Some(30.0)),
+            status_line(&control, Some(0.0), sizes(0.01, 0.01), Some(30.0)),
             "step 80 / 80 · finished (R runs it again) · 30 fps"
         );
         control.stop_at_step = None;
         control.paused = true;
         assert_eq!(
-            status_line(&control, Some(0.0), Some((0.01, 0.01)), None),
+            status_line(&control, Some(0.0), sizes(0.01, 0.01), None),
             "step 80"
+        );
+        let replaying = RunInfo {
+            step_sizes: Some((0.01, 0.01)),
+            replay_ticks: Some((120, 300)),
+        };
+        assert_eq!(
+            status_line(&control, Some(0.0), replaying, Some(30.0)),
+            "replay tick 120 / 300 · 30 fps"
         );
     }
 
