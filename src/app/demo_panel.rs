@@ -1,15 +1,17 @@
-//! The Demo window: Record / Stop & save (F5), open a demo in the replay viewer (play/pause, timeline, speed,
-//! the "match / MISMATCH at tick T" badge), and Export… (runs `contact-sandbox export` in a child process so
-//! the window stays responsive). The recording and replay themselves live in [`crate::sim`].
+//! The Demo section of the left panel: Record / Stop & save (F5), open a demo in the replay viewer (play/pause,
+//! timeline, speed, the "match / MISMATCH at tick T" badge), and Export… (runs `contact-sandbox export` in a
+//! child process so the window stays responsive). The recording and replay themselves live in [`crate::sim`].
+//!
+//! It is part of the left panel, not a window over the canvas: floating, it covered the top lane's title while
+//! a demo replayed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use bevy::prelude::*;
-use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+use bevy_egui::egui;
 
-use super::UiState;
 use crate::sim::{
     ActiveScene, Recorder, Replay, SimControl, SimLog, StartRecording, StartReplay, StopRecording,
     StopReplay,
@@ -23,12 +25,11 @@ pub struct DemoPanelPlugin;
 impl Plugin for DemoPanelPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<DemoUi>()
-            .add_systems(Update, (record_key, poll_export))
-            .add_systems(EguiPrimaryContextPass, demo_window);
+            .add_systems(Update, (record_key, poll_export));
     }
 }
 
-/// What the Demo window remembers between frames.
+/// What the Demo section remembers between frames.
 #[derive(Resource)]
 pub struct DemoUi {
     /// Where Stop & save writes (empty: a fresh name under `demos/`).
@@ -226,69 +227,114 @@ fn known_demos() -> Vec<PathBuf> {
     out
 }
 
+/// What the Demo section reads and sends; a part of the left panel's system (`panels::sandbox_ui`).
 #[derive(bevy::ecs::system::SystemParam)]
-struct DemoMessages<'w> {
-    start: MessageWriter<'w, StartRecording>,
-    stop: MessageWriter<'w, StopRecording>,
-    replay: MessageWriter<'w, StartReplay>,
-    stop_replay: MessageWriter<'w, StopReplay>,
+pub struct DemoParams<'w> {
+    pub replay: Option<ResMut<'w, Replay>>,
+    pub controls: DemoControls<'w>,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn demo_window(
-    mut contexts: EguiContexts,
-    ui_state: Res<UiState>,
-    mut demo_ui: ResMut<DemoUi>,
-    recorder: Res<Recorder>,
-    replay: Option<ResMut<Replay>>,
-    control: Res<SimControl>,
-    active: Option<Res<ActiveScene>>,
-    mut log: ResMut<SimLog>,
-    mut messages: DemoMessages,
-) -> Result {
-    if !ui_state.show_ui {
-        return Ok(());
+/// The Demo section's state and messages, apart from the replay (which the panels read meanwhile).
+#[derive(bevy::ecs::system::SystemParam)]
+pub struct DemoControls<'w> {
+    pub ui: ResMut<'w, DemoUi>,
+    pub recorder: Res<'w, Recorder>,
+    pub start: MessageWriter<'w, StartRecording>,
+    pub stop: MessageWriter<'w, StopRecording>,
+    pub open_replay: MessageWriter<'w, StartReplay>,
+    pub stop_replay: MessageWriter<'w, StopReplay>,
+}
+
+/// What the replay viewer's controls asked for this frame. They are applied once the panels are drawn, since the
+/// panels read the replayed scene meanwhile.
+#[derive(Default, Debug, PartialEq)]
+pub struct ReplayEdits {
+    playing: Option<bool>,
+    seek: Option<u64>,
+    speed: Option<f64>,
+}
+
+impl ReplayEdits {
+    /// Play or pause (P); playing from the last tick starts over.
+    pub fn toggle_play(replay: &Replay) -> Self {
+        let at_end = replay.player.tick() >= replay.player.demo.ticks;
+        ReplayEdits {
+            playing: Some(!replay.playing),
+            seek: (!replay.playing && at_end).then_some(0),
+            speed: None,
+        }
     }
-    let ctx = contexts.ctx_mut()?.clone();
-    // The title says what is going on while the window is collapsed (F5 records without opening it).
-    let title = if replay.is_some() {
+
+    /// One tick forward, paused (O).
+    pub fn step(replay: &Replay) -> Self {
+        ReplayEdits {
+            playing: Some(false),
+            seek: Some(replay.player.tick() + 1),
+            speed: None,
+        }
+    }
+
+    /// Back to the start (R).
+    pub fn rewind() -> Self {
+        ReplayEdits {
+            seek: Some(0),
+            ..default()
+        }
+    }
+
+    pub fn apply(self, replay: &mut Replay) {
+        if let Some(playing) = self.playing {
+            replay.playing = playing;
+        }
+        if let Some(seek) = self.seek {
+            replay.seek = Some(seek);
+        }
+        if let Some(speed) = self.speed {
+            replay.speed = speed;
+        }
+    }
+}
+
+/// The heading of the Demo section: it says what is going on while the section is collapsed (F5 records without
+/// opening it).
+pub fn demo_heading(replaying: bool, recording: bool) -> &'static str {
+    if replaying {
         "Demo · replaying"
-    } else if recorder.is_recording() {
+    } else if recording {
         "Demo · ● recording"
     } else {
-        "Demo"
+        "Demo: record, replay, export"
+    }
+}
+
+/// The Demo section while no demo replays: a collapsing header, closed at first.
+pub fn demo_section(
+    ui: &mut egui::Ui,
+    demo: &mut DemoControls,
+    control: &SimControl,
+    active: Option<&ActiveScene>,
+    log: &mut SimLog,
+) {
+    let heading = demo_heading(false, demo.recorder.is_recording());
+    let text = if demo.recorder.is_recording() {
+        egui::RichText::new(heading).color(egui::Color32::from_rgb(235, 64, 52))
+    } else {
+        egui::RichText::new(heading)
     };
-    // It floats over the canvas, so it starts collapsed to its title bar unless a replay is open at start. It has
-    // no close button: nothing would bring it back, and collapsed it is one title bar.
-    egui::Window::new(title)
-        .id(egui::Id::new("demo window"))
-        .default_pos(egui::pos2(360.0, 8.0))
-        .default_open(replay.is_some())
-        .resizable(false)
-        .show(&ctx, |ui| match replay {
-            Some(mut replay) => replay_viewer(ui, &mut replay, &mut demo_ui, &mut messages),
-            None => recorder_controls(
-                ui,
-                &recorder,
-                &control,
-                active.as_deref(),
-                &mut demo_ui,
-                &mut log,
-                &mut messages,
-            ),
-        });
-    Ok(())
+    egui::CollapsingHeader::new(text)
+        .id_salt("demo section")
+        .show(ui, |ui| recorder_controls(ui, demo, control, active, log));
 }
 
 fn recorder_controls(
     ui: &mut egui::Ui,
-    recorder: &Recorder,
+    demo: &mut DemoControls,
     control: &SimControl,
     active: Option<&ActiveScene>,
-    demo_ui: &mut DemoUi,
     log: &mut SimLog,
-    messages: &mut DemoMessages,
 ) {
+    let recorder = &*demo.recorder;
+    let demo_ui = &mut *demo.ui;
     ui.horizontal(|ui| {
         let label = if recorder.is_recording() {
             "■ Stop & save (F5)"
@@ -301,8 +347,8 @@ fn recorder_controls(
                 demo_ui,
                 active,
                 log,
-                &mut messages.start,
-                &mut messages.stop,
+                &mut demo.start,
+                &mut demo.stop,
             );
         }
         if recorder.is_recording() {
@@ -321,7 +367,7 @@ fn recorder_controls(
         ui.add(
             egui::TextEdit::singleline(&mut demo_ui.save_path)
                 .hint_text("demos/<scene>-<time>.demo.ron")
-                .desired_width(220.0),
+                .desired_width((ui.available_width() - 8.0).max(80.0)),
         );
     });
     if let Some(saved) = &recorder.last_saved {
@@ -329,10 +375,10 @@ fn recorder_controls(
     }
     ui.separator();
     ui.horizontal(|ui| {
-        ui.add(egui::TextEdit::singleline(&mut demo_ui.replay_path).desired_width(230.0));
+        let width = (ui.available_width() - 84.0).max(80.0);
+        ui.add(egui::TextEdit::singleline(&mut demo_ui.replay_path).desired_width(width));
         if ui.button("▶ Replay").clicked() {
-            messages
-                .replay
+            demo.open_replay
                 .write(StartReplay(PathBuf::from(demo_ui.replay_path.trim())));
         }
     });
@@ -351,7 +397,8 @@ fn recorder_controls(
 fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
     ui.horizontal(|ui| {
         ui.label("export to");
-        ui.add(egui::TextEdit::singleline(&mut demo_ui.export_out).desired_width(150.0));
+        let width = (ui.available_width() - 120.0).max(80.0);
+        ui.add(egui::TextEdit::singleline(&mut demo_ui.export_out).desired_width(width));
         ui.add(
             egui::DragValue::new(&mut demo_ui.export_fps)
                 .update_while_editing(false)
@@ -385,12 +432,12 @@ fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
     }
 }
 
-fn replay_viewer(
-    ui: &mut egui::Ui,
-    replay: &mut Replay,
-    demo_ui: &mut DemoUi,
-    messages: &mut DemoMessages,
-) {
+/// The replay viewer: the badge, play/pause, step, speed, the timeline and export. Its controls are returned as
+/// edits (see [`ReplayEdits`]).
+pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls) -> ReplayEdits {
+    let demo_ui = &mut *demo.ui;
+    let mut edits = ReplayEdits::default();
+    ui.strong(demo_heading(true, false));
     let badge = replay.badge();
     let colour = if badge.starts_with("match") {
         egui::Color32::from_rgb(46, 204, 64)
@@ -399,44 +446,55 @@ fn replay_viewer(
     } else {
         egui::Color32::GRAY
     };
-    ui.label(format!("replaying {}", replay.player.file));
+    let file = Path::new(&replay.player.file);
+    let name = file.file_name().map_or_else(
+        || replay.player.file.clone(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    ui.label(format!("file {name}"))
+        .on_hover_text(&replay.player.file);
     ui.colored_label(colour, egui::RichText::new(badge).strong());
     let ticks = replay.player.demo.ticks;
     let hz = replay.player.demo.fixed_hz;
     let mut tick = replay.player.tick();
     ui.horizontal(|ui| {
         let label = if replay.playing {
-            "⏸ Pause"
+            "⏸ Pause (P)"
         } else {
-            "▶ Play"
+            "▶ Play (P)"
         };
         if ui.button(label).clicked() {
-            if !replay.playing && tick >= ticks {
-                replay.seek = Some(0);
-            }
-            replay.playing = !replay.playing;
+            edits = ReplayEdits::toggle_play(replay);
         }
-        if ui.button("⏮").on_hover_text("back to the start").clicked() {
-            replay.seek = Some(0);
+        if ui
+            .button("⏮")
+            .on_hover_text("back to the start (R)")
+            .clicked()
+        {
+            edits = ReplayEdits::rewind();
         }
-        if ui.button("Step").on_hover_text("one tick").clicked() {
-            replay.playing = false;
-            replay.seek = Some(tick + 1);
+        if ui.button("Step (O)").on_hover_text("one tick").clicked() {
+            edits = ReplayEdits::step(replay);
         }
+        let mut speed = replay.speed;
         egui::ComboBox::from_id_salt("replay speed")
-            .selected_text(format!("{}×", replay.speed))
+            .width(60.0)
+            .selected_text(format!("{speed}×"))
             .show_ui(ui, |ui| {
-                for speed in [0.25, 0.5, 1.0, 2.0, 4.0, 8.0] {
-                    ui.selectable_value(&mut replay.speed, speed, format!("{speed}×"));
+                for option in [0.25, 0.5, 1.0, 2.0, 4.0, 8.0] {
+                    ui.selectable_value(&mut speed, option, format!("{option}×"));
                 }
             });
+        if speed != replay.speed {
+            edits.speed = Some(speed);
+        }
     });
     let slider = ui.add(
         egui::Slider::new(&mut tick, 0..=ticks)
             .text(format!("tick ({:.2} s)", replay.player.tick() as f64 / hz)),
     );
     if slider.changed() {
-        replay.seek = Some(tick);
+        edits.seek = Some(tick);
     }
     if let Some((at, label)) = &replay.player.last_action {
         ui.small(format!("last action: {label} (tick {at})"));
@@ -449,9 +507,9 @@ fn replay_viewer(
     }
     ui.small("input that would change the simulation is ignored while replaying");
     if ui.button("■ Stop replay").clicked() {
-        messages.stop_replay.write(StopReplay);
+        demo.stop_replay.write(StopReplay);
     }
     ui.separator();
-    let demo = PathBuf::from(&replay.player.file);
-    export_controls(ui, demo_ui, &demo);
+    export_controls(ui, demo_ui, file);
+    edits
 }

@@ -12,10 +12,11 @@ use bevy_egui::egui;
 use bevy_egui::input::{egui_wants_any_keyboard_input, egui_wants_any_pointer_input};
 
 use super::UiState;
+use super::demo_panel::ReplayEdits;
 use super::render::{CameraView, MainCamera, camera_scale};
 use crate::physics::DVec2;
 use crate::sim::{
-    Ball, BodyState, CycleScene, Lane, LaneMember, RestartScene, Rod, SimControl, SimSet,
+    Ball, BodyState, CycleScene, Lane, LaneMember, Replay, RestartScene, Rod, SimControl, SimSet,
     SpawnBall, SpawnRod, UNITS_PER_METRE,
 };
 
@@ -107,15 +108,32 @@ fn keyboard_controls(
     mut view: ResMut<CameraView>,
     mut restart: MessageWriter<RestartScene>,
     mut cycle: MessageWriter<CycleScene>,
+    replay: Option<ResMut<Replay>>,
 ) {
-    if keys.just_pressed(KeyCode::KeyP) {
-        control.toggle_pause();
-    }
-    if keys.just_pressed(KeyCode::KeyO) {
-        control.single_step();
-    }
-    if keys.just_pressed(KeyCode::KeyR) {
-        restart.write(RestartScene);
+    // While a demo replays, P, O and R play, step and rewind it, as the Demo section's buttons do.
+    if let Some(mut replay) = replay {
+        let edits = if keys.just_pressed(KeyCode::KeyP) {
+            Some(ReplayEdits::toggle_play(&replay))
+        } else if keys.just_pressed(KeyCode::KeyO) {
+            Some(ReplayEdits::step(&replay))
+        } else if keys.just_pressed(KeyCode::KeyR) {
+            Some(ReplayEdits::rewind())
+        } else {
+            None
+        };
+        if let Some(edits) = edits {
+            edits.apply(&mut replay);
+        }
+    } else {
+        if keys.just_pressed(KeyCode::KeyP) {
+            control.toggle_pause();
+        }
+        if keys.just_pressed(KeyCode::KeyO) {
+            control.single_step();
+        }
+        if keys.just_pressed(KeyCode::KeyR) {
+            restart.write(RestartScene);
+        }
     }
     if keys.just_pressed(KeyCode::BracketRight) {
         cycle.write(CycleScene(1));
@@ -462,5 +480,55 @@ mod tests {
             );
             assert!(!app.world().resource::<CameraView>().auto_fit);
         }
+    }
+
+    /// P, O and R play, step and rewind a replaying demo; the run control they drive otherwise is untouched.
+    #[test]
+    fn while_a_demo_replays_p_o_and_r_drive_the_replay() {
+        let demo =
+            crate::demo::Demo::load(std::path::Path::new("assets/demos/wall_throw.demo.ron"))
+                .expect("the shipped demo loads");
+        let ticks = demo.ticks;
+        let mut player = crate::demo::Player::new(demo, "wall_throw");
+        player.start().expect("starts");
+        let mut app = App::new();
+        app.add_message::<RestartScene>()
+            .add_message::<CycleScene>()
+            .init_resource::<ButtonInput<KeyCode>>()
+            .init_resource::<SimControl>()
+            .init_resource::<UiState>()
+            .init_resource::<CameraView>()
+            .insert_resource(Replay::without_check(player))
+            .add_systems(Update, keyboard_controls);
+        let press = |app: &mut App, key| {
+            let mut keys = app.world_mut().resource_mut::<ButtonInput<KeyCode>>();
+            keys.reset_all();
+            keys.press(key);
+            app.update();
+        };
+        press(&mut app, KeyCode::KeyP);
+        assert!(app.world().resource::<Replay>().playing);
+        press(&mut app, KeyCode::KeyP);
+        assert!(!app.world().resource::<Replay>().playing);
+        press(&mut app, KeyCode::KeyO);
+        assert_eq!(app.world().resource::<Replay>().seek, Some(1));
+        app.world_mut().resource_mut::<Replay>().seek = None;
+        press(&mut app, KeyCode::KeyR);
+        assert_eq!(app.world().resource::<Replay>().seek, Some(0));
+        let control = app.world().resource::<SimControl>();
+        assert!(!control.paused, "P paused the run control under the replay");
+        assert_eq!(control.pending_steps, 0, "O stepped the run control");
+        let restarts = app.world().resource::<Messages<RestartScene>>();
+        assert!(
+            restarts.is_empty(),
+            "R restarted the scene under the replay"
+        );
+        // Play from the last tick starts over.
+        let mut replay = app.world_mut().resource_mut::<Replay>();
+        replay.player.seek(ticks).expect("seeks to the end");
+        let edits = ReplayEdits::toggle_play(&replay);
+        edits.apply(&mut replay);
+        assert!(replay.playing);
+        assert_eq!(replay.seek, Some(0));
     }
 }

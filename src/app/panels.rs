@@ -11,6 +11,7 @@ use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use egui_plot::{Legend, Line, Plot, PlotPoints, Points, VLine};
 
 use super::decimate::min_max_per_column;
+use super::demo_panel::{DemoParams, ReplayEdits, demo_section, replay_viewer};
 use super::fonts::displayable;
 use super::landscape::{LandscapeInput, landscape};
 use super::render::CameraView;
@@ -21,7 +22,7 @@ use crate::physics::newton::{NewtonSettings, StopReason};
 use crate::physics::world::{ContactMethod, LaneWorld};
 use crate::sim::{
     ActiveScene, Ball, BodyState, CycleScene, Lane, LaneDiagnostics, LaneMember, LaneSettings,
-    LoadScene, Replay, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall, Stepping,
+    LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall, Stepping,
     ThrowBall,
 };
 
@@ -127,7 +128,7 @@ fn sandbox_ui(
     rod_log: Res<RodImpactLog>,
     mut actions: Actions,
     mut clocks: Clocks,
-    replay: Option<Res<Replay>>,
+    mut demo: DemoParams,
 ) -> Result {
     if !ui_state.show_ui {
         ui_state.canvas = None;
@@ -142,11 +143,13 @@ fn sandbox_ui(
             .max_rect(ctx.viewport_rect()),
     );
     // While a demo replays, the lanes are the demo's: its scene is the one to describe, not the one loaded.
-    let shown = replay
+    let shown = demo
+        .replay
         .as_deref()
         .map(|r| &r.player.session.scene)
         .or(active.as_deref().map(|a| &a.current));
-    let replay_ticks = replay
+    let replay_ticks = demo
+        .replay
         .as_deref()
         .map(|r| (r.player.session.tick, r.player.demo.ticks));
     let mut sorted: Vec<Entity> = lanes.iter().map(|l| l.0).collect();
@@ -159,6 +162,7 @@ fn sandbox_ui(
             Some((f64::min(lo, h), f64::max(hi, h)))
         });
 
+    let mut replay_edits = ReplayEdits::default();
     egui::Panel::left("sandbox")
         .frame(unfilled_panel(&ctx))
         .resizable(true)
@@ -174,6 +178,11 @@ fn sandbox_ui(
                     &mut view,
                 );
                 ui.separator();
+                if let Some(replay) = demo.replay.as_deref() {
+                    replay_edits =
+                        replay_viewer(ui, replay, &mut demo.controls);
+                    ui.separator();
+                }
                 run_controls(
                     ui,
                     RunInfo {
@@ -192,6 +201,10 @@ fn sandbox_ui(
                     if ui.small_button("dismiss").clicked() {
                         log.error = None;
                     }
+                }
+                if demo.replay.is_none() {
+                    ui.separator();
+                    demo_section(ui, &mut demo.controls, &control, active.as_deref(), &mut log);
                 }
                 ui.separator();
                 // The throw controls would be refused while a demo replays.
@@ -272,6 +285,9 @@ fn sandbox_ui(
         Vec2::new(canvas.min.x, canvas.min.y),
         Vec2::new(canvas.max.x, canvas.max.y),
     ));
+    if let Some(replay) = demo.replay.as_deref_mut() {
+        replay_edits.apply(replay);
+    }
     Ok(())
 }
 
@@ -291,37 +307,42 @@ fn scene_menu(
 ) {
     ui.heading("contact-sandbox");
     let current = active.map(|a| a.path.clone());
-    ui.horizontal(|ui| {
-        if ui.button("◀ [").on_hover_text("previous scene").clicked() {
-            actions.cycle.write(CycleScene(-1));
-            view.auto_fit = true;
-        }
-        egui::ComboBox::from_id_salt("scene")
-            .selected_text(
-                active
-                    .map(|a| displayable(&a.current.name).into_owned())
-                    .unwrap_or_else(|| "no scene".into()),
-            )
-            .show_ui(ui, |ui| {
-                for path in &catalogue.paths {
-                    let label = path
-                        .file_stem()
-                        .map(|s| s.to_string_lossy().to_string())
-                        .unwrap_or_default();
-                    if ui
-                        .selectable_label(current.as_ref() == Some(path), label)
-                        .clicked()
-                    {
-                        actions.load.write(LoadScene(path.clone()));
-                        view.auto_fit = true;
+    // While a demo replays, its scene is the one shown, and another cannot be picked until the replay stops.
+    let shown_name = replaying
+        .map(|scene| displayable(&scene.name).into_owned())
+        .or_else(|| active.map(|a| displayable(&a.current.name).into_owned()))
+        .unwrap_or_else(|| "no scene".into());
+    ui.add_enabled_ui(replaying.is_none(), |ui| {
+        ui.horizontal(|ui| {
+            if ui.button("◀ [").on_hover_text("previous scene").clicked() {
+                actions.cycle.write(CycleScene(-1));
+                view.auto_fit = true;
+            }
+            egui::ComboBox::from_id_salt("scene")
+                .selected_text(shown_name)
+                .show_ui(ui, |ui| {
+                    for path in &catalogue.paths {
+                        let label = path
+                            .file_stem()
+                            .map(|s| s.to_string_lossy().to_string())
+                            .unwrap_or_default();
+                        if ui
+                            .selectable_label(current.as_ref() == Some(path), label)
+                            .clicked()
+                        {
+                            actions.load.write(LoadScene(path.clone()));
+                            view.auto_fit = true;
+                        }
                     }
-                }
-            });
-        if ui.button("] ▶").on_hover_text("next scene").clicked() {
-            actions.cycle.write(CycleScene(1));
-            view.auto_fit = true;
-        }
-    });
+                });
+            if ui.button("] ▶").on_hover_text("next scene").clicked() {
+                actions.cycle.write(CycleScene(1));
+                view.auto_fit = true;
+            }
+        });
+    })
+    .response
+    .on_disabled_hover_text("stop the replay to pick another scene");
     match (replaying, active) {
         (Some(scene), _) => {
             ui.colored_label(
@@ -401,26 +422,29 @@ fn run_controls(
     view: &mut CameraView,
 ) {
     ui.horizontal(|ui| {
-        let label = if control.paused {
-            "▶ Resume (P)"
-        } else {
-            "⏸ Pause (P)"
-        };
-        if ui.button(label).clicked() {
-            control.toggle_pause();
-        }
-        if ui.button("Step (O)").clicked() {
-            control.single_step();
-        }
-        if ui
-            .button("Restart (R)")
-            .on_hover_text(
-                "The scene from its start, with the lanes' settings as edited. Pick the scene in the menu again \
-                 for the scene's own settings.",
-            )
-            .clicked()
-        {
-            actions.restart.write(RestartScene);
+        // A replay has its own play, step and rewind (the Demo section above); these would be refused.
+        if info.replay_ticks.is_none() {
+            let label = if control.paused {
+                "▶ Resume (P)"
+            } else {
+                "⏸ Pause (P)"
+            };
+            if ui.button(label).clicked() {
+                control.toggle_pause();
+            }
+            if ui.button("Step (O)").clicked() {
+                control.single_step();
+            }
+            if ui
+                .button("Restart (R)")
+                .on_hover_text(
+                    "The scene from its start, with the lanes' settings as edited. Pick the scene in the menu \
+                     again for the scene's own settings.",
+                )
+                .clicked()
+            {
+                actions.restart.write(RestartScene);
+            }
         }
         if ui.button("Fit (F)").clicked() {
             view.auto_fit = true;
