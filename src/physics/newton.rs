@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use glam::DVec2;
 
-use super::ccd::{time_of_impact_ball_ball, time_of_impact_ball_wall};
+use super::ccd::{time_of_impact_ball_ball_within, time_of_impact_ball_wall_within};
 use super::linear::{LinearSolveError, LinearWorkspace, solve_newton_direction};
 use super::potential::{
     BlockHessian, ContactModel, ContactSet, IncrementalPotential, VerletList, Workspace,
@@ -522,6 +522,18 @@ fn widen_skins(potential: &IncrementalPotential<'_>, x: &[DVec2], ws: &mut Newto
 
 /// Earliest `t* ∈ [0, 1]` over all ball–wall and ball–ball pairs for the motion `x → x + Δx`; only the
 /// segment candidates can touch.
+/// A segment's end closer to contact than this share of `d̂` counts as an impact (see
+/// [`time_of_impact_ball_wall_within`]): 1 nm under the seed's `d̂ = 1 mm`, far below any gap a converged step
+/// leaves (the seed's smallest is 2.1 µm) and far above a position's resolution near the origin (10⁻¹⁶ m at 1 m).
+const MIN_SEPARATION_SHARE: f64 = 1e-6;
+
+fn min_separation(potential: &IncrementalPotential<'_>) -> f64 {
+    match potential.model {
+        ContactModel::Barrier { dhat, .. } => MIN_SEPARATION_SHARE * dhat,
+        ContactModel::Penalty { .. } => 0.0,
+    }
+}
+
 fn earliest_time_of_impact(
     potential: &IncrementalPotential<'_>,
     x: &[DVec2],
@@ -536,6 +548,7 @@ fn earliest_time_of_impact(
     } = ws;
     wall_hits.clear();
     pair_hits.clear();
+    let min_separation = min_separation(potential);
     let mut earliest: Option<f64> = None;
     let mut keep = |t: f64| {
         if earliest.is_none_or(|e| t < e) {
@@ -546,11 +559,12 @@ fn earliest_time_of_impact(
         let iu = i as usize;
         let d = direction[iu];
         if d != DVec2::ZERO
-            && let Some(t) = time_of_impact_ball_wall(
+            && let Some(t) = time_of_impact_ball_wall_within(
                 x[iu],
                 d,
                 potential.radius[iu],
                 &potential.walls[k as usize],
+                min_separation,
             )
         {
             keep(t);
@@ -559,13 +573,14 @@ fn earliest_time_of_impact(
     }
     for &(i, j) in &candidates.ball_ball {
         let (iu, ju) = (i as usize, j as usize);
-        if let Some(t) = time_of_impact_ball_ball(
+        if let Some(t) = time_of_impact_ball_ball_within(
             x[iu],
             direction[iu],
             potential.radius[iu],
             x[ju],
             direction[ju],
             potential.radius[ju],
+            min_separation,
         ) {
             keep(t);
             pair_hits.push((i, j, t));
@@ -605,6 +620,7 @@ fn scale_direction_by_contact_group(
     const MAX_PASSES: usize = 32;
     const MAX_SHRINKS: usize = 64;
     let n = x.len();
+    let min_separation = min_separation(potential);
     let NewtonWorkspace {
         sets,
         group,
@@ -668,13 +684,14 @@ fn scale_direction_by_contact_group(
             let (i, j) = (i as usize, j as usize);
             let (gi, gj) = (group[i] as usize, group[j] as usize);
             let (ti, tj) = (group_length[gi], group_length[gj]);
-            let hit = time_of_impact_ball_ball(
+            let hit = time_of_impact_ball_ball_within(
                 x[i],
                 direction[i] * ti,
                 radius[i],
                 x[j],
                 direction[j] * tj,
                 radius[j],
+                min_separation,
             );
             let Some(tau) = hit else { continue };
             changed = true;
@@ -686,13 +703,14 @@ fn scale_direction_by_contact_group(
             };
             let tq = group_length[gq];
             let toi = |u: f64| {
-                time_of_impact_ball_ball(
+                time_of_impact_ball_ball_within(
                     x[p],
                     direction[p] * u,
                     radius[p],
                     x[q],
                     direction[q] * tq,
                     radius[q],
+                    min_separation,
                 )
             };
             if toi(0.0).is_none() {

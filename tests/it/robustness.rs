@@ -1416,3 +1416,82 @@ fn a_ball_of_radius_two_to_the_64_metres_is_refused_and_one_of_1e6_steps() {
         .expect("1e6 m is accepted");
     build_and_step(&scene).expect("steps");
 }
+
+/// The seed's lane (SPEC §2: point ball, h = 10 ms, d̂ = 1 mm, κ = 10⁴, tol 10⁻¹⁰) with one ball or two.
+fn ipc_lane(walls: Vec<Wall>, balls: Vec<Ball>) -> LaneWorld {
+    let settings = ContactSettings {
+        method: ContactMethod::Ipc,
+        h: 0.01,
+        gravity: DVec2::ZERO,
+        dhat: Some(1e-3),
+        kappa: 1e4,
+        newton_tolerance: 1e-10,
+        newton_max_iterations: 59,
+        ..ContactSettings::default()
+    };
+    LaneWorld::new("exact arrival", settings, walls, balls)
+}
+
+fn point_ball(x: f64, v: f64) -> Ball {
+    Ball {
+        position: DVec2::new(x, 0.0),
+        velocity: DVec2::new(v, 0.0),
+        radius: 0.0,
+        mass: 1.0,
+    }
+}
+
+/// A point ball whose free flight ends on a wall's face to the last bit (from 0 in steps of 0.05 m onto a face
+/// at 0.5 m) used to stop 8.7·10⁻¹⁸ m from it for good, its speed gone: a Newton step that small cannot move a
+/// position near 0.5 m, so the solve "converged" at once. Now it stops short and bounces like any other throw.
+#[test]
+fn a_ball_landing_exactly_on_a_wall_face_bounces_off_it() {
+    for (face, v0) in [
+        (0.5, 5.0),
+        (0.5, 50.0),
+        (0.1, 1.0),
+        (0.25, 2.5),
+        (1.0, 10.0),
+    ] {
+        let wall = Wall {
+            center: DVec2::new(face + 0.01, 0.0),
+            half_extents: DVec2::new(0.01, 1.0),
+            angle: 0.0,
+        };
+        let mut lane = ipc_lane(vec![wall], vec![point_ball(0.0, v0)]);
+        let mut min_gap = f64::INFINITY;
+        for _ in 0..80 {
+            lane.step().expect("steps");
+            min_gap = min_gap.min(ball_wall_gap(lane.balls[0].position, 0.0, &lane.walls[0]));
+        }
+        let ball = &lane.balls[0];
+        assert!(
+            min_gap > 1e-7,
+            "face {face}, v0 {v0}: came within {min_gap:e} m of the wall"
+        );
+        assert!(
+            ball.velocity.x < 0.0 && ball.position.x < face,
+            "face {face}, v0 {v0}: stuck at {:?} with velocity {:?}",
+            ball.position,
+            ball.velocity
+        );
+    }
+}
+
+/// Two point balls thrown head-on along an axis, meeting exactly halfway: they used to pass through each other
+/// (the time of impact rounded to a miss) and freeze in swapped order. They keep their order and separate.
+#[test]
+fn point_balls_meeting_head_on_keep_their_order() {
+    for (gap, v) in [(1.0, 5.0), (1.0, 50.0), (0.3, 1.5), (2.0, 10.0)] {
+        let mut lane = ipc_lane(vec![], vec![point_ball(0.0, v), point_ball(gap, -v)]);
+        for step in 1..=40 {
+            lane.step().expect("steps");
+            let (a, b) = (lane.balls[0].position.x, lane.balls[1].position.x);
+            assert!(
+                b - a > 1e-7,
+                "gap {gap}, v {v}, step {step}: the balls are at {a} and {b}"
+            );
+        }
+        assert!(lane.balls[0].velocity.x < 0.0 && lane.balls[1].velocity.x > 0.0);
+    }
+}
