@@ -897,6 +897,17 @@ fn lane_panel(
 /// The seed's three numbers: v·h against half the thinnest wall, dhat, and the CCD factor with Newton spikes.
 /// v is the fastest ball at the scene's start (`start_speed`) or now, whichever is faster: once IPC has stopped
 /// a throw, its current speed would say nothing about the throw.
+/// Speeds below which a ball's motion is lost, when they are large enough to see (from 1 mm/s).
+///
+/// Newton stops once its direction is shorter than the tolerance (SPEC §1), before taking it. A ball whose whole
+/// step `v h` is shorter stays where it is, and its velocity `(x − xᵗ)/h` becomes 0: at the seed's 10⁻¹⁰ m and
+/// 10 ms that is 10⁻⁸ m/s, but a tolerance loosened to 1 mm freezes everything slower than 0.1 m/s.
+pub fn resolution_warning(tolerance: f64, h: f64) -> Option<String> {
+    let slowest = tolerance / h;
+    (slowest >= 1e-3)
+        .then(|| format!("⚠ Newton tol / h = {slowest:.3} m/s: slower balls stop dead each step"))
+}
+
 fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, start_speed: f64) {
     let h = w.settings.h;
     let v_max = w
@@ -944,6 +955,9 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
         "dhat = {:.3} mm (the contact tolerance)",
         w.dhat() * 1e3
     ));
+    if let Some(warning) = resolution_warning(w.settings.newton_tolerance, h) {
+        ui.colored_label(egui::Color32::from_rgb(255, 180, 60), warning);
+    }
     let last = w.last.as_ref().map(|d| d.newton_iterations).unwrap_or(0);
     let spikes = diagnostics.newton_spikes;
     let newton = format!(
@@ -1444,5 +1458,35 @@ mod tests {
         });
         app.update();
         assert!(app.world().resource::<RodImpactLog>().0.is_empty());
+    }
+
+    /// The pre-flight warns where a loosened tolerance freezes visible motion, and not at the seed's settings
+    /// or the pit's; the speed it names is the one a lane actually loses.
+    #[test]
+    fn a_loose_newton_tolerance_is_named_with_the_speed_it_freezes() {
+        assert_eq!(resolution_warning(1e-10, 0.01), None);
+        assert_eq!(resolution_warning(1e-6, 1.0 / 60.0), None);
+        let warning = resolution_warning(1e-3, 0.01).expect("warns");
+        assert!(warning.contains("0.100 m/s"), "{warning}");
+        // The frozen speed is real: a free ball slower than tol / h keeps its place and loses its speed.
+        use crate::physics::geometry::Ball;
+        use crate::physics::world::{ContactSettings, LaneWorld};
+        let settings = ContactSettings {
+            h: 0.01,
+            gravity: crate::physics::DVec2::ZERO,
+            newton_tolerance: 1e-3,
+            ..ContactSettings::default()
+        };
+        let ball = |v| Ball {
+            position: crate::physics::DVec2::ZERO,
+            velocity: crate::physics::DVec2::new(v, 0.0),
+            radius: 0.01,
+            mass: 1.0,
+        };
+        let mut lane = LaneWorld::new("free", settings, vec![], vec![ball(0.09), ball(0.11)]);
+        lane.balls[1].position.y = 1.0;
+        lane.step().expect("steps");
+        assert_eq!(lane.balls[0].velocity.x, 0.0);
+        assert!((lane.balls[1].velocity.x - 0.11).abs() < 1e-9);
     }
 }
