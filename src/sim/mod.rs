@@ -52,6 +52,25 @@ pub const BUILT_IN_SCENES: [&str; 6] = [
     "assets/scenes/ball_pit_2000.ron",
 ];
 
+/// The built-in scenes' text, compiled in, in the order of [`BUILT_IN_SCENES`]: the window opens on its default
+/// scene and offers the others from any working directory, not only from the repository's root.
+const BUILT_IN_TEXTS: [&str; 6] = [
+    include_str!("../../assets/scenes/wall_throw.ron"),
+    include_str!("../../assets/scenes/ball_pit.ron"),
+    include_str!("../../assets/scenes/slope.ron"),
+    include_str!("../../assets/scenes/rod_drop.ron"),
+    include_str!("../../assets/scenes/gauntlet.ron"),
+    include_str!("../../assets/scenes/ball_pit_2000.ron"),
+];
+
+/// The compiled-in text of a built-in scene named by its path in the repository (`assets/scenes/…`).
+pub fn built_in_text(path: &Path) -> Option<&'static str> {
+    BUILT_IN_SCENES
+        .iter()
+        .position(|p| Path::new(p) == path)
+        .map(|i| BUILT_IN_TEXTS[i])
+}
+
 /// The simulation's system sets, in the order they run.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SimSet {
@@ -153,8 +172,15 @@ impl Plugin for SimPlugin {
 
 impl ActiveScene {
     /// Loads and validates a scene file.
+    /// A built-in scene's path that names no file here (the program started outside the repository) loads its
+    /// compiled-in copy.
     pub fn load(path: &Path) -> Result<ActiveScene, SceneError> {
-        let scene = Scene::load(path)?;
+        let scene = match (Scene::load(path), built_in_text(path)) {
+            (Err(_), Some(text)) if !path.exists() => {
+                Scene::parse(text, &path.display().to_string())?
+            }
+            (loaded, _) => loaded?,
+        };
         Ok(ActiveScene {
             path: path.to_path_buf(),
             loaded: scene.clone(),

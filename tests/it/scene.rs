@@ -336,6 +336,21 @@ fn every_shipped_scene_can_be_picked_in_the_window() {
     assert_eq!(listed, shipped);
 }
 
+/// The window finds its scenes from any working directory: each built-in path's compiled-in text is that file's.
+#[test]
+fn the_compiled_in_scenes_are_the_shipped_files() {
+    use contact_sandbox::sim::{BUILT_IN_SCENES, built_in_text};
+    for path in BUILT_IN_SCENES {
+        let on_disk = std::fs::read_to_string(path).expect("a shipped scene");
+        assert_eq!(
+            built_in_text(Path::new(path)),
+            Some(on_disk.as_str()),
+            "{path}"
+        );
+    }
+    assert_eq!(built_in_text(Path::new("assets/scenes/none.ron")), None);
+}
+
 #[test]
 fn a_ball_sliding_along_a_slope_is_not_called_stopped() {
     use contact_sandbox::sim::lane_outcome;
