@@ -106,4 +106,47 @@ mod tests {
             assert!(barrier_second_derivative(d, dhat) > 0.0);
         }
     }
+
+    /// `b`, `b'`, `b''` at random `d̂` (log-uniform over 10⁻⁷…10 m, none of them the spec's 1 mm) and random
+    /// `d ∈ (0, d̂)`: the value against the closed form written the other way round, `(d̂ − d)² ln(d̂/d)`, and both
+    /// derivatives against central differences of the function below them (`b''` also from a second difference
+    /// of `b` itself, so it does not lean on `b'`). The step is `10⁻⁴ min(d, d̂ − d)`, so truncation stays near
+    /// 10⁻⁸ relative at both ends of the range (near `d̂`, `b'` vanishes like `(d̂ − d)²`), and roundoff near
+    /// 10⁻¹²; hence the 10⁻⁵ relative tolerance. The second difference of `b` uses a step 10× longer and gets 10⁻³.
+    #[test]
+    fn barrier_matches_its_closed_form_and_finite_differences_at_random_scales() {
+        let mut next = crate::testing::uniform(0xB4_2217);
+        for _ in 0..2000 {
+            let dhat = 10f64.powf(-7.0 + 8.0 * next());
+            // Fractions from 10⁻⁶ to 0.999, log-uniformly.
+            let d = dhat * 10f64.powf(-6.0 * next()).min(0.999);
+            let expected = (dhat - d) * (dhat - d) * (dhat / d).ln();
+            let b = barrier(d, dhat);
+            assert!(
+                (b - expected).abs() <= 1e-12 * expected,
+                "b({d}, {dhat}) = {b}, closed form {expected}"
+            );
+            let eps = 1e-4 * d.min(dhat - d);
+            let fd1 = (barrier(d + eps, dhat) - barrier(d - eps, dhat)) / (2.0 * eps);
+            let b1 = barrier_first_derivative(d, dhat);
+            assert!(
+                (fd1 - b1).abs() <= 1e-5 * b1.abs(),
+                "b'({d}, {dhat}) = {b1}, fd {fd1}"
+            );
+            let fd2 = (barrier_first_derivative(d + eps, dhat)
+                - barrier_first_derivative(d - eps, dhat))
+                / (2.0 * eps);
+            let b2 = barrier_second_derivative(d, dhat);
+            assert!(
+                (fd2 - b2).abs() <= 1e-5 * b2.abs(),
+                "b''({d}, {dhat}) = {b2}, fd {fd2}"
+            );
+            let eps2 = 1e-3 * d.min(dhat - d);
+            let fdd = (barrier(d + eps2, dhat) - 2.0 * b + barrier(d - eps2, dhat)) / (eps2 * eps2);
+            assert!(
+                (fdd - b2).abs() <= 1e-3 * b2.abs(),
+                "b''({d}, {dhat}) = {b2}, second difference {fdd}"
+            );
+        }
+    }
 }

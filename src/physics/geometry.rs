@@ -329,6 +329,98 @@ mod tests {
         }
     }
 
+    /// The signed distance to a box and its gradient, written independently of [`Wall::signed_distance`]: in box
+    /// coordinates (rotation by `−θ` done here with `sin`/`cos`), outside it is `|q − clamp(q)|` with gradient
+    /// along `q − clamp(q)`; inside it is `−min_a (hₐ − |qₐ|)`, gradient the outward normal of that face.
+    fn reference_signed_distance(wall: &Wall, p: DVec2) -> (f64, DVec2) {
+        let (s, c) = wall.angle.sin_cos();
+        let d = p - wall.center;
+        let q = DVec2::new(c * d.x + s * d.y, -s * d.x + c * d.y);
+        let h = wall.half_extents;
+        let clamped = DVec2::new(q.x.clamp(-h.x, h.x), q.y.clamp(-h.y, h.y));
+        let (value, local_gradient) = if clamped != q {
+            let out = q - clamped;
+            (out.length(), out / out.length())
+        } else {
+            let to_x = h.x - q.x.abs();
+            let to_y = h.y - q.y.abs();
+            if to_x <= to_y {
+                (-to_x, DVec2::new(q.x.signum(), 0.0))
+            } else {
+                (-to_y, DVec2::new(0.0, q.y.signum()))
+            }
+        };
+        let world = DVec2::new(
+            c * local_gradient.x - s * local_gradient.y,
+            s * local_gradient.x + c * local_gradient.y,
+        );
+        (value, world)
+    }
+
+    /// Random rotated boxes and random points inside, beside and beyond them (radii random too): the ball–wall
+    /// distance is the reference signed distance minus the radius, and its gradient the reference's. Tolerance
+    /// 10⁻¹² of the scene size (a few roundings of coordinates of order 1); points within 10⁻⁹ of a tie between
+    /// two faces (where the gradient jumps) compare the value only.
+    #[test]
+    fn box_distance_matches_a_clamp_based_reference_on_random_boxes() {
+        let mut next = crate::testing::uniform(0x6E0_3E7);
+        let mut inside = 0;
+        let mut corner = 0;
+        for _ in 0..4000 {
+            let wall = Wall {
+                center: DVec2::new(4.0 * next() - 2.0, 4.0 * next() - 2.0),
+                half_extents: DVec2::new(0.01 + next(), 0.01 + next()),
+                angle: 7.0 * next() - 3.5,
+            };
+            let p = wall.center + DVec2::new(6.0 * next() - 3.0, 6.0 * next() - 3.0) * next();
+            let radius = 0.2 * next();
+            let (value, gradient) = reference_signed_distance(&wall, p);
+            let got = ball_wall_distance(p, radius, &wall);
+            assert!(
+                (got.value - (value - radius)).abs() <= 1e-12,
+                "d at {p} for {wall:?}: {} vs {}",
+                got.value,
+                value - radius
+            );
+            assert_eq!(ball_wall_gap(p, radius, &wall), got.value);
+            let local = wall.to_local(p).abs() - wall.half_extents;
+            if value < 0.0 {
+                inside += 1;
+                if (local.x - local.y).abs() < 1e-9 {
+                    continue;
+                }
+            } else if local.x > 0.0 && local.y > 0.0 {
+                corner += 1;
+            }
+            assert!(
+                (got.gradient - gradient).length() <= 1e-12,
+                "gradient at {p} for {wall:?}: {} vs {gradient}",
+                got.gradient
+            );
+        }
+        assert!(
+            inside > 200 && corner > 200,
+            "inside {inside}, corner {corner}"
+        );
+    }
+
+    /// Random pairs of circles: `|cᵢ − cⱼ| − rᵢ − rⱼ` with gradient `(cᵢ − cⱼ)/|cᵢ − cⱼ|`, computed here with
+    /// `hypot`, to 10⁻¹⁴ (coordinates of order 1).
+    #[test]
+    fn ball_ball_distance_matches_its_formula_on_random_pairs() {
+        let mut next = crate::testing::uniform(0xBA11);
+        for _ in 0..2000 {
+            let ci = DVec2::new(2.0 * next() - 1.0, 2.0 * next() - 1.0);
+            let cj = DVec2::new(2.0 * next() - 1.0, 2.0 * next() - 1.0);
+            let (ri, rj) = (0.3 * next(), 0.3 * next());
+            let delta = ci - cj;
+            let length = delta.x.hypot(delta.y);
+            let got = ball_ball_distance(ci, ri, cj, rj);
+            assert!((got.value - (length - ri - rj)).abs() <= 1e-14);
+            assert!((got.gradient - delta / length).length() <= 1e-14);
+        }
+    }
+
     #[test]
     fn box_distance_derivatives_match_finite_differences_in_every_region() {
         let wall = Wall {

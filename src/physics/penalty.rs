@@ -48,4 +48,35 @@ mod tests {
             assert!((fd2 - penalty_second_derivative(d, k)).abs() < 1e-6 * k);
         }
     }
+
+    /// Random stiffness (log-uniform 10⁰…10¹⁰ N/m) and signed distances on both sides of contact: the energy is
+    /// `½ k p²` with `p` the overlap, computed here as `½ k d²` for `d < 0` and 0 otherwise; the first derivative
+    /// is the central difference of the energy (exact for a quadratic up to roundoff, ~10⁻⁹ relative with a step
+    /// of 10⁻⁴ |d|), and the second is `k` on overlaps and 0 elsewhere.
+    #[test]
+    fn penalty_energy_is_half_k_p_squared_with_matching_derivatives_at_random_stiffness() {
+        let mut next = crate::testing::uniform(0x9E_4A17);
+        for _ in 0..2000 {
+            let k = 10f64.powf(10.0 * next());
+            let d = (2.0 * next() - 1.0) * 10f64.powf(-6.0 + 5.0 * next());
+            let expected = if d < 0.0 { 0.5 * k * d * d } else { 0.0 };
+            let e = penalty_energy(d, k);
+            assert!(
+                (e - expected).abs() <= 1e-14 * expected,
+                "E({d}, {k}) = {e}, expected {expected}"
+            );
+            let eps = 1e-4 * d.abs();
+            let fd1 = (penalty_energy(d + eps, k) - penalty_energy(d - eps, k)) / (2.0 * eps);
+            let e1 = penalty_first_derivative(d, k);
+            assert!(
+                (fd1 - e1).abs() <= 1e-9 * k * d.abs(),
+                "E'({d}, {k}) = {e1}, fd {fd1}"
+            );
+            assert_eq!(
+                penalty_second_derivative(d, k),
+                if d < 0.0 { k } else { 0.0 },
+                "E''({d}, {k})"
+            );
+        }
+    }
 }

@@ -886,6 +886,314 @@ mod tests {
         }
     }
 
+    /// Signed distance to a box by clamping in box coordinates (independent of [`Wall::signed_distance`]).
+    fn reference_box_distance(wall: &Wall, p: DVec2) -> f64 {
+        let (s, c) = wall.angle.sin_cos();
+        let d = p - wall.center;
+        let q = DVec2::new(c * d.x + s * d.y, -s * d.x + c * d.y);
+        let excess = q.abs() - wall.half_extents;
+        excess.max(DVec2::ZERO).length() + excess.max_element().min(0.0)
+    }
+
+    /// SPEC §1.2's barrier, written out here: `(d̂ − d)² ln(d̂/d)` inside `(0, d̂)`.
+    fn reference_barrier(d: f64, dhat: f64) -> f64 {
+        if d >= dhat {
+            0.0
+        } else if d <= 0.0 {
+            f64::INFINITY
+        } else {
+            (dhat - d) * (dhat - d) * (dhat / d).ln()
+        }
+    }
+
+    /// `(x, x̃, masses, radii, walls)`.
+    type Layout = (Vec<DVec2>, Vec<DVec2>, Vec<f64>, Vec<f64>, Vec<Wall>);
+
+    /// A random layout of `n` balls above a floor and beside a tilted slab, every surface distance at least
+    /// `min_gap`, with `x̃` a random displacement of it; masses and radii random.
+    fn random_layout(next: &mut impl FnMut() -> f64, n: usize, min_gap: f64) -> Layout {
+        let walls = vec![
+            Wall {
+                center: DVec2::new(0.2, -0.5),
+                half_extents: DVec2::new(2.0, 0.5),
+                angle: 0.0,
+            },
+            Wall {
+                center: DVec2::new(0.1 + 0.2 * next(), 0.15),
+                half_extents: DVec2::new(0.02 + 0.05 * next(), 0.1),
+                angle: 3.0 * next() - 1.5,
+            },
+        ];
+        let (mut x, mut radius) = (Vec::new(), Vec::new());
+        while x.len() < n {
+            let c = DVec2::new(0.4 * next(), 0.3 * next());
+            let r = 0.01 + 0.03 * next();
+            let clear_walls = walls
+                .iter()
+                .all(|w| reference_box_distance(w, c) - r >= min_gap);
+            let clear_balls = x
+                .iter()
+                .zip(&radius)
+                .all(|(o, ro): (&DVec2, &f64)| (c - *o).length() - r - ro >= min_gap);
+            if clear_walls && clear_balls {
+                x.push(c);
+                radius.push(r);
+            }
+        }
+        let x_tilde = x
+            .iter()
+            .map(|c| *c + DVec2::new(0.02 * next() - 0.01, 0.02 * next() - 0.01))
+            .collect();
+        let mass = (0..n).map(|_| 0.1 + 2.0 * next()).collect();
+        (x, x_tilde, mass, radius, walls)
+    }
+
+    /// On random layouts with random `h`, `κ`, `d̂` and `k` (none the spec's), `E(x)` equals a brute-force sum
+    /// written here from SPEC §1: `½ Σ mᵢ |xᵢ − x̃ᵢ|² + h² Σ φ(d)` over **every** ball–wall and ball–ball pair (no
+    /// broad phase, clamp-based box distances, the barrier or `½ k p²` written out), and the contact set is
+    /// exactly the pairs with `d < d̂` (IPC) or `d < 0` (penalty). Tolerance 10⁻¹² relative: the sums differ only in
+    /// the order and rounding of a few dozen terms.
+    #[test]
+    fn energy_matches_a_brute_force_sum_over_every_pair_on_random_layouts() {
+        let mut next = crate::testing::uniform(0xE_2024);
+        let (mut barrier_pairs, mut penalty_pairs) = (0, 0);
+        for case in 0..60 {
+            let ipc = case % 2 == 0;
+            let n = 6 + case % 7;
+            let (x, x_tilde, mass, radius, walls) =
+                random_layout(&mut next, n, if ipc { 1e-4 } else { -0.02 });
+            let h = 10f64.powf(-3.0 + 1.5 * next());
+            let (dhat, kappa, stiffness) = (
+                0.01 + 0.05 * next(),
+                10f64.powf(2.0 + 4.0 * next()),
+                10f64.powf(3.0 + 4.0 * next()),
+            );
+            let model = if ipc {
+                ContactModel::Barrier { dhat, kappa }
+            } else {
+                ContactModel::Penalty { stiffness }
+            };
+            let phi = |d: f64| {
+                if ipc {
+                    kappa * reference_barrier(d, dhat)
+                } else {
+                    0.5 * stiffness * d.min(0.0) * d.min(0.0)
+                }
+            };
+            let reach = if ipc { dhat } else { 0.0 };
+            let mut expected_wall = Vec::new();
+            let mut expected_ball = Vec::new();
+            let mut contact = 0.0;
+            for (i, c) in x.iter().enumerate() {
+                for (k, w) in walls.iter().enumerate() {
+                    let d = reference_box_distance(w, *c) - radius[i];
+                    contact += phi(d);
+                    if d < reach {
+                        expected_wall.push((i as u32, k as u32));
+                    }
+                }
+                for j in i + 1..x.len() {
+                    let d = (*c - x[j]).length() - radius[i] - radius[j];
+                    contact += phi(d);
+                    if d < reach {
+                        expected_ball.push((i as u32, j as u32));
+                    }
+                }
+            }
+            let inertia: f64 = (0..n)
+                .map(|i| 0.5 * mass[i] * (x[i] - x_tilde[i]).length_squared())
+                .sum();
+            let expected = inertia + h * h * contact;
+            let index = WallIndex::new(&walls);
+            let p = IncrementalPotential::new(&x_tilde, &mass, &radius, &walls, &index, h, model);
+            let mut contacts = ContactSet::default();
+            let e = p.energy(&x, &mut Workspace::default(), &mut contacts);
+            assert!(
+                (e - expected).abs() <= 1e-12 * expected,
+                "case {case}: E = {e}, brute force {expected}"
+            );
+            let mut got_wall = contacts.ball_wall.clone();
+            let mut got_ball = contacts.ball_ball.clone();
+            got_wall.sort_unstable();
+            got_ball.sort_unstable();
+            assert_eq!(got_wall, expected_wall, "case {case}: ball–wall contacts");
+            assert_eq!(got_ball, expected_ball, "case {case}: ball–ball contacts");
+            let pairs = expected_wall.len() + expected_ball.len();
+            if ipc {
+                barrier_pairs += pairs;
+            } else {
+                penalty_pairs += pairs;
+            }
+        }
+        assert!(
+            barrier_pairs > 100 && penalty_pairs > 100,
+            "barrier pairs {barrier_pairs}, penalty pairs {penalty_pairs}"
+        );
+    }
+
+    /// On random layouts (random `h`, `κ`, `d̂`, masses, radii), `∇E` matches central differences of `E` in every
+    /// coordinate, and the exact Hessian times a random vector matches the central difference of `∇E` along it.
+    /// Steps of 10⁻⁷ m: distances are ≥ 10⁻³ m, so truncation (`~ step²/d²`) stays below 10⁻⁸ relative.
+    /// Tolerance: 10⁻⁵ relative, plus the roundoff of a central difference, 16 ulps of the differenced quantity
+    /// divided by the step.
+    #[test]
+    fn gradient_and_hessian_match_finite_differences_on_random_layouts() {
+        let mut next = crate::testing::uniform(0xF_D2024);
+        let mut checked = 0;
+        for case in 0..40 {
+            let (x, x_tilde, mass, radius, walls) = random_layout(&mut next, 5 + case % 4, 1e-3);
+            let h = 10f64.powf(-3.0 + 1.5 * next());
+            let model = ContactModel::Barrier {
+                dhat: 0.01 + 0.05 * next(),
+                kappa: 10f64.powf(2.0 + 3.0 * next()),
+            };
+            let index = WallIndex::new(&walls);
+            let p = IncrementalPotential::new(&x_tilde, &mass, &radius, &walls, &index, h, model);
+            let mut ws = Workspace::default();
+            let mut contacts = ContactSet::default();
+            let e0 = p.energy(&x, &mut ws, &mut contacts);
+            if contacts.ball_wall.is_empty() && contacts.ball_ball.is_empty() {
+                continue;
+            }
+            checked += 1;
+            let (mut g, mut hess) = (Vec::new(), BlockHessian::default());
+            p.gradient_and_hessian_projected(&x, &contacts, &mut g, &mut hess, false);
+            let eps = 1e-7;
+            let roundoff = |value: f64| 16.0 * f64::EPSILON * value.abs() / eps;
+            let mut c = ContactSet::default();
+            for i in 0..x.len() {
+                for axis in 0..2 {
+                    let (mut xp, mut xm) = (x.clone(), x.clone());
+                    xp[i][axis] += eps;
+                    xm[i][axis] -= eps;
+                    let fd = (p.energy(&xp, &mut ws, &mut c) - p.energy(&xm, &mut ws, &mut c))
+                        / (2.0 * eps);
+                    assert!(
+                        (fd - g[i][axis]).abs() <= 1e-5 * g[i][axis].abs() + roundoff(e0),
+                        "case {case}: dE/dx[{i}][{axis}] = {}, fd {fd}",
+                        g[i][axis]
+                    );
+                }
+            }
+            let v: Vec<DVec2> = (0..x.len())
+                .map(|_| DVec2::new(2.0 * next() - 1.0, 2.0 * next() - 1.0))
+                .collect();
+            let mut hv: Vec<DVec2> = hess
+                .diagonal
+                .iter()
+                .zip(&v)
+                .map(|(b, v)| b.mul_vec(*v))
+                .collect();
+            for &(i, j, b) in &hess.off_diagonal {
+                hv[i as usize] += b.mul_vec(v[j as usize]);
+                hv[j as usize] += b.mul_vec(v[i as usize]);
+            }
+            let shifted = |sign: f64| -> Vec<DVec2> {
+                let y: Vec<DVec2> = x
+                    .iter()
+                    .zip(&v)
+                    .map(|(x, v)| *x + *v * (sign * eps))
+                    .collect();
+                let mut cy = ContactSet::default();
+                p.contacts(&y, &mut Workspace::default(), &mut cy);
+                let (mut gy, mut hy) = (Vec::new(), BlockHessian::default());
+                p.gradient_and_hessian_projected(&y, &cy, &mut gy, &mut hy, false);
+                gy
+            };
+            let (gp, gm) = (shifted(1.0), shifted(-1.0));
+            let largest = g.iter().fold(0.0f64, |m, g| m.max(g.length()));
+            for i in 0..x.len() {
+                let fd = (gp[i] - gm[i]) / (2.0 * eps);
+                assert!(
+                    (fd - hv[i]).length() <= 1e-5 * hv[i].length() + roundoff(largest),
+                    "case {case}: (Hv)[{i}] = {}, fd {fd}",
+                    hv[i]
+                );
+            }
+        }
+        assert!(checked >= 25, "{checked} layouts with contacts");
+    }
+
+    /// Friction frozen at a random start state (SPEC §1.5): one contact per pair within reach, with
+    /// `μλ = μ κ |b'(d)|` (IPC; `b'` written out here) or `μ k p` (penalty), and a unit tangent orthogonal to the
+    /// contact normal (the distance gradient, taken here from the clamp-based distance by central differences).
+    /// Once sliding (`|u| ≥ ε_u`) the friction force is exactly `μλ` against the slip.
+    #[test]
+    fn lagged_friction_freezes_mu_lambda_and_the_tangent_of_each_contact() {
+        let mut next = crate::testing::uniform(0x1A66ED);
+        let mut checked = 0;
+        for case in 0..40 {
+            let ipc = case % 2 == 0;
+            let (x, x_tilde, mass, radius, walls) =
+                random_layout(&mut next, 8, if ipc { 1e-4 } else { -0.005 });
+            let (dhat, kappa, stiffness) = (
+                0.01 + 0.04 * next(),
+                10f64.powf(2.0 + 3.0 * next()),
+                10f64.powf(3.0 + 3.0 * next()),
+            );
+            let mu = 0.05 + next();
+            let model = if ipc {
+                ContactModel::Barrier { dhat, kappa }
+            } else {
+                ContactModel::Penalty { stiffness }
+            };
+            let index = WallIndex::new(&walls);
+            let p =
+                IncrementalPotential::new(&x_tilde, &mass, &radius, &walls, &index, 0.01, model);
+            let mut contacts = ContactSet::default();
+            p.contacts(&x, &mut Workspace::default(), &mut contacts);
+            let epsilon = 1e-5;
+            let term = p.lagged_friction(&x, &contacts, mu, epsilon);
+            assert_eq!(term.epsilon, epsilon);
+            let force = |d: f64| {
+                if ipc {
+                    let b1 = -2.0 * (d - dhat) * (d / dhat).ln() - (d - dhat) * (d - dhat) / d;
+                    -kappa * b1
+                } else {
+                    stiffness * (-d).max(0.0)
+                }
+            };
+            let mut expected = Vec::new();
+            for &(i, k) in &contacts.ball_wall {
+                let (c, r, w) = (x[i as usize], radius[i as usize], &walls[k as usize]);
+                let f = |q: DVec2| reference_box_distance(w, q) - r;
+                let e = 1e-7;
+                let normal = DVec2::new(
+                    f(c + DVec2::X * e) - f(c - DVec2::X * e),
+                    f(c + DVec2::Y * e) - f(c - DVec2::Y * e),
+                ) / (2.0 * e);
+                expected.push((i, None, normal, mu * force(f(c))));
+            }
+            for &(i, j) in &contacts.ball_ball {
+                let (ci, cj) = (x[i as usize], x[j as usize]);
+                let d = (ci - cj).length() - radius[i as usize] - radius[j as usize];
+                expected.push((i, Some(j), (ci - cj).normalize(), mu * force(d)));
+            }
+            expected.retain(|e| e.3 > 0.0);
+            assert_eq!(term.contacts.len(), expected.len(), "case {case}");
+            for (got, (i, j, normal, mu_lambda)) in term.contacts.iter().zip(expected) {
+                assert_eq!((got.i, got.j), (i, j), "case {case}");
+                assert!(
+                    (got.mu_lambda - mu_lambda).abs() <= 1e-10 * mu_lambda,
+                    "case {case}: μλ = {}, expected {mu_lambda}",
+                    got.mu_lambda
+                );
+                assert!((got.tangent.length() - 1.0).abs() <= 1e-12);
+                assert!(got.tangent.dot(normal).abs() <= 1e-6, "case {case}: t·n");
+                // Sliding by 3 ε_u along ±t: the force is μλ against the slip, exactly.
+                for sign in [1.0, -1.0] {
+                    let mut moved = x.clone();
+                    moved[i as usize] += got.tangent * (3.0 * epsilon * sign);
+                    let (first, second) = term.derivatives(got, &moved, &x);
+                    assert_eq!(first, sign * got.mu_lambda);
+                    assert_eq!(second, 0.0);
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 50, "{checked} contacts checked");
+    }
+
     #[test]
     fn barrier_potential_derivatives_match_finite_differences() {
         let dhat = 1e-2;

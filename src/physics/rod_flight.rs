@@ -917,6 +917,160 @@ mod tests {
         panic!("no impact");
     }
 
+    /// Random rods (lengths, masses, angles, spins, velocities and gravity none of them the spec's) high enough
+    /// that no end can reach the floor: after `n` steps of `h` the rod is exactly ballistic, `C(t) = C + V t +
+    /// ½ g t²`, `V(t) = V + g t`, `θ(t) = θ + ω t`, `ω` constant, written out here in closed form at `t = n h`. The
+    /// steps sum `n` advances, so the tolerance is 10⁻¹² of the largest term (a few roundings per step).
+    #[test]
+    fn a_rod_clear_of_the_floor_flies_the_closed_form_parabola() {
+        let mut next = crate::testing::uniform(0xF1_1647);
+        for case in 0..300 {
+            let gravity = DVec2::new(2.0 * next() - 1.0, -(5.0 + 10.0 * next()));
+            let velocity = DVec2::new(6.0 * next() - 3.0, 6.0 * next() - 3.0);
+            let (h, steps) = (0.002 + 0.02 * next(), 1 + (case % 10));
+            let t = h * steps as f64;
+            let length = 0.1 + 2.0 * next();
+            // The lowest the centre can go in time t, plus half the length and a margin.
+            let drop = velocity.y.min(0.0).abs() * t + 0.5 * gravity.y.abs() * t * t;
+            let start = Rod {
+                center: DVec2::new(4.0 * next() - 2.0, drop + 0.5 * length + 0.01 + next()),
+                angle: 8.0 * next() - 4.0,
+                length,
+                mass: 0.1 + 5.0 * next(),
+                restitution: next(),
+                velocity,
+                omega: 20.0 * next() - 10.0,
+            };
+            let mut rod = start;
+            for _ in 0..steps {
+                let report = step_rod(&mut rod, 0.0, gravity, h);
+                assert!(
+                    report.impacts.is_empty() && report.crossings == 0,
+                    "case {case}"
+                );
+            }
+            let center = start.center + start.velocity * t + 0.5 * gravity * t * t;
+            let scale =
+                start.center.length() + start.velocity.length() * t + gravity.length() * t * t;
+            assert!(
+                (rod.center - center).length() <= 1e-12 * scale,
+                "case {case}: centre {} vs {center}",
+                rod.center
+            );
+            let velocity_now = start.velocity + gravity * t;
+            assert!(
+                (rod.velocity - velocity_now).length() <= 1e-12 * velocity_now.length().max(1.0),
+                "case {case}: velocity {} vs {velocity_now}",
+                rod.velocity
+            );
+            let angle = start.angle + start.omega * t;
+            assert!(
+                (rod.angle - angle).abs() <= 1e-12 * angle.abs().max(1.0),
+                "case {case}: angle {} vs {angle}",
+                rod.angle
+            );
+            // The no-gain guard may trim a roundoff's worth of energy off a free flight.
+            assert!((rod.omega - start.omega).abs() <= 1e-12 * start.omega.abs().max(1.0));
+        }
+    }
+
+    /// A tilted, spinning rod built to strike the floor with its lower end at a chosen time `τ` inside the step
+    /// (the state at `τ` is chosen, with the lower end exactly on the floor and approaching at 1–3 m/s, and
+    /// propagated back to the step start in closed form). The step must find the impact at `τ` (to 10⁻¹² s), apply
+    /// SPEC §3's law there (written out here in the seed frame: `r = (a, −h)`, `c⁻ = Vy + aω`,
+    /// `W = 1/m + a²/I`, `j = −(1 + e)c⁻/W`, `Vy⁺ = Vy + j/m`, `ω⁺ = ω + a j/I`, `Vx` unchanged) and fly the rest of
+    /// the step ballistically. Tolerance 10⁻⁹ (m, m/s, rad): the impact state is found by bisection to 10⁻¹⁵ s
+    /// and the rod is stopped just above the floor, which moves everything by far less.
+    #[test]
+    fn an_impact_inside_the_step_applies_the_seed_law_at_the_contact_time_and_flies_on() {
+        let mut next = crate::testing::uniform(0x1_3AC7);
+        for case in 0..300 {
+            let h = 0.01;
+            let gravity = DVec2::new(next() - 0.5, -(5.0 + 10.0 * next()));
+            // Late in the step, so the bounced end (leaving at e|c⁻| ≥ 0.5 m/s) cannot come back within it.
+            let tau = h * (0.6 + 0.35 * next());
+            let length = 0.5 + next();
+            let mass = 0.2 + 3.0 * next();
+            let restitution = 0.5 + 0.5 * next();
+            // The angle at impact: |sin θ| ≥ 0.4, so the other end is well clear of the floor; a whole turn is
+            // added half the time.
+            let side = if case % 2 == 0 { 1.0 } else { -1.0 };
+            let turn = if next() < 0.5 {
+                0.0
+            } else {
+                std::f64::consts::TAU
+            };
+            let angle_at = side * (0.45 + 2.25 * next()) + turn;
+            let omega = 6.0 * next() - 3.0;
+            let direction = DVec2::new(angle_at.cos(), angle_at.sin());
+            let sigma = if direction.y < 0.0 { 1.0 } else { -1.0 };
+            let r = direction * (sigma * 0.5 * length);
+            let c_minus = -(1.0 + 2.0 * next());
+            let vx_at = 4.0 * next() - 2.0;
+            let vy_at = c_minus - omega * r.x;
+            let center_at = DVec2::new(2.0 * next() - 1.0, -r.y);
+            let velocity_at = DVec2::new(vx_at, vy_at);
+            let mut rod = Rod {
+                center: center_at - (velocity_at - gravity * tau) * tau - 0.5 * gravity * tau * tau,
+                angle: angle_at - omega * tau,
+                length,
+                mass,
+                restitution,
+                velocity: velocity_at - gravity * tau,
+                omega,
+            };
+            let report = step_rod(&mut rod, 0.0, gravity, h);
+            assert_eq!(report.impacts.len(), 1, "case {case}: {report:?}");
+            let impact = report.impacts[0];
+            assert!(
+                (impact.time - tau).abs() <= 1e-12,
+                "case {case}: {} vs {tau}",
+                impact.time
+            );
+            assert_eq!(impact.restitution_used, restitution);
+            // SPEC §3 in the seed frame at the contact.
+            let (a, h_seed) = (r.x, -r.y);
+            let inertia = mass * length * length / 12.0;
+            assert!((c_minus - (vy_at + a * omega)).abs() <= 1e-12);
+            let w = 1.0 / mass + a * a / inertia;
+            let jn = -(1.0 + restitution) * c_minus / w;
+            let vy_plus = vy_at + jn / mass;
+            let omega_plus = omega + a * jn / inertia;
+            assert!(h_seed > 0.0);
+            assert!(
+                (impact.impulse - DVec2::new(0.0, jn)).length() <= 1e-9 * jn,
+                "case {case}"
+            );
+            assert!((impact.normal_velocity_before - c_minus).abs() <= 1e-9);
+            assert!((impact.normal_velocity_after + restitution * c_minus).abs() <= 1e-9);
+            let rest = h - tau;
+            let velocity_plus = DVec2::new(vx_at, vy_plus);
+            let center = center_at + velocity_plus * rest + 0.5 * gravity * rest * rest;
+            let velocity = velocity_plus + gravity * rest;
+            let angle = angle_at + omega_plus * rest;
+            assert!(
+                (rod.center - center).length() <= 1e-9,
+                "case {case}: {} vs {center}",
+                rod.center
+            );
+            assert!(
+                (rod.velocity - velocity).length() <= 1e-9,
+                "case {case}: {} vs {velocity}",
+                rod.velocity
+            );
+            assert!(
+                (rod.omega - omega_plus).abs() <= 1e-9,
+                "case {case}: ω {} vs {omega_plus}",
+                rod.omega
+            );
+            assert!(
+                (rod.angle - angle).abs() <= 1e-9,
+                "case {case}: θ {} vs {angle}",
+                rod.angle
+            );
+        }
+    }
+
     #[test]
     fn root_search_finds_the_first_of_two_crossings() {
         // y(t) = (t − 0.3)(t − 0.6) − tiny shift: below zero on (0.3, 0.6); M = 2.

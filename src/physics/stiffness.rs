@@ -87,6 +87,84 @@ mod tests {
         assert_eq!(a.kappa_max, 100.0 * a.kappa_min);
     }
 
+    /// Random scene sizes, `d̂` and mean masses (none the spec's): `κ_min = 10¹¹ m̄ / (4 d₀ b''(d₀))` with
+    /// `d₀ = 10⁻⁸ diag` and `b''` written out here from SPEC §1.2, `κ_max = 100 κ_min`, the "too close" distance
+    /// `10⁻⁹ diag`, and `d̂ = 10⁻³ diag` by default. Tolerance 10⁻¹² relative (a handful of roundings).
+    #[test]
+    fn stiffness_bounds_match_the_spec_formula_at_random_scales() {
+        let mut next = crate::testing::uniform(0x5_71FF);
+        for _ in 0..1000 {
+            let diagonal = 10f64.powf(-2.0 + 4.0 * next());
+            let dhat = diagonal * 10f64.powf(-5.0 + 3.0 * next());
+            let mean_mass = 10f64.powf(-3.0 + 5.0 * next());
+            let d0 = 1e-8 * diagonal;
+            let l = (d0 / dhat).ln();
+            let b2 = -2.0 * l - 4.0 * (d0 - dhat) / d0 + (d0 - dhat) * (d0 - dhat) / (d0 * d0);
+            let kappa_min = 1e11 * mean_mass / (4.0 * d0 * b2);
+            let a = AdaptiveKappa::new(diagonal, dhat, mean_mass);
+            assert!(
+                (a.kappa_min - kappa_min).abs() <= 1e-12 * kappa_min,
+                "κ_min {} vs {kappa_min}",
+                a.kappa_min
+            );
+            assert!((a.kappa_max - 100.0 * kappa_min).abs() <= 1e-12 * 100.0 * kappa_min);
+            assert!((a.epsilon - 1e-9 * diagonal).abs() <= 1e-15 * diagonal);
+            assert!((default_dhat(diagonal) - 1e-3 * diagonal).abs() <= 1e-15 * diagonal);
+        }
+    }
+
+    /// Random barrier and energy gradients: when `κ` lands strictly inside `[κ_min, κ_max]` it balances them in the
+    /// least-squares sense, so the residual `κ ∇B + ∇E` is orthogonal to `∇B` (to 10⁻¹² of `|∇B| |∇E|`); when
+    /// it is clamped, the unclamped balance lies beyond the bound it was clamped to (checked by the sign of
+    /// `(κ ∇B + ∇E)·∇B` at the bound).
+    #[test]
+    fn gradient_balance_leaves_a_residual_orthogonal_to_the_barrier_gradient() {
+        let mut next = crate::testing::uniform(0x0BA1_AACE);
+        let a = AdaptiveKappa::new(1.0, 1e-3, 1.0);
+        let (mut inside, mut clamped) = (0, 0);
+        for _ in 0..2000 {
+            let n = 1 + (5.0 * next()) as usize;
+            let scale_b = 10f64.powf(-3.0 * next());
+            let scale_e = a.kappa_min * scale_b * 10f64.powf(-1.0 + 4.0 * next());
+            let mut vector = |s: f64| -> Vec<DVec2> {
+                (0..n)
+                    .map(|_| DVec2::new(2.0 * next() - 1.0, 2.0 * next() - 1.0) * s)
+                    .collect()
+            };
+            let gb = vector(scale_b);
+            let ge: Vec<DVec2> = vector(scale_e)
+                .into_iter()
+                .zip(&gb)
+                .map(|(e, b)| e - *b * (a.kappa_min * 30.0))
+                .collect();
+            let kappa = a.initial(&gb, &ge);
+            let residual_dot =
+                |k: f64| -> f64 { gb.iter().zip(&ge).map(|(b, e)| (*b * k + *e).dot(*b)).sum() };
+            let norm_b: f64 = gb.iter().map(|b| b.length_squared()).sum::<f64>().sqrt();
+            let norm_e: f64 = ge.iter().map(|e| e.length_squared()).sum::<f64>().sqrt();
+            if kappa > a.kappa_min && kappa < a.kappa_max {
+                inside += 1;
+                assert!(
+                    residual_dot(kappa).abs() <= 1e-12 * norm_b * (norm_e + kappa * norm_b),
+                    "κ = {kappa}: residual·∇B = {}",
+                    residual_dot(kappa)
+                );
+            } else {
+                clamped += 1;
+                if kappa == a.kappa_min {
+                    assert!(residual_dot(a.kappa_min) >= 0.0);
+                } else {
+                    assert_eq!(kappa, a.kappa_max);
+                    assert!(residual_dot(a.kappa_max) <= 0.0);
+                }
+            }
+        }
+        assert!(
+            inside > 200 && clamped > 200,
+            "inside {inside}, clamped {clamped}"
+        );
+    }
+
     #[test]
     fn gradient_balance_is_clamped_and_defaults_to_the_minimum() {
         let a = AdaptiveKappa::new(1.0, 1e-3, 1.0);

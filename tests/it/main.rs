@@ -9,5 +9,6 @@ mod robustness;
 mod rod;
 mod scene;
 mod sim;
+mod spec_formulas;
 mod stdout;
 mod throw;

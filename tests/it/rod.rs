@@ -327,6 +327,61 @@ fn float_path_agrees_with_rational_path_at_a_grazing_contact() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: crate::robustness::cases(256), ..ProptestConfig::default() })]
 
+    /// SPEC §3 written out here, line by line, in exact rationals (with `L² = 4(a² + h²)`, `I = m L²/12`), against
+    /// every field of the report on random problems (none of them an exercise): equal exactly, not to a tolerance.
+    #[test]
+    fn every_report_field_equals_the_spec_formulas_written_out(input in rational_problem()) {
+        let RodImpactInput { mass: m, a, h, vx, vy, omega, restitution: e } = input.clone();
+        let one = integer(1);
+        let two = integer(2);
+        let length_squared = integer(4) * (a.clone() * a.clone() + h.clone() * h.clone());
+        let inertia = m.clone() * length_squared / integer(12);
+        let c_minus = vy.clone() + a.clone() * omega.clone();
+        let active = c_minus < BigRational::zero();
+        let w = one.clone() / m.clone() + a.clone() * a.clone() / inertia.clone();
+        let jn = if active {
+            -(one.clone() + e.clone()) * c_minus.clone() / w.clone()
+        } else {
+            BigRational::zero()
+        };
+        let vy_plus = vy.clone() + jn.clone() / m.clone();
+        let omega_plus = omega.clone() + a.clone() * jn.clone() / inertia.clone();
+        let c_plus = vy_plus.clone() + a.clone() * omega_plus.clone();
+        let kinetic = |vx: &BigRational, vy: &BigRational, omega: &BigRational| {
+            (m.clone() * (vx.clone() * vx.clone() + vy.clone() * vy.clone())
+                + inertia.clone() * omega.clone() * omega.clone())
+                / two.clone()
+        };
+        let k_minus = kinetic(&vx, &vy, &omega);
+        let k_plus = kinetic(&vx, &vy_plus, &omega_plus);
+        let momentum = |vx: &BigRational, vy: &BigRational, omega: &BigRational| {
+            inertia.clone() * omega.clone() + m.clone() * (-a.clone() * vy.clone() - h.clone() * vx.clone())
+        };
+        let report = resolve(&input);
+        prop_assert_eq!(report.active, active);
+        prop_assert_eq!(&report.inertia, &inertia);
+        prop_assert_eq!(&report.w_inv_mass, &w);
+        prop_assert_eq!(&report.c_minus, &c_minus);
+        prop_assert_eq!(&report.jn, &jn);
+        prop_assert_eq!(&report.vx_plus, &vx);
+        prop_assert_eq!(&report.vy_plus, &vy_plus);
+        prop_assert_eq!(&report.omega_plus, &omega_plus);
+        prop_assert_eq!(&report.c_plus, &c_plus);
+        prop_assert_eq!(&report.k_minus, &k_minus);
+        prop_assert_eq!(&report.k_plus, &k_plus);
+        prop_assert_eq!(&report.energy_loss, &(k_minus.clone() - k_plus.clone()));
+        if active {
+            // K⁺ − K⁻ = −(1 − e²)(c⁻)²/(2W) and c⁺ = −e c⁻, as SPEC §3 states them.
+            let loss = (one.clone() - e.clone() * e.clone()) * c_minus.clone() * c_minus.clone() / (two.clone() * w.clone());
+            prop_assert_eq!(&report.energy_loss, &loss);
+            prop_assert_eq!(&report.c_plus, &(-e.clone() * c_minus.clone()));
+        }
+        prop_assert_eq!(&report.l_o_minus, &momentum(&vx, &vy, &omega));
+        prop_assert_eq!(&report.l_o_plus, &momentum(&vx, &vy_plus, &omega_plus));
+        prop_assert_eq!(&report.tip_vt_minus, &(vx.clone() + h.clone() * omega.clone()));
+        prop_assert_eq!(&report.tip_vt_plus, &(vx.clone() + h.clone() * omega_plus.clone()));
+    }
+
     #[test]
     fn energy_never_increases_for_restitution_at_most_one(input in rational_problem()) {
         let report = resolve(&input);

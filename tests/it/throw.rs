@@ -127,7 +127,7 @@ fn ipc_never_tunnels_at_any_speed_up_to_1000_m_s_through_walls_down_to_1_mm() {
 }
 
 /// The seed's listing, transcribed to Rust on scalars (an independent 1D code path).
-mod seed_listing {
+pub(crate) mod seed_listing {
     pub struct Params {
         pub m: f64,
         pub h: f64,
