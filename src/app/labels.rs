@@ -192,6 +192,7 @@ mod tests {
             bounds: (DVec2::new(-1.0, 0.0), DVec2::new(2.0, 1.5)),
             ball_entities: Vec::new(),
             rod_entities: Vec::new(),
+            wall_entities: Vec::new(),
         }
     }
 

@@ -1455,6 +1455,7 @@ mod tests {
             bounds: (DVec2::ZERO, DVec2::ZERO),
             ball_entities: Vec::new(),
             rod_entities: Vec::new(),
+            wall_entities: Vec::new(),
         });
         app.update();
         assert!(app.world().resource::<RodImpactLog>().0.is_empty());

@@ -30,6 +30,8 @@ pub struct Lane {
     pub ball_entities: Vec<Entity>,
     /// The entity mirroring `world.rods[i]`.
     pub rod_entities: Vec<Entity>,
+    /// The entity mirroring `world.walls[k]`.
+    pub wall_entities: Vec<Entity>,
 }
 
 /// The editable contact settings of a lane. Edits are validated with [`crate::scene::check_contact`] before the

@@ -442,8 +442,9 @@ fn spawn_lane_entities(commands: &mut Commands, worlds: Vec<LaneWorld>) {
         worlds.into_iter().zip(bounds).zip(offsets).enumerate()
     {
         let lane_entity = commands.spawn_empty().id();
+        let mut wall_entities = Vec::with_capacity(world.walls.len());
         for (k, w) in world.walls.iter().enumerate() {
-            commands.spawn((
+            let entity = commands.spawn((
                 Name::new(format!("{} wall {k}", world.name)),
                 Wall {
                     index: k,
@@ -454,6 +455,7 @@ fn spawn_lane_entities(commands: &mut Commands, worlds: Vec<LaneWorld>) {
                 LaneMember(lane_entity),
                 body_transform(w.center + offset, w.angle),
             ));
+            wall_entities.push(entity.id());
         }
         let settings = LaneSettings(world.settings.clone());
         let mut lane = Lane {
@@ -463,6 +465,7 @@ fn spawn_lane_entities(commands: &mut Commands, worlds: Vec<LaneWorld>) {
             bounds,
             ball_entities: Vec::new(),
             rod_entities: Vec::new(),
+            wall_entities,
         };
         mirror_new_bodies(commands, lane_entity, &mut lane);
         commands.entity(lane_entity).insert((
@@ -732,7 +735,7 @@ pub fn restore_mirrors(
     lanes: Query<&Lane>,
     mut balls: Query<(Entity, &LaneMember, &mut Ball), Changed<Ball>>,
     mut rods: Query<(Entity, &LaneMember, &mut Rod), Changed<Rod>>,
-    mut walls: Query<(&Name, &LaneMember, &mut Wall), Changed<Wall>>,
+    mut walls: Query<(Entity, &LaneMember, &mut Wall), Changed<Wall>>,
 ) {
     // The mirror's own index is a hint (it may be the edited field); the lane's entity list is the truth.
     let slot = |entities: &[Entity], hint: usize, entity: Entity| {
@@ -771,17 +774,13 @@ pub fn restore_mirrors(
             });
         }
     }
-    for (name, member, mut wall) in &mut walls {
+    for (entity, member, mut wall) in &mut walls {
         let Ok(lane) = lanes.get(member.0) else {
             continue;
         };
-        // Walls are not listed by entity; their name ends with their index ("… wall 3").
-        let index = name
-            .as_str()
-            .rsplit_once(' ')
-            .and_then(|(_, k)| k.parse::<usize>().ok())
-            .unwrap_or(wall.index);
-        if let Some(w) = lane.world.walls.get(index) {
+        if let Some(index) = slot(&lane.wall_entities, wall.index, entity)
+            && let Some(w) = lane.world.walls.get(index)
+        {
             wall.set_if_neq(Wall {
                 index,
                 center: w.center,

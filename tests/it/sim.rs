@@ -395,9 +395,12 @@ fn an_edit_of_a_mirror_is_undone_since_the_physics_does_not_read_it() {
         ball.radius = 0.3;
         ball.index = 999;
     }
-    let mut walls = app.world_mut().query::<&mut Wall>();
-    for mut wall in walls.iter_mut(app.world_mut()) {
+    let mut walls = app.world_mut().query::<(&mut Wall, &mut Name)>();
+    for (mut wall, mut name) in walls.iter_mut(app.world_mut()) {
         wall.half_extents.x = 5.0;
+        wall.index = 7;
+        // A renamed wall is still the same wall (its index used to be read from its name).
+        name.set("renamed wall 1");
     }
     app.update();
     let mut balls = app.world_mut().query::<&Ball>();
@@ -407,5 +410,6 @@ fn an_edit_of_a_mirror_is_undone_since_the_physics_does_not_read_it() {
     let mut walls = app.world_mut().query::<&Wall>();
     for wall in walls.iter(app.world()) {
         assert!((wall.half_extents.x - 0.01).abs() < 1e-12, "{wall:?}");
+        assert_eq!(wall.index, 0, "{wall:?}");
     }
 }
