@@ -986,14 +986,37 @@ fn apply_messages(
                     continue;
                 }
                 // The window's checks, then what a replay's `Settings` action after the rebuild does.
-                match refuse_ipc_into_overlap(world, &wanted)
-                    .and_then(|()| apply_settings(world, &wanted))
-                {
-                    Ok(()) => kept_actions.push(Action::Settings {
+                let apply = |world: &mut LaneWorld, wanted: &ContactSettings| {
+                    refuse_ipc_into_overlap(world, wanted)
+                        .and_then(|()| apply_settings(world, wanted))
+                };
+                let original = world.settings.clone();
+                let kept = match apply(world, &wanted) {
+                    Ok(()) => Some(wanted),
+                    // A switch to IPC the restarted scene's overlaps refuse: the lane's other edits stay.
+                    Err(message) if wanted.method != world.settings.method => {
+                        let others = ContactSettings {
+                            method: world.settings.method,
+                            ..wanted
+                        };
+                        let kept = apply(world, &others).ok().map(|()| others);
+                        c.log.error(if kept.is_some() {
+                            format!("{message}; the lane's other edits are kept")
+                        } else {
+                            message
+                        });
+                        kept
+                    }
+                    Err(message) => {
+                        c.log.error(message);
+                        None
+                    }
+                };
+                if let Some(settings) = kept.filter(|kept| *kept != original) {
+                    kept_actions.push(Action::Settings {
                         lane: index,
-                        settings: wanted,
-                    }),
-                    Err(message) => c.log.error(message),
+                        settings,
+                    });
                 }
             }
         }

@@ -413,3 +413,62 @@ fn an_edit_of_a_mirror_is_undone_since_the_physics_does_not_read_it() {
         assert_eq!(wall.index, 0, "{wall:?}");
     }
 }
+
+/// A lane switched to IPC once its ball had left the wall, then restarted: the restarted scene starts with the
+/// ball inside the wall, so the switch is refused again, but the lane's other edits (μ, κ) stay. They used to
+/// go with it.
+#[test]
+fn a_restart_that_refuses_a_switch_to_ipc_keeps_the_lanes_other_edits() {
+    let dir = std::env::temp_dir().join(format!("contact-sandbox-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("overlap.ron");
+    std::fs::write(
+        &path,
+        r#"Scene(name: "overlap", steps: None, lanes: [LaneSpec(name: "pen",
+            contact: ContactSettings(method: Penalty, stiffness: 1e5, gravity: (0, 0)),
+            walls: [WallSpec(center: (0.5, 0.0), half_extents: (0.01, 0.25))],
+            balls: [BallSpec(position: (0.485, 0.0), velocity: (-0.2, 0.0), radius: 0.01)])])"#,
+    )
+    .expect("writes the scene");
+    let mut app = headless(path.to_str().expect("a UTF-8 path"));
+    let overlapping = |app: &mut App| {
+        with_lane(app, 0, |l| {
+            let mut world = l.world.clone();
+            world.gap_and_penetration().1 > 0.0
+        })
+    };
+    run_updates(&mut app, 1);
+    assert!(overlapping(&mut app), "the scene starts inside the wall");
+    let mut steps = 0;
+    while overlapping(&mut app) {
+        run_updates(&mut app, 1);
+        steps += 1;
+        assert!(steps < 200, "the ball never left the wall");
+    }
+    {
+        let mut query = app.world_mut().query::<&mut LaneSettings>();
+        for mut settings in query.iter_mut(app.world_mut()) {
+            settings.0.method = ContactMethod::Ipc;
+            settings.0.friction = 0.3;
+            settings.0.kappa = 2e4;
+        }
+    }
+    run_updates(&mut app, 1);
+    assert_eq!(
+        with_lane(&mut app, 0, |l| l.world.settings.method),
+        ContactMethod::Ipc
+    );
+    app.world_mut().write_message(RestartScene);
+    run_updates(&mut app, 1);
+    let settings = with_lane(&mut app, 0, |l| l.world.settings.clone());
+    assert_eq!(settings.method, ContactMethod::Penalty);
+    assert_eq!((settings.friction, settings.kappa), (0.3, 2e4));
+    let error = app.world().resource::<SimLog>().error.clone();
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("overlaps") && e.contains("other edits are kept")),
+        "{error:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
