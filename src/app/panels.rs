@@ -207,14 +207,14 @@ fn sandbox_ui(
                     demo_section(ui, &mut demo.controls, &control, active.as_deref(), &mut log);
                 }
                 ui.separator();
-                // The throw controls would be refused while a demo replays.
-                let is_wall_throw =
-                    replay_ticks.is_none() && shown.is_some_and(|s| s.name == "Wall throw");
-                if is_wall_throw {
-                    wall_throw_panel(ui, &mut ui_state, &control, &lanes, &sorted, &mut actions);
-                    ui.separator();
+                // The throw and spawn controls would be refused while a demo replays.
+                if replay_ticks.is_none() {
+                    if shown.is_some_and(|s| s.name == "Wall throw") {
+                        wall_throw_panel(ui, &mut ui_state, &control, &lanes, &sorted, &mut actions);
+                        ui.separator();
+                    }
+                    spawn_panel(ui, &mut ui_state, &lanes, &mut actions);
                 }
-                spawn_panel(ui, &mut ui_state, &lanes, &mut actions);
                 if !rod_log.0.is_empty() {
                     ui.separator();
                     ui.strong("Rod impacts (before → after)");
