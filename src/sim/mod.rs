@@ -198,7 +198,8 @@ impl SimControl {
 
 /// What a lane's balls did, in the words of the wall-throw panel: "through", "stopped at X mm short" (the closest
 /// approach once contact has ended), "in contact, moving at v m/s, gap X" (a ball sliding along a wall),
-/// "at rest in contact, gap X" or "flying"; for a lane of many balls "in contact, …" or "no contact yet". Penalty
+/// "at rest in contact, gap X" or "flying"; for a lane of many balls "in contact, …", "contact ended, …" (every
+/// ball has left its contacts) or "no contact yet". Penalty
 /// reports the deepest penetration, IPC the smallest gap (SPEC §2).
 pub fn lane_outcome(world: &LaneWorld) -> String {
     if world.balls.is_empty() {
@@ -216,8 +217,10 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
             let depth = length_text(stats.max_penetration);
             let now = world.last.as_ref().map_or(0.0, |last| last.max_penetration);
             let speed = world.balls[0].velocity.length();
-            if pile {
+            if pile && now > 0.0 {
                 format!("in contact, deepest overlap {depth}")
+            } else if pile {
+                format!("contact ended, deepest overlap {depth}")
             } else if now > 0.0 && speed > RESTING_SPEED {
                 format!(
                     "in contact, moving at {speed:.3} m/s, overlap {}",
@@ -231,7 +234,13 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
         }
         ContactMethod::Ipc => match stats.min_gap {
             Some(gap) if gap < world.dhat() && pile => {
-                format!("in contact, closest gap {}", length_text(gap.max(0.0)))
+                let now = world.last.as_ref().and_then(|last| last.min_gap);
+                let state = if now.is_some_and(|now| now < world.dhat()) {
+                    "in contact"
+                } else {
+                    "contact ended"
+                };
+                format!("{state}, closest gap {}", length_text(gap.max(0.0)))
             }
             Some(gap) if gap < world.dhat() => {
                 // A ball still in contact may be sliding along the wall (the slope) rather than stopped at it;
