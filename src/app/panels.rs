@@ -1050,6 +1050,9 @@ fn plots_panel(
                 }
                 chart
                     .height(height.max(60.0))
+                    // Room above and below the curves: a lane whose value holds still (the slope's IPC gap)
+                    // would otherwise run along the frame's edge.
+                    .set_margin_fraction(egui::Vec2::new(0.05, 0.12))
                     // The time axis in simulated seconds, said on its ticks.
                     .x_axis_formatter(|mark, _| format!("{} s", mark.value))
                     .legend(Legend::default().text_style(egui::TextStyle::Small))
