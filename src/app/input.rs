@@ -4,7 +4,8 @@
 //! - Left press–drag–release: throw a ball from the press point with velocity from the drag
 //!   ([`DRAG_SPEED_PER_PIXEL`]); a click without drag selects the body under the cursor, or drops a ball at rest.
 //! - Right drag: pan. Right click (no drag) in a scene with rods: drop a rod. Wheel: zoom about the cursor.
-//! - P pause, O single step, R restart, `[` `]` previous/next scene, Tab hide the UI, F fit the view.
+//! - P pause, O single step, R restart, `[` `]` previous/next scene, Tab hide the UI, F fit the view. While a
+//!   demo replays, P, O and R play/pause, step and rewind the replay, and `[` `]` do nothing.
 
 use bevy::input::mouse::{AccumulatedMouseScroll, MouseScrollUnit};
 use bevy::prelude::*;
@@ -134,14 +135,15 @@ fn keyboard_controls(
         if keys.just_pressed(KeyCode::KeyR) {
             restart.write(RestartScene);
         }
-    }
-    if keys.just_pressed(KeyCode::BracketRight) {
-        cycle.write(CycleScene(1));
-        view.auto_fit = true;
-    }
-    if keys.just_pressed(KeyCode::BracketLeft) {
-        cycle.write(CycleScene(-1));
-        view.auto_fit = true;
+        // Another scene waits until the replay stops, as in the (disabled) scene picker.
+        if keys.just_pressed(KeyCode::BracketRight) {
+            cycle.write(CycleScene(1));
+            view.auto_fit = true;
+        }
+        if keys.just_pressed(KeyCode::BracketLeft) {
+            cycle.write(CycleScene(-1));
+            view.auto_fit = true;
+        }
     }
     if keys.just_pressed(KeyCode::Tab) {
         ui.show_ui = !ui.show_ui;

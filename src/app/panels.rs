@@ -202,13 +202,11 @@ fn sandbox_ui(
                         log.error = None;
                     }
                 }
+                // The throw and spawn controls would be refused while a demo replays.
                 if demo.replay.is_none() {
                     ui.separator();
                     demo_section(ui, &mut demo.controls, &control, active.as_deref(), &mut log);
-                }
-                ui.separator();
-                // The throw and spawn controls would be refused while a demo replays.
-                if replay_ticks.is_none() {
+                    ui.separator();
                     if shown.is_some_and(|s| s.name == "Wall throw") {
                         wall_throw_panel(ui, &mut ui_state, &control, &lanes, &sorted, &mut actions);
                         ui.separator();
@@ -285,7 +283,9 @@ fn sandbox_ui(
         Vec2::new(canvas.min.x, canvas.min.y),
         Vec2::new(canvas.max.x, canvas.max.y),
     ));
-    if let Some(replay) = demo.replay.as_deref_mut() {
+    if replay_edits != ReplayEdits::default()
+        && let Some(replay) = demo.replay.as_deref_mut()
+    {
         replay_edits.apply(replay);
     }
     Ok(())
@@ -894,20 +894,25 @@ fn lane_panel(
     });
 }
 
-/// The seed's three numbers: v·h against half the thinnest wall, dhat, and the CCD factor with Newton spikes.
-/// v is the fastest ball at the scene's start (`start_speed`) or now, whichever is faster: once IPC has stopped
-/// a throw, its current speed would say nothing about the throw.
-/// Speeds below which a ball's motion is lost, when they are large enough to see (from 1 mm/s).
+/// Speeds below which a ball's motion can be lost, when they are large enough to see (from 1 mm/s).
 ///
-/// Newton stops once its direction is shorter than the tolerance (SPEC §1), before taking it. A ball whose whole
-/// step `v h` is shorter stays where it is, and its velocity `(x − xᵗ)/h` becomes 0: at the seed's 10⁻¹⁰ m and
-/// 10 ms that is 10⁻⁸ m/s, but a tolerance loosened to 1 mm freezes everything slower than 0.1 m/s.
+/// Newton stops once its direction is shorter than the tolerance (SPEC §1), before taking it. A ball solved on
+/// its own whose whole step is shorter (each coordinate of `v h`, or `g h²` from rest) stays where it is, and its
+/// velocity `(x − xᵗ)/h` becomes 0: at the seed's 10⁻¹⁰ m and 10 ms that is 10⁻⁸ m/s, but a tolerance loosened
+/// to 1 mm freezes everything slower than about 0.1 m/s. A ball solved with faster ones moves with them.
 pub fn resolution_warning(tolerance: f64, h: f64) -> Option<String> {
     let slowest = tolerance / h;
     (slowest >= 1e-3)
-        .then(|| format!("⚠ Newton tol / h = {slowest:.3} m/s: slower balls stop dead each step"))
+        .then(|| {
+            format!(
+                "⚠ Newton tol / h = {slowest:.3} m/s: a ball slower than about that can stop dead each step"
+            )
+        })
 }
 
+/// The seed's three numbers: v·h against half the thinnest wall, dhat, and the CCD factor with Newton spikes.
+/// v is the fastest ball at the scene's start (`start_speed`) or now, whichever is faster: once IPC has stopped
+/// a throw, its current speed would say nothing about the throw.
 fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, start_speed: f64) {
     let h = w.settings.h;
     let v_max = w

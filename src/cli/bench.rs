@@ -427,23 +427,38 @@ fn rapier_peer() -> Result<PathBuf> {
         return Ok(peer);
     }
     let manifest = env!("CARGO_MANIFEST_DIR");
-    eprintln!("building the rapier2d peer (cargo build --release --example rapier_peer) ...");
+    // Built with the running binary's profile next to it (`<target>/release/` or `<target>/debug/`), whatever
+    // CARGO_TARGET_DIR says in this shell; a binary anywhere else gets a release peer in a target folder of its
+    // own beside it.
+    let profile = dir.file_name().and_then(|name| name.to_str());
+    let (target, release, peer) = match (profile, dir.parent()) {
+        (Some(name @ ("release" | "debug")), Some(target)) => {
+            (target.to_path_buf(), name == "release", peer)
+        }
+        _ => {
+            let target = dir.join("rapier-peer-target");
+            let peer = target.join("release").join("examples").join("rapier_peer");
+            if peer.exists() {
+                return Ok(peer);
+            }
+            (target, true, peer)
+        }
+    };
     let mut cargo = Command::new("cargo");
-    cargo
-        .args([
-            "build",
-            "--release",
-            "--example",
-            "rapier_peer",
-            "--manifest-path",
-        ])
-        .arg(format!("{manifest}/Cargo.toml"));
-    // Build next to the running binary (`<target>/release/`), whatever CARGO_TARGET_DIR says in this shell.
-    if dir.file_name().is_some_and(|name| name == "release")
-        && let Some(target) = dir.parent()
-    {
-        cargo.arg("--target-dir").arg(target);
+    cargo.args(["build", "--example", "rapier_peer"]);
+    if release {
+        cargo.arg("--release");
     }
+    cargo
+        .arg("--manifest-path")
+        .arg(format!("{manifest}/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target);
+    eprintln!(
+        "building the rapier2d peer (cargo build{} --example rapier_peer) into {} ...",
+        if release { " --release" } else { "" },
+        target.display()
+    );
     let status = cargo
         .status()
         .context("cannot run cargo to build the rapier2d peer")?;

@@ -71,6 +71,16 @@ pub fn time_of_impact_ball_ball(
     circle_ray_first_hit(pi - pj, delta_i - delta_j, ri + rj).filter(|t| *t <= 1.0)
 }
 
+/// A position's resolution in units of its last place: no separation below `RESOLUTION_ULPS · ε · |x|` is
+/// trusted, whatever `d̂` (see [`time_of_impact_ball_wall_within`]).
+const RESOLUTION_ULPS: f64 = 64.0;
+
+/// The separation below which two bodies around `scale` metres from the origin count as touching: at least
+/// `min_separation`, and never finer than their coordinates can resolve.
+fn separation_floor(min_separation: f64, scale: f64) -> f64 {
+    min_separation.max(RESOLUTION_ULPS * f64::EPSILON * scale)
+}
+
 /// [`time_of_impact_ball_wall`], with a segment that ends closer than `min_separation` to the wall (and closer
 /// than it starts) counted as touching at its end, `t = 1`.
 ///
@@ -86,12 +96,19 @@ pub fn time_of_impact_ball_wall_within(
 ) -> Option<f64> {
     time_of_impact_ball_wall(p, delta, radius, wall).or_else(|| {
         let end = wall.signed_distance(p + delta).value - radius;
-        (end < min_separation && end < wall.signed_distance(p).value - radius).then_some(1.0)
+        let scale = p.abs().max_element().max(wall.center.abs().max_element());
+        (end < separation_floor(min_separation, scale)
+            && end < wall.signed_distance(p).value - radius)
+            .then_some(1.0)
     })
 }
 
-/// [`time_of_impact_ball_ball`], with a segment that ends closer than `min_separation` to contact (and closer
-/// than it starts) counted as touching at its end (see [`time_of_impact_ball_wall_within`]).
+/// [`time_of_impact_ball_ball`], with a pair whose relative motion passes closer than `min_separation` to contact
+/// (and closer than it starts) counted as touching where it passes closest.
+///
+/// As against a wall, a segment can end a hair's breadth from contact; and two point balls (`R = 0`) thrown at
+/// each other along a slant pass within `10⁻¹⁷` m, where `a R² − (p × d)²` rounds below zero and the exact time
+/// of impact reports a miss: they would pass through each other.
 pub fn time_of_impact_ball_ball_within(
     pi: DVec2,
     delta_i: DVec2,
@@ -102,8 +119,18 @@ pub fn time_of_impact_ball_ball_within(
     min_separation: f64,
 ) -> Option<f64> {
     time_of_impact_ball_ball(pi, delta_i, ri, pj, delta_j, rj).or_else(|| {
-        let end = (pi + delta_i - pj - delta_j).length() - ri - rj;
-        (end < min_separation && end < (pi - pj).length() - ri - rj).then_some(1.0)
+        // The same relative course as the exact test, so the verdict does not depend on the pair's order.
+        let (p, d, radii) = (pi - pj, delta_i - delta_j, ri + rj);
+        let a = d.length_squared();
+        let t = if a > 0.0 {
+            (-p.dot(d) / a).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let closest = (p + d * t).length() - radii;
+        let start = p.length() - radii;
+        let scale = pi.abs().max_element().max(pj.abs().max_element());
+        (closest < separation_floor(min_separation, scale) && closest < start).then_some(t)
     })
 }
 
@@ -123,12 +150,13 @@ fn circle_ray_first_hit(p: DVec2, d: DVec2, radius: f64) -> Option<f64> {
     }
     let a = d.length_squared();
     let mut discriminant = b * b - a * c;
-    if discriminant < CANCELLATION * b * b {
-        // `b² − a c = a R² − (p × d)²`, exactly. The left form cancels where the two terms nearly agree: on a
-        // head-on course with `R = 0` (two point balls, `p × d = 0`) it rounds to a tiny negative value, and the
-        // balls would pass through each other unseen, or to a tiny positive one, whose square root moves the time
-        // by 10⁻⁸. The right form is exact there (0). It is used only in that regime, so every other time keeps
-        // its bits.
+    if discriminant < CANCELLATION * b * b && a * (radius * radius) <= b * b {
+        // `b² − a c = a R² − (p × d)²`, exactly. The left form cancels where its two terms nearly agree: on a
+        // head-on course with `R = 0` (two point balls along an axis, `p × d = 0`) it rounds to a tiny negative
+        // value, and the balls would pass through each other unseen, or to a tiny positive one, whose square root
+        // moves the time by 10⁻⁸. The right form is exact there (0), and its terms are the smaller ones while
+        // `a R² ≤ b²`; a ball grazing close to contact (`a R²` far above `b²`) keeps the left form, which is the
+        // more accurate there. Used only in that regime, so every other time keeps its bits.
         let cross = p.perp_dot(d);
         discriminant = a * (radius * radius) - cross * cross;
         if discriminant < 0.0 {
@@ -481,5 +509,41 @@ mod tests {
             time_of_impact_ball_ball_within(pi, half, ri, pj, DVec2::ZERO, rj, 1e-9),
             None
         );
+    }
+
+    /// Two point balls thrown at each other along a slant meet where their courses cross, within the minimum
+    /// separation: the exact test misses most of these (`p × d` rounds to about 10⁻¹⁷, and its square is above
+    /// `a R² = 0`); the check counts them, so it fails if the closest-approach test is dropped. Either order of
+    /// the pair gives the same verdict.
+    #[test]
+    fn point_balls_on_a_slanted_head_on_course_meet_within_the_minimum_separation() {
+        let mut next = crate::testing::uniform(23);
+        let mut exact_misses = 0;
+        for _ in 0..20_000 {
+            let angle = std::f64::consts::TAU * next();
+            let u = DVec2::new(angle.cos(), angle.sin());
+            let start = DVec2::new(next() - 0.5, next() - 0.5) * 10.0;
+            let a = next();
+            let b = a + 0.1 + next();
+            let (va, vb) = (0.5 + next(), -0.5 - next());
+            let (pa, pb) = (start + u * a, start + u * b);
+            let (da, db) = (u * va, u * vb);
+            let expected = (b - a) / (va - vb);
+            if expected > 1.0 {
+                continue;
+            }
+            if time_of_impact_ball_ball(pa, da, 0.0, pb, db, 0.0).is_none() {
+                exact_misses += 1;
+            }
+            let t = time_of_impact_ball_ball_within(pa, da, 0.0, pb, db, 0.0, 1e-9)
+                .unwrap_or_else(|| panic!("{pa} → {da} and {pb} → {db} pass through each other"));
+            assert!((t - expected).abs() <= 1e-9, "t {t} against {expected}");
+            let swapped = time_of_impact_ball_ball_within(pb, db, 0.0, pa, da, 0.0, 1e-9);
+            assert!(
+                swapped.is_some_and(|s| (s - t).abs() <= 1e-12),
+                "{swapped:?} against {t}"
+            );
+        }
+        assert!(exact_misses > 1000, "only {exact_misses} exact misses");
     }
 }

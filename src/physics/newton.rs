@@ -520,13 +520,13 @@ fn widen_skins(potential: &IncrementalPotential<'_>, x: &[DVec2], ws: &mut Newto
     potential.widen_verlet_list(&mut ws.verlet, &ws.widened, &mut ws.potential);
 }
 
-/// Earliest `t* ∈ [0, 1]` over all ball–wall and ball–ball pairs for the motion `x → x + Δx`; only the
-/// segment candidates can touch.
-/// A segment's end closer to contact than this share of `d̂` counts as an impact (see
-/// [`time_of_impact_ball_wall_within`]): 1 nm under the seed's `d̂ = 1 mm`, far below any gap a converged step
-/// leaves (the seed's smallest is 2.1 µm) and far above a position's resolution near the origin (10⁻¹⁶ m at 1 m).
+/// A segment ending (or a pair passing) closer to contact than this share of `d̂` counts as an impact (see
+/// [`time_of_impact_ball_wall_within`]): 1 nm under the seed's `d̂ = 1 mm`, far below the gaps of the seed's
+/// table (the smallest is 2.1 µm) and of the reference pit (0.31 µm at 10 000 balls), and far above a position's
+/// resolution near the origin (10⁻¹⁶ m at 1 m; the CCD never goes below that resolution either way).
 const MIN_SEPARATION_SHARE: f64 = 1e-6;
 
+/// The separation the CCD treats as touching under `potential`'s model (none under penalty, which has no CCD).
 fn min_separation(potential: &IncrementalPotential<'_>) -> f64 {
     match potential.model {
         ContactModel::Barrier { dhat, .. } => MIN_SEPARATION_SHARE * dhat,
@@ -534,6 +534,8 @@ fn min_separation(potential: &IncrementalPotential<'_>) -> f64 {
     }
 }
 
+/// Earliest `t* ∈ [0, 1]` over all ball–wall and ball–ball pairs for the motion `x → x + Δx`; only the
+/// segment candidates can touch.
 fn earliest_time_of_impact(
     potential: &IncrementalPotential<'_>,
     x: &[DVec2],

@@ -1008,8 +1008,9 @@ fn apply_messages(
                             method: world.settings.method,
                             ..wanted
                         };
+                        let others_edited = others != original;
                         let kept = apply(world, &others).ok().map(|()| others);
-                        c.log.error(if kept.is_some() {
+                        c.log.error(if kept.is_some() && others_edited {
                             format!("{message}; the lane's other edits are kept")
                         } else {
                             message

@@ -1478,20 +1478,48 @@ fn a_ball_landing_exactly_on_a_wall_face_bounces_off_it() {
     }
 }
 
-/// Two point balls thrown head-on along an axis, meeting exactly halfway: they used to pass through each other
-/// (the time of impact rounded to a miss) and freeze in swapped order. They keep their order and separate.
+/// Two point balls thrown head-on, meeting exactly halfway: they used to pass through each other (the time of
+/// impact rounded to a miss) and freeze in swapped order. Along an axis they keep their order and separate.
+/// Along a slant they never meet either, but they may end up in swapped order: once rounding puts them a
+/// nanometre out of line, a step's minimiser can take one round the other (points have no size, and the
+/// incremental potential is lower near the inertial targets, which lie past each other), so only their
+/// separation is checked there.
 #[test]
 fn point_balls_meeting_head_on_keep_their_order() {
-    for (gap, v) in [(1.0, 5.0), (1.0, 50.0), (0.3, 1.5), (2.0, 10.0)] {
-        let mut lane = ipc_lane(vec![], vec![point_ball(0.0, v), point_ball(gap, -v)]);
-        for step in 1..=40 {
-            lane.step().expect("steps");
-            let (a, b) = (lane.balls[0].position.x, lane.balls[1].position.x);
-            assert!(
-                b - a > 1e-7,
-                "gap {gap}, v {v}, step {step}: the balls are at {a} and {b}"
-            );
+    let slants = [0.6435011087932844, 1.0, 2.5, -0.3, FRAC_PI_2].map(|a: f64| (a.cos(), a.sin()));
+    for (course, (cos, sin)) in [(0.0, (1.0, 0.0)), (-1.0, (0.0, -1.0))].into_iter().chain(
+        slants
+            .into_iter()
+            .enumerate()
+            .map(|(i, cs)| (i as f64 + 1.0, cs)),
+    ) {
+        let u = DVec2::new(cos, sin);
+        let along_an_axis = u.x == 0.0 || u.y == 0.0;
+        for (gap, v) in [(1.0, 5.0), (1.0, 50.0), (0.3, 1.5), (2.0, 10.0)] {
+            let ball = |at: f64, speed: f64| Ball {
+                position: u * at,
+                velocity: u * speed,
+                radius: 0.0,
+                mass: 1.0,
+            };
+            let mut lane = ipc_lane(vec![], vec![ball(0.0, v), ball(gap, -v)]);
+            for step in 1..=40 {
+                lane.step().expect("steps");
+                let (a, b) = (lane.balls[0].position, lane.balls[1].position);
+                let apart = if along_an_axis {
+                    (b - a).dot(u)
+                } else {
+                    (b - a).length()
+                };
+                assert!(
+                    apart > 1e-7,
+                    "course {course} ({u}), gap {gap}, v {v}, step {step}: the balls are at {a} and {b}"
+                );
+            }
+            if along_an_axis {
+                let (va, vb) = (lane.balls[0].velocity, lane.balls[1].velocity);
+                assert!(va.dot(u) < 0.0 && vb.dot(u) > 0.0, "{va} {vb}");
+            }
         }
-        assert!(lane.balls[0].velocity.x < 0.0 && lane.balls[1].velocity.x > 0.0);
     }
 }
