@@ -773,6 +773,22 @@ fn add_block(target: &mut Sym2, block: Sym2) {
 mod tests {
     use super::*;
 
+    /// `H v` for a block Hessian (both triangles of each coupled pair).
+    fn hessian_times(hess: &BlockHessian, v: &[DVec2]) -> Vec<DVec2> {
+        let mut hv: Vec<DVec2> = hess
+            .diagonal
+            .iter()
+            .zip(v)
+            .map(|(b, v)| b.mul_vec(*v))
+            .collect();
+        for &(i, j, b) in &hess.off_diagonal {
+            let (i, j) = (i as usize, j as usize);
+            hv[i] += b.mul_vec(v[j]);
+            hv[j] += b.mul_vec(v[i]);
+        }
+        hv
+    }
+
     fn scene() -> (Vec<DVec2>, Vec<f64>, Vec<f64>, Vec<Wall>) {
         let x_tilde = vec![
             DVec2::new(0.1, 0.02),
@@ -855,17 +871,7 @@ mod tests {
         let v: Vec<DVec2> = (0..x.len())
             .map(|i| DVec2::new(0.3 + i as f64, -0.7 + 0.5 * i as f64))
             .collect();
-        let mut hv: Vec<DVec2> = hess
-            .diagonal
-            .iter()
-            .zip(&v)
-            .map(|(b, v)| b.mul_vec(*v))
-            .collect();
-        for &(i, j, b) in &hess.off_diagonal {
-            let (i, j) = (i as usize, j as usize);
-            hv[i] += b.mul_vec(v[j]);
-            hv[j] += b.mul_vec(v[i]);
-        }
+        let hv = hessian_times(&hess, &v);
         let t = 1e-8;
         let xp: Vec<DVec2> = x.iter().zip(&v).map(|(x, v)| *x + *v * t).collect();
         let xm: Vec<DVec2> = x.iter().zip(&v).map(|(x, v)| *x - *v * t).collect();
@@ -1078,16 +1084,7 @@ mod tests {
             let v: Vec<DVec2> = (0..x.len())
                 .map(|_| DVec2::new(2.0 * next() - 1.0, 2.0 * next() - 1.0))
                 .collect();
-            let mut hv: Vec<DVec2> = hess
-                .diagonal
-                .iter()
-                .zip(&v)
-                .map(|(b, v)| b.mul_vec(*v))
-                .collect();
-            for &(i, j, b) in &hess.off_diagonal {
-                hv[i as usize] += b.mul_vec(v[j as usize]);
-                hv[j as usize] += b.mul_vec(v[i as usize]);
-            }
+            let hv = hessian_times(&hess, &v);
             let shifted = |sign: f64| -> Vec<DVec2> {
                 let y: Vec<DVec2> = x
                     .iter()
