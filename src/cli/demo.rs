@@ -148,9 +148,14 @@ fn print_replay(
             .session
             .lanes
             .iter()
-            .map(
-                |l| json!({"name": l.name, "outcome": lane_outcome(l), "summary": lane_summary(l)}),
-            )
+            .map(|l| {
+                // The numbers `run --json` gives for a lane (SI units; no slope check, which needs the
+                // half-way state), and the window's words for it.
+                let mut lane = super::run::lane_json(l, &super::run::HalfwaySnapshot::default());
+                lane["outcome"] = json!(lane_outcome(l));
+                lane["summary"] = json!(lane_summary(l));
+                lane
+            })
             .collect();
         let out = json!({
             "demo": file,

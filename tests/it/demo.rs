@@ -487,6 +487,37 @@ fn verify_refuses_a_demo_without_hashes() {
     assert!(stderr.contains("no hashes"), "{stderr}");
 }
 
+/// `replay --json` gives each lane's numbers in SI units, as `run --json` does, beside the window's words: the
+/// smallest gap is the replayed lane's own, to the bit.
+#[test]
+fn replay_json_gives_each_lanes_numbers_not_only_words() {
+    let demo = Demo::load(Path::new("assets/demos/wall_throw.demo.ron")).expect("loads");
+    let mut player = Player::new(demo, "reference");
+    player.run_to_end(false).expect("replays");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .args(["replay", "assets/demos/wall_throw.demo.ron", "--json"])
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON");
+    let lanes = out["lanes"].as_array().expect("lanes");
+    assert_eq!(lanes.len(), player.session.lanes.len());
+    for (json, lane) in lanes.iter().zip(&player.session.lanes) {
+        assert_eq!(json["name"], lane.name.as_str());
+        assert_eq!(json["steps"], lane.stats.steps);
+        assert_eq!(json["max_newton"], lane.stats.max_newton);
+        match lane.stats.min_gap {
+            Some(gap) => assert_eq!(json["min_gap_m"].as_f64(), Some(gap), "{}", lane.name),
+            None => assert!(json["min_gap_m"].is_null()),
+        }
+        assert!(json["outcome"].is_string() && json["summary"].is_string());
+    }
+}
+
 /// A headless app where every `update()` advances the fixed clock by one step.
 fn headless(scene: &str) -> App {
     let mut app = App::new();
