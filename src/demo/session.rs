@@ -10,8 +10,10 @@ use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, SpawnErro
 use crate::scene::{BallSpec, MAX_RODS_PER_LANE, RodSpec, Scene, SceneError, check_contact};
 
 /// One user action that changes the simulation. Demo files and scripts hold these; the GUI's messages map
-/// onto them one to one.
+/// onto them one to one. Unknown fields in a variant (`Throw(v0: 1, dhar: …)`) are errors, as in scenes: a typo
+/// must not record a different run than the one written.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Action {
     /// Spawn a ball at the same lane-local spot in every lane; refused everywhere if any lane refuses it.
     Spawn(BallSpec),

@@ -774,3 +774,27 @@ fn a_demo_switching_an_overlapping_lane_to_ipc_still_replays() {
     let mut player = Player::new(demo, "old.demo.ron");
     player.run_to_end(false).expect("and so does the rest");
 }
+
+/// A typo inside an action (`dhar` for `dhat`) is an error naming the file and the field, in scripts and in
+/// demos: ignoring it would record a different run than the one written.
+#[test]
+fn unknown_fields_inside_actions_are_errors_naming_the_field() {
+    for (action, field) in [
+        ("Throw(v0: 1.0, dhar: Some(1e-4))", "dhar"),
+        ("Settings(lane: 0, settings: (), foo: 1)", "foo"),
+        ("Settings(lane: 0, settings: (gravty: (0, 0)))", "gravty"),
+    ] {
+        let text = format!("Script(ticks: 10, actions: [(tick: 1, action: {action})])");
+        let err = Script::parse(&text, "typo.script.ron").expect_err(action);
+        let message = err.to_string();
+        assert!(
+            message.starts_with("typo.script.ron: line 1")
+                && message.contains(&format!("`{field}`")),
+            "{action}: {message}"
+        );
+    }
+    let good = wall_throw_demo().to_ron().expect("serialises");
+    let typo = good.replacen("v0: 5.0", "v0: 5.0, dhar: Some(1e-4)", 1);
+    assert_ne!(typo, good, "the demo text holds the throw speed");
+    expect_error(&typo, &["line", "`dhar`"]);
+}
