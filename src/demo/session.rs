@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::physics::DVec2;
+use crate::physics::broad_phase::BroadPhase;
+use crate::physics::geometry::ball_wall_gap;
 use crate::physics::spawn_grid::SpawnGrid;
 use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, SpawnError};
 use crate::scene::{BallSpec, MAX_RODS_PER_LANE, RodSpec, Scene, SceneError, check_contact};
@@ -186,25 +188,57 @@ pub fn apply_settings(lane: &mut LaneWorld, settings: &ContactSettings) -> Resul
 }
 
 /// Refuses to switch a lane to IPC while any of its pairs overlaps. IPC's barrier is infinite at a zero gap
-/// (SPEC §1.2, §1.6): the balls would stay stuck inside each other or a wall, every solve failing. The window
-/// checks this before [`apply_settings`]; a replay does not, so a demo recorded before the check still replays as
-/// it was recorded.
+/// (SPEC §1.2, §1.6): the balls would stay stuck inside each other or a wall, every solve failing. The window and
+/// `record --script` (new recordings) check this before [`apply_settings`]; a replay does not, so a demo recorded
+/// before the check still replays as it was recorded. The message names the deepest overlap.
 pub fn refuse_ipc_into_overlap(
     lane: &mut LaneWorld,
     settings: &ContactSettings,
 ) -> Result<(), String> {
     if settings.method == ContactMethod::Ipc && lane.settings.method != ContactMethod::Ipc {
         let (gap, _) = lane.gap_and_penetration();
-        if let Some(gap) = gap.filter(|gap| *gap <= 0.0) {
+        if gap.is_some_and(|gap| gap <= 0.0) {
+            let overlap = deepest_overlap(lane)
+                .map(|(what, depth)| format!("{what} by {:.3} mm", depth * 1e3))
+                .unwrap_or_else(|| "two bodies touch".into());
             return Err(format!(
-                "lane '{}': method ipc needs a positive gap between every pair, but a ball overlaps by \
-                 {:.3} mm; the edit was not applied (switch once nothing overlaps, or restart)",
-                lane.name,
-                -gap * 1e3
+                "lane '{}': method ipc needs a positive gap between every pair, but {overlap}; the edit was not \
+                 applied (switch once nothing overlaps, or restart)",
+                lane.name
             ));
         }
     }
     Ok(())
+}
+
+/// The deepest overlap (or touch) of a lane, as ("ball 0 overlaps wall 1", depth [m]).
+fn deepest_overlap(lane: &LaneWorld) -> Option<(String, f64)> {
+    let mut deepest: Option<(String, f64)> = None;
+    let mut keep = |what: &dyn Fn() -> String, gap: f64| {
+        if gap <= 0.0 && deepest.as_ref().is_none_or(|(_, depth)| -gap > *depth) {
+            deepest = Some((what(), -gap));
+        }
+    };
+    for (i, b) in lane.balls.iter().enumerate() {
+        for (k, w) in lane.walls.iter().enumerate() {
+            keep(
+                &|| format!("ball {i} overlaps wall {k}"),
+                ball_wall_gap(b.position, b.radius, w),
+            );
+        }
+    }
+    let centre: Vec<DVec2> = lane.balls.iter().map(|b| b.position).collect();
+    let radius: Vec<f64> = lane.balls.iter().map(|b| b.radius).collect();
+    let mut pairs = Vec::new();
+    BroadPhase::default().near_pairs(&centre, &radius, 0.0, &mut pairs);
+    for (i, j) in pairs {
+        let (i, j) = (i as usize, j as usize);
+        keep(
+            &|| format!("ball {j} overlaps ball {i}"),
+            (centre[i] - centre[j]).length() - radius[i] - radius[j],
+        );
+    }
+    deepest
 }
 
 /// One fixed tick: every lane that has not reached the scene's step limit takes one step.

@@ -798,3 +798,34 @@ fn unknown_fields_inside_actions_are_errors_naming_the_field() {
     assert_ne!(typo, good, "the demo text holds the throw speed");
     expect_error(&typo, &["line", "`dhar`"]);
 }
+
+/// `record --script` refuses what the window refuses: switching a lane to IPC while its ball is inside a wall.
+/// The message names the script, the action and the overlap. (A replay still accepts such a switch: see
+/// `a_demo_switching_an_overlapping_lane_to_ipc_still_replays`.)
+#[test]
+fn a_new_recording_refuses_to_switch_an_overlapping_lane_to_ipc() {
+    let script = Script::parse(
+        "Script(ticks: 80, actions: [(tick: 0, action: Throw(v0: 1.0)), \
+         (tick: 53, action: Settings(lane: 0, settings: (method: Ipc, gravity: (0, 0))))])",
+        "switch.script.ron",
+    )
+    .expect("a valid script");
+    let err = record_script(&scene(WALL_THROW), &script, "switch.script.ron", |_, _| {})
+        .expect_err("the penalty ball is inside the wall at tick 53");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("switch.script.ron: actions[1] (tick 53): lane '")
+            && message.contains("method ipc needs a positive gap")
+            && message.contains("ball 0 overlaps wall 0 by "),
+        "{message}"
+    );
+    // Once the ball is out of the wall again, the switch records.
+    let later = Script::parse(
+        "Script(ticks: 80, actions: [(tick: 0, action: Throw(v0: 1.0)), \
+         (tick: 79, action: Settings(lane: 0, settings: (method: Ipc, gravity: (0, 0))))])",
+        "later.script.ron",
+    )
+    .expect("a valid script");
+    record_script(&scene(WALL_THROW), &later, "later.script.ron", |_, _| {})
+        .expect("nothing overlaps at tick 79");
+}
