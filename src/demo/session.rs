@@ -161,8 +161,14 @@ pub fn spawn_ball_everywhere(
 /// Drops `rod` into every lane, or into none.
 pub fn spawn_rod_everywhere(lanes: &mut [&mut LaneWorld], rod: &RodSpec) -> Result<(), String> {
     let rod = rod.to_rod();
-    rod.check_spawn()
-        .map_err(|e| format!("rod refused: {} {} (got {})", e.field, e.reason, e.value))?;
+    rod.check_spawn().map_err(|e| {
+        format!(
+            "rod refused: {} {}, got {}",
+            e.field,
+            e.reason,
+            crate::text::number(e.value)
+        )
+    })?;
     if let Some(full) = lanes.iter().find(|l| l.rods.len() >= MAX_RODS_PER_LANE) {
         return Err(format!(
             "rod refused: lane '{}' already holds {MAX_RODS_PER_LANE} rods, the most it can",
