@@ -292,6 +292,80 @@ pub const MAX_STEP: f64 = 10.0;
 pub const MAX_GRAVITY: f64 = 1e6;
 /// Largest Newton tolerance [m].
 pub const MAX_NEWTON_TOLERANCE: f64 = 1.0;
+/// Smallest barrier distance d̂ [m]: a nanometre is 10⁷ ulps of a coordinate of 1 m, so the barrier's
+/// log(d/d̂) still sees distances inside it; at 10⁻²⁰ m the band is below one ulp and a ball stops dead (pinned)
+/// the moment it enters it.
+pub const MIN_DHAT: f64 = 1e-9;
+/// Largest barrier distance d̂ [m]: the barrier acts across the whole band, so a d̂ of metres pushes balls
+/// apart that are nowhere near touching (and at 10³⁰⁰ its energy overflows).
+pub const MAX_DHAT: f64 = 1.0;
+/// Largest penalty stiffness k [N/m] and barrier stiffness κ: beyond 10¹² the Hessian's contact terms swamp the
+/// mass term `m/h²` by more than `f64` can resolve and the energies overflow.
+pub const MAX_STIFFNESS: f64 = 1e12;
+
+/// The range a contact setting must lie in; scene files, demo actions, the window's fields (through
+/// [`check_contact`]) and `throw`'s options all check it here, so they say the same.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ValueRange {
+    /// Smallest value allowed; 0 means "> 0".
+    pub low: f64,
+    /// Largest value allowed.
+    pub high: f64,
+    /// The unit, e.g. `"m"`; empty for a pure number.
+    pub unit: &'static str,
+}
+
+/// d̂ [m]: [`MIN_DHAT`] to [`MAX_DHAT`].
+pub const DHAT_RANGE: ValueRange = ValueRange {
+    low: MIN_DHAT,
+    high: MAX_DHAT,
+    unit: "m",
+};
+/// Penalty stiffness k [N/m]: > 0, at most [`MAX_STIFFNESS`].
+pub const STIFFNESS_RANGE: ValueRange = ValueRange {
+    low: 0.0,
+    high: MAX_STIFFNESS,
+    unit: "N/m",
+};
+/// Barrier stiffness κ: > 0, at most [`MAX_STIFFNESS`].
+pub const KAPPA_RANGE: ValueRange = ValueRange {
+    low: 0.0,
+    high: MAX_STIFFNESS,
+    unit: "",
+};
+
+impl ValueRange {
+    /// `Ok` inside the range; else the problem, e.g. "must be between 1e-9 m and 1 m, got 1e7 m".
+    pub fn check(&self, value: f64) -> Result<(), String> {
+        let inside = value.is_finite()
+            && value <= self.high
+            && if self.low > 0.0 {
+                value >= self.low
+            } else {
+                value > 0.0
+            };
+        if inside {
+            return Ok(());
+        }
+        let unit = |v: String| {
+            if self.unit.is_empty() {
+                v
+            } else {
+                format!("{v} {}", self.unit)
+            }
+        };
+        let range = if self.low > 0.0 {
+            format!(
+                "between {} and {}",
+                unit(number(self.low)),
+                unit(number(self.high))
+            )
+        } else {
+            format!("> 0 and at most {}", unit(number(self.high)))
+        };
+        Err(format!("must be {range}, got {}", unit(number(value))))
+    }
+}
 
 /// `value ≤ limit`, or an error saying `why`.
 fn at_most(place: &str, value: f64, limit: f64, unit: &str, why: &str) -> Result<(), FieldError> {
@@ -364,10 +438,17 @@ pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
         "s",
         "a longer step is no time step",
     )?;
-    positive("contact.stiffness", c.stiffness)?;
-    positive("contact.kappa", c.kappa)?;
-    if let Some(dhat) = c.dhat {
-        positive("contact.dhat", dhat)?;
+    let ranged = [
+        ("contact.stiffness", Some(c.stiffness), STIFFNESS_RANGE),
+        ("contact.kappa", Some(c.kappa), KAPPA_RANGE),
+        ("contact.dhat", c.dhat, DHAT_RANGE),
+    ];
+    for (place, value, range) in ranged {
+        if let Some(value) = value {
+            range
+                .check(value)
+                .map_err(|problem| (place.to_string(), problem))?;
+        }
     }
     finite("contact.ccd_factor", c.ccd_factor)?;
     if !(c.ccd_factor > 0.0 && c.ccd_factor < 1.0) {

@@ -3,12 +3,14 @@
 //! For every `v0` it builds a [`Scene`] with one penalty lane per `k` and one IPC lane, each holding a point
 //! ball at the origin moving at `v0` toward a wall whose front face is at `--wall`, and steps the lanes.
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 use glam::DVec2;
 use serde_json::{Value, json};
 
 use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, MAX_LENGTH, MAX_SPEED};
-use crate::scene::{BallSpec, LaneSpec, MAX_LANES, Scene, WallSpec};
+use crate::scene::{
+    BallSpec, DHAT_RANGE, KAPPA_RANGE, LaneSpec, MAX_LANES, STIFFNESS_RANGE, Scene, WallSpec,
+};
 
 use super::compact_number;
 use super::run::lane_steps_bar;
@@ -99,8 +101,6 @@ impl ThrowArgs {
     pub fn validate(&self) -> Result<()> {
         let positive = [
             ("--h", self.h),
-            ("--dhat", self.dhat),
-            ("--kappa", self.kappa),
             ("--mass", self.mass),
             ("--thickness", self.thickness),
         ];
@@ -112,6 +112,13 @@ impl ThrowArgs {
                 );
             }
         }
+        // The scene's own ranges (scene files and the window check the same), in the same words.
+        DHAT_RANGE
+            .check(self.dhat)
+            .map_err(|problem| anyhow!("invalid --dhat: {problem}"))?;
+        KAPPA_RANGE
+            .check(self.kappa)
+            .map_err(|problem| anyhow!("invalid --kappa: {problem}"))?;
         if self.h > crate::scene::MAX_STEP {
             bail!(
                 "invalid --h: must be at most {} s (a longer step is no time step), got {}",
@@ -159,12 +166,9 @@ impl ThrowArgs {
             );
         }
         for &k in &self.k {
-            if !k.is_finite() || k <= 0.0 {
-                bail!(
-                    "invalid --k: every stiffness must be a finite number > 0, got {}",
-                    compact_number(k)
-                );
-            }
+            STIFFNESS_RANGE
+                .check(k)
+                .map_err(|problem| anyhow!("invalid --k: every stiffness {problem}"))?;
         }
         // One penalty lane per k, plus the IPC lane.
         if self.k.len() >= MAX_LANES {
@@ -535,6 +539,25 @@ mod tests {
             (vec!["--k", many_k.as_str()], "--k", "66"),
             (vec!["--h", "-1e300"], "--h", "-1e300"),
             (vec!["--h", "11"], "--h", "11"),
+            (
+                vec!["--dhat", "1e7"],
+                "--dhat",
+                "between 1e-9 m and 1 m, got 1e7 m",
+            ),
+            (vec!["--dhat", "1e200"], "--dhat", "got 1e200 m"),
+            (vec!["--dhat", "1e-20"], "--dhat", "got 1e-20 m"),
+            (vec!["--dhat", "-1"], "--dhat", "got -1 m"),
+            (
+                vec!["--k", "1e4,1e300"],
+                "--k",
+                "at most 1e12 N/m, got 1e300 N/m",
+            ),
+            (
+                vec!["--kappa", "1e300"],
+                "--kappa",
+                "at most 1e12, got 1e300",
+            ),
+            (vec!["--kappa", "0"], "--kappa", "got 0"),
         ] {
             let message =
                 run_throws(&args(&extra)).map_or_else(|e| e.to_string(), |_| "accepted".into());

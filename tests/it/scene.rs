@@ -411,3 +411,48 @@ fn rods_below_the_floor_and_far_floors_are_refused_with_compact_values() {
         Scene::parse(&rod_lane(rod, "0.0"), "good.ron").unwrap_or_else(|e| panic!("{rod}: {e}"));
     }
 }
+
+/// d̂, k and κ have physical bounds: d̂ from 1 nm to 1 m, k and κ at most 1e12. The message names the field, the
+/// range and the value.
+#[test]
+fn contact_stiffnesses_and_barrier_distances_beyond_their_bounds_are_refused() {
+    for (setting, expected) in [
+        (
+            "dhat: Some(1e300)",
+            "lanes[0].contact.dhat: must be between 1e-9 m and 1 m, got 1e300 m",
+        ),
+        (
+            "dhat: Some(1e-20)",
+            "lanes[0].contact.dhat: must be between 1e-9 m and 1 m, got 1e-20 m",
+        ),
+        (
+            "dhat: Some(2.0)",
+            "lanes[0].contact.dhat: must be between 1e-9 m and 1 m, got 2 m",
+        ),
+        (
+            "stiffness: 1e300",
+            "lanes[0].contact.stiffness: must be > 0 and at most 1e12 N/m, got 1e300 N/m",
+        ),
+        (
+            "kappa: 1e13",
+            "lanes[0].contact.kappa: must be > 0 and at most 1e12, got 1e13",
+        ),
+        (
+            "kappa: -1",
+            "lanes[0].contact.kappa: must be > 0 and at most 1e12, got -1",
+        ),
+    ] {
+        let text = scene_with(&GOOD_LANE.replace("h: 0.01", &format!("h: 0.01, {setting}")));
+        let message = error_of(&text);
+        assert_eq!(message, format!("bad.ron: {expected}"));
+    }
+    for setting in [
+        "dhat: Some(1e-9)",
+        "dhat: Some(1.0)",
+        "kappa: 1e12",
+        "stiffness: 1e12",
+    ] {
+        let text = scene_with(&GOOD_LANE.replace("h: 0.01", &format!("h: 0.01, {setting}")));
+        Scene::parse(&text, "good.ron").unwrap_or_else(|e| panic!("{setting}: {e}"));
+    }
+}
