@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use crate::demo::{Demo, Player, Script, record_script, same_file};
+use crate::demo::{Demo, Player, Script, record_script, remove_unfinished_writes, same_file};
 use crate::scene::Scene;
 use crate::sim::{lane_outcome, lane_summary};
 
@@ -62,6 +62,12 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
             );
         }
     }
+    // Ctrl-C, SIGTERM or SIGHUP while the demo is being saved removes its temporary file (the old demo stays);
+    // before that there is nothing to clean up.
+    super::on_stop_signal(|| {
+        remove_unfinished_writes();
+        std::process::exit(130);
+    });
     let scene = Scene::load(&args.scene)?;
     let script = Script::load(&args.script)?;
     let bar = progress_bar(script.ticks, "recording");

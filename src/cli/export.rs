@@ -586,10 +586,10 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         None => format!("match ({} hashes)", verdict.matched),
     };
 
-    // From here a Ctrl-C stops the export cleanly: the app exits at its next frame and the temporary output is
-    // removed (Bevy's own handler, installed later, would leave a gap). Not installed when SIGINT is ignored.
-    let _ =
-        bevy::app::ctrlc::try_set_handler(bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit);
+    // From here Ctrl-C, SIGTERM or SIGHUP (ctrlc's `termination` feature, see Cargo.toml) stops the export
+    // cleanly: the app exits at its next frame and the temporary output is removed (Bevy's own handler, installed
+    // later, would leave a gap). A second signal exits at once; an ignored signal stays ignored.
+    super::on_stop_signal(bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit);
     let temp = TempOutput::create(&target, kind)?;
     let frame_ticks: Vec<u64> = (0..frames)
         .map(|k| frame_tick(k, demo.fixed_hz, args.fps, demo.ticks))

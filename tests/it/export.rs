@@ -182,3 +182,74 @@ fn exported_frames_title_every_lane_and_a_gif_keeps_the_lane_colours() {
     }
     fs::remove_dir_all(&dir).expect("scratch folder removed");
 }
+
+/// SIGTERM (or SIGHUP) stops an export as Ctrl-C does: no hidden `.NAME.partial-PID` file or folder stays, and
+/// what was at the destination is untouched.
+#[test]
+fn an_export_killed_by_sigterm_leaves_no_partial_output_and_the_old_clip() {
+    if !vulkan_driver_present() {
+        eprintln!("export test skipped: no Vulkan driver (install mesa-vulkan-drivers)");
+        return;
+    }
+    let dir: PathBuf = std::env::temp_dir().join(format!("cs-export-term-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("a scratch folder");
+    let demo = dir.join("long.demo.ron");
+    let scene = Scene::load(Path::new(SLOPE)).expect("the shipped scene loads");
+    let script =
+        Script::parse("Script(ticks: 3000, actions: [])", "long.script.ron").expect("parses");
+    record_script(&scene, &script, "long.script.ron", |_, _| {})
+        .expect("records")
+        .save(&demo)
+        .expect("saved");
+    // A clip over an old one, and PNG frames into a new folder (a folder with files in it is refused).
+    for (signal, out) in [("TERM", "clip.gif"), ("HUP", "frames/")] {
+        let target = dir.join(out);
+        if out == "clip.gif" {
+            fs::write(&target, b"the old clip").expect("an old clip");
+        }
+        // As a script's background job: SIGINT ignored (ctrlc then used to install no handler at all).
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(r#"trap '' INT; exec "$0" export "$1" --out "$2" --fps 30 --size 320x180"#)
+            .arg(env!("CARGO_BIN_EXE_contact-sandbox"))
+            .arg(&demo)
+            .arg(&target)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the binary starts");
+        // Wait until the temporary output exists: the export is under way.
+        let partial = |dir: &Path| {
+            fs::read_dir(dir)
+                .expect("the folder")
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains(".partial-"))
+                .collect::<Vec<_>>()
+        };
+        let started = std::time::Instant::now();
+        while partial(&dir).is_empty() {
+            assert!(
+                started.elapsed().as_secs() < 120 && child.try_wait().expect("status").is_none(),
+                "the export never started writing"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(killed.success());
+        let status = child.wait().expect("the export exits");
+        assert!(!status.success(), "SIG{signal}: {status}");
+        assert_eq!(partial(&dir), Vec::<String>::new(), "SIG{signal}");
+        if out == "frames/" {
+            assert!(!target.exists(), "SIG{signal}: a frames folder was left");
+        } else {
+            assert_eq!(fs::read(&target).expect("the old clip"), b"the old clip");
+        }
+    }
+    fs::remove_dir_all(&dir).expect("scratch folder removed");
+}
