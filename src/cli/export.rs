@@ -40,8 +40,9 @@ pub const FPS_RANGE: RangeInclusive<u32> = 1..=120;
 pub const SIDE_RANGE: RangeInclusive<u32> = 16..=3840;
 /// Most frames one export renders (an hour at 30 fps plus change); more is almost surely a typo in `--fps`.
 pub const MAX_FRAMES: u64 = 120_000;
-/// GIF delays are whole centiseconds and most viewers slow delays under 2 cs down to 10 cs.
-const GIF_SMOOTH_FPS: u32 = 50;
+/// Highest `--fps` for a GIF: its delays are whole centiseconds and browsers slow delays under 2 cs down to
+/// 10 cs, so above 50 fps (2 cs) a clip plays slower than real time.
+pub const GIF_MAX_FPS: u32 = 50;
 
 /// Arguments of `contact-sandbox export`.
 #[derive(clap::Args, Debug, Clone)]
@@ -526,6 +527,15 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         bail!("--encoder applies to .mp4 output only");
     }
 
+    if kind == OutputKind::Gif && args.fps > GIF_MAX_FPS {
+        bail!(
+            "--fps {}: a GIF cannot play faster than {GIF_MAX_FPS} fps in time (its frame delays are whole \
+             centiseconds, and browsers play a delay of 1 cs as 10 cs); use --fps {GIF_MAX_FPS} or less, or export \
+             an .mp4",
+            args.fps
+        );
+    }
+
     let file = args.demo.display().to_string();
     let demo = Demo::load(&args.demo)?;
     let frames = frame_count(demo.ticks, demo.fixed_hz, args.fps)
@@ -546,13 +556,6 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
             )
         })?;
     let target = check_output(&args.out, kind)?;
-    if kind == OutputKind::Gif && args.fps > GIF_SMOOTH_FPS {
-        eprintln!(
-            "warning: GIF delays are whole centiseconds; above {GIF_SMOOTH_FPS} fps many viewers play the clip \
-             slower than real time (MP4 keeps the rate)"
-        );
-    }
-
     // Check every stored hash before rendering: the clip is labelled with the verdict.
     let mut checker = Player::new(demo.clone(), file.clone());
     let bar = progress_bar(
@@ -827,6 +830,33 @@ mod tests {
             allow_mismatch: false,
             no_overlay: false,
         }
+    }
+
+    /// GIF delays are whole centiseconds: above 50 fps they would alternate 2 and 1 cs, and browsers play 1 cs as
+    /// 10 cs. The refusal comes before the demo is read, and says what to do instead.
+    #[test]
+    fn a_gif_above_50_fps_is_refused_suggesting_mp4() {
+        let dir = scratch("gif-fps");
+        let demo = Path::new("assets/demos/wall_throw.demo.ron");
+        for fps in [51, 60, 120] {
+            let args = ExportArgs {
+                fps,
+                ..export_args(demo, &dir.join("clip.gif"))
+            };
+            let message = run_export(&args).unwrap_err().to_string();
+            assert!(
+                message.starts_with(&format!(
+                    "--fps {fps}: a GIF cannot play faster than 50 fps"
+                )) && message.contains("--fps 50 or less")
+                    && message.contains(".mp4"),
+                "{message}"
+            );
+        }
+        assert!(
+            fs::read_dir(&dir).unwrap().next().is_none(),
+            "nothing written"
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
