@@ -33,6 +33,7 @@ use crate::demo::{
 };
 
 use super::stdout::outln;
+use crate::text::counted;
 
 /// Frame rates `--fps` accepts [frames/s].
 pub const FPS_RANGE: RangeInclusive<u32> = 1..=120;
@@ -538,6 +539,12 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
 
     let file = args.demo.display().to_string();
     let demo = Demo::load(&args.demo)?;
+    if demo.hashes.is_empty() && !args.allow_mismatch {
+        bail!(
+            "{file}: the demo holds no hashes, so nothing can check that this replay is the recorded run; not \
+             exporting it (pass --allow-mismatch to export it unchecked, labelled \"unchecked\")"
+        );
+    }
     let frames = frame_count(demo.ticks, demo.fixed_hz, args.fps)
         .filter(|&frames| frames <= MAX_FRAMES)
         .ok_or_else(|| {
@@ -586,7 +593,17 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     }
     let verdict_text = match &verdict.mismatch {
         Some((tick, _, _)) => format!("MISMATCH at tick {tick}"),
-        None => format!("match ({} hashes)", verdict.matched),
+        None if verdict.matched == 0 => {
+            eprintln!(
+                "WARNING: {file}: the demo holds no hashes; exporting it unchecked (--allow-mismatch), labelled \
+                 \"unchecked\""
+            );
+            "unchecked (no hashes)".to_string()
+        }
+        None => format!(
+            "match ({})",
+            counted(verdict.matched as u64, "hash", "hashes")
+        ),
     };
 
     // From here Ctrl-C, SIGTERM or SIGHUP (ctrlc's `termination` feature, see Cargo.toml) stops the export
@@ -651,7 +668,11 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         rendered.frames as f64 / seconds.max(1e-9),
         args.out.display(),
         human_bytes(size),
-        verdict
+        if verdict.matched == 0 && verdict.mismatch.is_none() {
+            "none stored, nothing was checked".to_string()
+        } else {
+            verdict.to_string()
+        }
     )?;
     Ok(())
 }
@@ -856,6 +877,27 @@ mod tests {
             fs::read_dir(&dir).unwrap().next().is_none(),
             "nothing written"
         );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A demo without hashes cannot be checked: export refuses it unless told to export it unchecked, as
+    /// `replay --verify` refuses it (it used to print "hashes: match (0 hashes)").
+    #[test]
+    fn a_demo_without_hashes_is_refused_unless_allowed() {
+        let dir = scratch("no-hashes");
+        let demo = dir.join("bare.demo.ron");
+        let mut bare = Demo::load(Path::new("assets/demos/wall_throw.demo.ron")).unwrap();
+        bare.hashes.clear();
+        bare.save(&demo).unwrap();
+        let message = run_export(&export_args(&demo, &dir.join("clip.gif")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("bare.demo.ron: the demo holds no hashes")
+                && message.contains("--allow-mismatch"),
+            "{message}"
+        );
+        assert!(!dir.join("clip.gif").exists());
         fs::remove_dir_all(&dir).unwrap();
     }
 

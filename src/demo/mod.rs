@@ -167,6 +167,15 @@ impl Demo {
                     format!("{} does not come after the previous hash's tick", h.tick),
                 ));
             }
+            if !h.tick.is_multiple_of(self.hash_every) && h.tick != self.ticks {
+                return Err(fail(
+                    format!("hashes[{i}].tick"),
+                    format!(
+                        "{} is neither a multiple of hash_every ({}) nor the demo's end (ticks: {})",
+                        h.tick, self.hash_every, self.ticks
+                    ),
+                ));
+            }
             if h.tick > self.ticks {
                 return Err(fail(
                     format!("hashes[{i}].tick"),
@@ -461,11 +470,15 @@ pub struct Verdict {
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.mismatch {
-            None => write!(f, "match ({} hashes)", self.matched),
+            None => write!(
+                f,
+                "match ({})",
+                crate::text::counted(self.matched as u64, "hash", "hashes")
+            ),
             Some((tick, stored, got)) => write!(
                 f,
-                "MISMATCH at tick {tick}: the demo stores {stored}, this replay computed {got} ({} earlier hashes matched)",
-                self.matched
+                "MISMATCH at tick {tick}: the demo stores {stored}, this replay computed {got} ({} matched before)",
+                crate::text::counted(self.matched as u64, "earlier hash", "earlier hashes")
             ),
         }
     }

@@ -222,6 +222,14 @@ fn bad_demos_are_refused_with_the_file_the_field_and_the_problem() {
         &good.replacen("hash_every: 10", "hash_every: 0", 1),
         &["hash_every"],
     );
+    // Hashes at ticks hash_every does not produce: the first offending one is named.
+    expect_error(
+        &good.replacen("hash_every: 10", "hash_every: 7", 1),
+        &[
+            "hashes[1].tick",
+            "10 is neither a multiple of hash_every (7)",
+        ],
+    );
     expect_error(
         &good.replacen("tick: 100,", "tick: 400,", 1),
         &["actions[1].tick", "400"],
