@@ -13,6 +13,7 @@ use crate::scene::Scene;
 use crate::sim::{lane_outcome, lane_summary};
 
 use super::stdout::outln;
+use crate::text::counted;
 
 /// Arguments of `contact-sandbox record`.
 #[derive(clap::Args, Debug, Clone)]
@@ -82,12 +83,12 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
     demo.save(&args.out)?;
     let size = std::fs::metadata(&args.out).map(|m| m.len()).unwrap_or(0);
     outln!(
-        "recorded {} ticks ({:.1} s of play at {} Hz), {} actions, {} hashes in {:.2} s -> {} ({} bytes)",
-        demo.ticks,
+        "recorded {} ({:.1} s of play at {} Hz), {}, {} in {:.2} s -> {} ({} bytes)",
+        counted(demo.ticks, "tick", "ticks"),
         demo.ticks as f64 / demo.fixed_hz,
         demo.fixed_hz,
-        demo.actions.len(),
-        demo.hashes.len(),
+        counted(demo.actions.len() as u64, "action", "actions"),
+        counted(demo.hashes.len() as u64, "hash", "hashes"),
         started.elapsed().as_secs_f64(),
         args.out.display(),
         size
@@ -172,10 +173,11 @@ fn print_replay(
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else {
         outln!(
-            "{file}: scene '{}', {ticks} ticks at {} Hz, {} actions",
+            "{file}: scene '{}', {} at {} Hz, {}",
             player.demo.scene.name,
+            counted(ticks, "tick", "ticks"),
             player.demo.fixed_hz,
-            player.demo.actions.len()
+            counted(player.demo.actions.len() as u64, "action", "actions")
         )?;
         if !args.verify {
             for l in &player.session.lanes {
@@ -188,8 +190,8 @@ fn print_replay(
             }
         }
         outln!(
-            "replayed {} ticks in {seconds:.2} s; hashes: {verdict}",
-            player.tick()
+            "replayed {} in {seconds:.2} s; hashes: {verdict}",
+            counted(player.tick(), "tick", "ticks")
         )?;
     }
     Ok(())
