@@ -118,6 +118,19 @@ pub fn thrown_scene(
     Ok(scene)
 }
 
+/// The `Throw` field behind a refusal of the scene it produced: `lanes[0].balls[3].velocity.x` is `v0`,
+/// `lanes[1].contact.dhat` is `dhat`; a place the throw did not set (a ball's position) names the lane's field.
+fn throw_field(place: &str) -> String {
+    let field = place.rsplit_once("].").map_or(place, |(_, field)| field);
+    match field {
+        "velocity.x" | "velocity.y" => "v0".into(),
+        "contact.h" => "h".into(),
+        "contact.stiffness" => "stiffness".into(),
+        "contact.dhat" => "dhat".into(),
+        _ => place.into(),
+    }
+}
+
 /// Spawns `ball` in every lane, or in none: each lane is checked first, and the first refusal is the error.
 ///
 /// `grids`, when given, holds a [`SpawnGrid`] per lane over its balls as they are (it is built when it does not
@@ -412,7 +425,9 @@ impl Session {
                 dhat,
             } => {
                 let scene = thrown_scene(&self.scene, *v0, *h, *stiffness, *dhat, "the throw")
-                    .map_err(|e| format!("throw refused: {e}"))?;
+                    .map_err(|e| {
+                        format!("throw refused: {}: {}", throw_field(&e.place), e.problem)
+                    })?;
                 return Ok(Effect::Rebuild(scene));
             }
             Action::Restart => return Ok(Effect::Rebuild(self.scene.clone())),

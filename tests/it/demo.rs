@@ -837,3 +837,35 @@ fn a_new_recording_refuses_to_switch_an_overlapping_lane_to_ipc() {
     record_script(&scene(WALL_THROW), &later, "later.script.ron", |_, _| {})
         .expect("nothing overlaps at tick 79");
 }
+
+/// A refused throw names the action (index and tick, from the replay or the recording) and the throw's own
+/// field: "v0", not "the throw: lanes[0].balls[0].velocity.x".
+#[test]
+fn a_refused_throw_names_the_action_and_v0() {
+    for (throw, expected) in [
+        (
+            "Throw(v0: 1e300)",
+            "throw refused: v0: must be within ±1e6 m/s",
+        ),
+        (
+            "Throw(v0: 1.0, h: Some(50.0))",
+            "throw refused: h: must be at most 10 s",
+        ),
+        (
+            "Throw(v0: 1.0, dhat: Some(1e7))",
+            "throw refused: dhat: must be between 1e-9 m and 1 m, got 1e7 m",
+        ),
+    ] {
+        let text = format!("Script(ticks: 10, actions: [(tick: 2, action: {throw})])");
+        let script = Script::parse(&text, "t.script.ron").expect("a valid script");
+        let message = record_script(&scene(WALL_THROW), &script, "t.script.ron", |_, _| {})
+            .expect_err(throw)
+            .to_string();
+        assert!(
+            message.starts_with(&format!("t.script.ron: actions[0] (tick 2): {expected}"))
+                && !message.contains("the throw:")
+                && message.len() < 240,
+            "{message}"
+        );
+    }
+}
