@@ -392,7 +392,15 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
     out
 }
 
+/// One lane's cell of the `--json` rows. Every row of a kind has the same keys (`null` where not applicable), so a
+/// reader indexes them without checking the outcome first: penalty rows `depth_m`, `min_gap_m`, `max_newton`,
+/// `mean_newton`, `through_step`, `error`; IPC rows also `gap_m` (the contact gap, `null` unless stopped).
 fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
+    let mut row = json!({"outcome": null, "depth_m": null, "min_gap_m": null, "max_newton": null,
+                         "mean_newton": null, "through_step": null, "error": null});
+    if !penalty {
+        row["gap_m"] = Value::Null;
+    }
     match outcome {
         Outcome::Stopped {
             depth,
@@ -400,13 +408,14 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             max_newton,
             mean_newton,
         } => {
-            if penalty {
-                json!({"outcome": "stopped", "depth_m": depth, "min_gap_m": gap,
-                       "max_newton": max_newton, "mean_newton": mean_newton})
-            } else {
-                json!({"outcome": "stopped", "gap_m": gap, "max_newton": max_newton,
-                       "mean_newton": mean_newton, "depth_m": depth})
+            row["outcome"] = json!("stopped");
+            row["depth_m"] = json!(depth);
+            row["min_gap_m"] = json!(gap);
+            if !penalty {
+                row["gap_m"] = json!(gap);
             }
+            row["max_newton"] = json!(max_newton);
+            row["mean_newton"] = json!(mean_newton);
         }
         // No depth or contact gap to report: the wall never acted. `min_gap_m` is how close the ball came.
         Outcome::Missed {
@@ -414,25 +423,21 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             max_newton,
             mean_newton,
         } => {
-            if penalty {
-                json!({"outcome": "missed", "depth_m": null, "min_gap_m": gap,
-                       "max_newton": max_newton, "mean_newton": mean_newton})
-            } else {
-                json!({"outcome": "missed", "gap_m": null, "min_gap_m": gap, "max_newton": max_newton,
-                       "mean_newton": mean_newton, "depth_m": null})
-            }
+            row["outcome"] = json!("missed");
+            row["min_gap_m"] = json!(gap);
+            row["max_newton"] = json!(max_newton);
+            row["mean_newton"] = json!(mean_newton);
         }
         Outcome::Through { step } => {
-            if penalty {
-                json!({"outcome": "through", "depth_m": null, "through_step": step})
-            } else {
-                json!({"outcome": "through", "gap_m": null, "max_newton": null, "through_step": step})
-            }
+            row["outcome"] = json!("through");
+            row["through_step"] = json!(step);
         }
         Outcome::Failed { reason } => {
-            json!({"outcome": "failed", "depth_m": null, "gap_m": null, "error": reason})
+            row["outcome"] = json!("failed");
+            row["error"] = json!(reason);
         }
     }
+    row
 }
 
 /// The `--json` object of SPEC §2 (with extra fields).
@@ -591,6 +596,49 @@ mod tests {
             ),
             "{with:?}"
         );
+    }
+
+    /// "through" rows used to leave out max_newton and mean_newton that "stopped" rows have.
+    #[test]
+    fn json_rows_of_a_kind_have_the_same_keys_whatever_the_outcome() {
+        let a = args(&["--v0", "0,1,50", "--steps", "80"]);
+        let rows = run_throws(&a).map_err(|e| e.to_string());
+        let json = format_json(&a, rows.as_deref().unwrap_or_default());
+        let keys = |cell: &Value| {
+            let mut keys: Vec<String> = cell
+                .as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default();
+            keys.sort();
+            keys
+        };
+        let rows = json["rows"].as_array().cloned().unwrap_or_default();
+        assert_eq!(rows.len(), 3);
+        let outcomes: Vec<&Value> = rows.iter().map(|r| &r["penalty"][0]["outcome"]).collect();
+        assert_eq!(
+            outcomes,
+            [&json!("missed"), &json!("stopped"), &json!("through")]
+        );
+        for kind in ["penalty", "ipc"] {
+            let cells: Vec<Value> = rows
+                .iter()
+                .map(|r| {
+                    let cell = &r[kind];
+                    cell.get(0).unwrap_or(cell).clone()
+                })
+                .collect();
+            for cell in &cells {
+                assert_eq!(
+                    keys(cell),
+                    keys(&cells[0]),
+                    "{kind}: {cell} vs {}",
+                    cells[0]
+                );
+                assert!(cell.get("max_newton").is_some(), "{cell}");
+            }
+        }
+        assert!(rows[2]["penalty"][0]["max_newton"].is_null());
+        assert!(rows[2]["penalty"][0]["through_step"].as_u64().is_some());
     }
 
     #[test]
