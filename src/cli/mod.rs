@@ -63,7 +63,15 @@ pub fn compact_number(value: f64) -> String {
         let text = text.trim_end_matches('0').trim_end_matches('.');
         return text.to_string();
     }
-    format!("{value:e}")
+    // Twelve significant digits, so 1e-9 · 1000 (1.0000000000000002e-6) reads 1e-6.
+    let text = format!("{value:.11e}");
+    match text.split_once('e') {
+        Some((mantissa, exponent)) => {
+            let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+            format!("{mantissa}e{exponent}")
+        }
+        None => text,
+    }
 }
 
 #[cfg(test)]
@@ -78,5 +86,10 @@ mod tests {
         assert_eq!(compact_number(1.0), "1");
         assert_eq!(compact_number(0.5), "0.5");
         assert_eq!(compact_number(5e-4 * 1000.0), "0.5");
+        // A product's last-bit noise is not shown: `throw --dhat 1e-9` heads its column "IPC d^=1e-6mm".
+        assert_eq!(compact_number(1e-9 * 1000.0), "1e-6");
+        assert_eq!(compact_number(-2.5e-7), "-2.5e-7");
+        assert_eq!(compact_number(1e300), "1e300");
+        assert_eq!(compact_number(1.234567890123456e20), "1.23456789012e20");
     }
 }
