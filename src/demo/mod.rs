@@ -477,7 +477,7 @@ impl fmt::Display for Verdict {
             ),
             Some((tick, stored, got)) => write!(
                 f,
-                "MISMATCH at tick {tick}: the demo stores {stored}, this replay computed {got} ({} matched before)",
+                "MISMATCH at tick {tick}: the demo stores {stored}, this replay computed {got} ({} matched)",
                 crate::text::counted(self.matched as u64, "earlier hash", "earlier hashes")
             ),
         }

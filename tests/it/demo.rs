@@ -869,3 +869,18 @@ fn a_refused_throw_names_the_action_and_v0() {
         );
     }
 }
+
+/// "1 hash", not "1 hashes" (nor "(1 earlier hashes matched)").
+#[test]
+fn verdicts_count_one_hash_in_the_singular() {
+    use contact_sandbox::demo::Verdict;
+    let matched = |matched, mismatch| Verdict { matched, mismatch }.to_string();
+    assert_eq!(matched(1, None), "match (1 hash)");
+    assert_eq!(matched(31, None), "match (31 hashes)");
+    let late = Some((20, "0".repeat(16), "1".repeat(16)));
+    assert!(
+        matched(1, late.clone()).ends_with("(1 earlier hash matched)"),
+        "{}",
+        matched(1, late)
+    );
+}
