@@ -63,7 +63,16 @@ pub fn compact_number(value: f64) -> String {
         let text = text.trim_end_matches('0').trim_end_matches('.');
         return text.to_string();
     }
-    // Twelve significant digits, so 1e-9 · 1000 (1.0000000000000002e-6) reads 1e-6.
+    // The shortest form that reads back as `value`, unless it needs more than twelve significant digits: then
+    // twelve, so 1e-9 · 1000 (1.0000000000000002e-6) reads 1e-6.
+    let shortest = format!("{value:e}");
+    let digits = shortest
+        .split('e')
+        .next()
+        .map_or(0, |m| m.chars().filter(char::is_ascii_digit).count());
+    if digits <= 12 {
+        return shortest;
+    }
     let text = format!("{value:.11e}");
     match text.split_once('e') {
         Some((mantissa, exponent)) => {
@@ -90,6 +99,7 @@ mod tests {
         assert_eq!(compact_number(1e-9 * 1000.0), "1e-6");
         assert_eq!(compact_number(-2.5e-7), "-2.5e-7");
         assert_eq!(compact_number(1e300), "1e300");
+        assert_eq!(compact_number(1e-320), "1e-320");
         assert_eq!(compact_number(1.234567890123456e20), "1.23456789012e20");
     }
 }
