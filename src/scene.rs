@@ -16,6 +16,7 @@ use crate::physics::world::{
     ContactMethod, ContactSettings, LaneWorld, MAX_BALLS_PER_LANE, MAX_LENGTH, SpawnError,
     check_ball,
 };
+use crate::text::number;
 
 /// Most lanes a scene may hold.
 pub const MAX_LANES: usize = 64;
@@ -270,10 +271,17 @@ fn check_name(name: &str) -> Result<(), String> {
 fn positive(place: &str, value: f64) -> Result<(), FieldError> {
     finite(place, value)?;
     if value <= 0.0 {
-        return Err((place.to_string(), format!("must be > 0, got {value}")));
+        return Err((
+            place.to_string(),
+            format!("must be > 0, got {}", number(value)),
+        ));
     }
     Ok(())
 }
+
+/// How far below the floor a rod's end may start [m]: the rod step's contact slop, within which an end counts as
+/// touching, so a rod laid on the floor at an angle is not refused for a rounding error.
+pub const ROD_START_SLOP: f64 = 1e-8;
 
 /// Most steps a scene (its `steps`) or `run --steps` asks for.
 pub const MAX_RUN_STEPS: u64 = 100_000_000;
@@ -284,13 +292,79 @@ pub const MAX_STEP: f64 = 10.0;
 pub const MAX_GRAVITY: f64 = 1e6;
 /// Largest Newton tolerance [m].
 pub const MAX_NEWTON_TOLERANCE: f64 = 1.0;
+/// Smallest barrier distance d̂ [m]: a nanometre is about 5·10⁶ ulps of a coordinate of 1 m, so the barrier's
+/// log(d/d̂) still sees distances inside its band; at 10⁻²⁰ m the band is below one ulp and a ball stops dead
+/// (pinned) the moment it enters it.
+pub const MIN_DHAT: f64 = 1e-9;
+/// Largest barrier distance d̂ [m]: the barrier acts across the whole band, so a d̂ of metres pushes balls
+/// apart that are nowhere near touching (and at 10³⁰⁰ its energy overflows).
+pub const MAX_DHAT: f64 = 1.0;
+/// Largest penalty stiffness k [N/m] and barrier stiffness κ: 10⁴ times the stiffest value the seed, the shipped
+/// scenes or the tests use (10⁸). At the defaults (m/h² = 10⁴) it already makes the Newton system's condition
+/// number about 10⁸; at 10³⁰⁰ the energies overflow.
+pub const MAX_STIFFNESS: f64 = 1e12;
 
-/// A value as a message quotes it: as written up to 15 digits, in scientific notation beyond (1e300 has 301).
-fn shown(value: f64) -> String {
-    if value.abs() >= 1e15 || (value != 0.0 && value.abs() < 1e-6) {
-        format!("{value:e}")
-    } else {
-        format!("{value}")
+/// The range a contact setting must lie in; scene files, demo actions, the window's fields (through
+/// [`check_contact`]) and `throw`'s options all check it here, so they say the same.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ValueRange {
+    /// Smallest value allowed; 0 means "> 0".
+    pub low: f64,
+    /// Largest value allowed.
+    pub high: f64,
+    /// The unit, e.g. `"m"`; empty for a pure number.
+    pub unit: &'static str,
+}
+
+/// d̂ [m]: [`MIN_DHAT`] to [`MAX_DHAT`].
+pub const DHAT_RANGE: ValueRange = ValueRange {
+    low: MIN_DHAT,
+    high: MAX_DHAT,
+    unit: "m",
+};
+/// Penalty stiffness k [N/m]: > 0, at most [`MAX_STIFFNESS`].
+pub const STIFFNESS_RANGE: ValueRange = ValueRange {
+    low: 0.0,
+    high: MAX_STIFFNESS,
+    unit: "N/m",
+};
+/// Barrier stiffness κ: > 0, at most [`MAX_STIFFNESS`].
+pub const KAPPA_RANGE: ValueRange = ValueRange {
+    low: 0.0,
+    high: MAX_STIFFNESS,
+    unit: "",
+};
+
+impl ValueRange {
+    /// `Ok` inside the range; else the problem, e.g. "must be between 1e-9 m and 1 m, got 1e7 m".
+    pub fn check(&self, value: f64) -> Result<(), String> {
+        let inside = value.is_finite()
+            && value <= self.high
+            && if self.low > 0.0 {
+                value >= self.low
+            } else {
+                value > 0.0
+            };
+        if inside {
+            return Ok(());
+        }
+        let unit = |v: String| {
+            if self.unit.is_empty() {
+                v
+            } else {
+                format!("{v} {}", self.unit)
+            }
+        };
+        let range = if self.low > 0.0 {
+            format!(
+                "between {} and {}",
+                unit(number(self.low)),
+                unit(number(self.high))
+            )
+        } else {
+            format!("> 0 and at most {}", unit(number(self.high)))
+        };
+        Err(format!("must be {range}, got {}", unit(number(value))))
     }
 }
 
@@ -301,7 +375,7 @@ fn at_most(place: &str, value: f64, limit: f64, unit: &str, why: &str) -> Result
             place.to_string(),
             format!(
                 "must be at most {limit} {unit} ({why}), got {}",
-                shown(value)
+                number(value)
             ),
         ));
     }
@@ -321,7 +395,7 @@ fn bounded_by(
             place.to_string(),
             format!(
                 "must be within ±{limit:e} {unit} ({why}), got {}",
-                shown(value)
+                number(value)
             ),
         ));
     }
@@ -344,7 +418,7 @@ fn finite(place: &str, value: f64) -> Result<(), FieldError> {
     if !value.is_finite() {
         return Err((
             place.to_string(),
-            format!("must be a finite number, got {value}"),
+            format!("must be a finite number, got {}", number(value)),
         ));
     }
     Ok(())
@@ -365,16 +439,23 @@ pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
         "s",
         "a longer step is no time step",
     )?;
-    positive("contact.stiffness", c.stiffness)?;
-    positive("contact.kappa", c.kappa)?;
-    if let Some(dhat) = c.dhat {
-        positive("contact.dhat", dhat)?;
+    let ranged = [
+        ("contact.stiffness", Some(c.stiffness), STIFFNESS_RANGE),
+        ("contact.kappa", Some(c.kappa), KAPPA_RANGE),
+        ("contact.dhat", c.dhat, DHAT_RANGE),
+    ];
+    for (place, value, range) in ranged {
+        if let Some(value) = value {
+            range
+                .check(value)
+                .map_err(|problem| (place.to_string(), problem))?;
+        }
     }
     finite("contact.ccd_factor", c.ccd_factor)?;
     if !(c.ccd_factor > 0.0 && c.ccd_factor < 1.0) {
         return Err((
             "contact.ccd_factor".into(),
-            format!("must be in (0, 1), got {}", c.ccd_factor),
+            format!("must be in (0, 1), got {}", number(c.ccd_factor)),
         ));
     }
     finite_vec("contact.gravity", c.gravity)?;
@@ -404,7 +485,7 @@ pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
     if c.friction < 0.0 {
         return Err((
             "contact.friction".into(),
-            format!("must be >= 0, got {}", c.friction),
+            format!("must be >= 0, got {}", number(c.friction)),
         ));
     }
     positive("contact.friction_epsilon_v", c.friction_epsilon_v)?;
@@ -430,6 +511,7 @@ impl LaneSpec {
     fn validate(&self) -> Result<(), FieldError> {
         check_contact(&self.contact)?;
         finite("rod_floor_y", self.rod_floor_y)?;
+        bounded("rod_floor_y", self.rod_floor_y, MAX_LENGTH, "m")?;
         if self.walls.len() > MAX_WALLS_PER_LANE {
             return Err((
                 "walls".into(),
@@ -480,18 +562,20 @@ impl LaneSpec {
                     value,
                 } => (
                     format!("balls[{i}].{field}"),
-                    format!("must be {requirement}, got {value}"),
+                    format!("must be {requirement}, got {}", number(value)),
                 ),
                 other => (format!("balls[{i}]"), other.to_string()),
             })?;
         }
         for (r, rod) in self.rods.iter().enumerate() {
-            rod.to_rod().check_spawn().map_err(|e| {
+            let rod = rod.to_rod();
+            rod.check_spawn().map_err(|e| {
                 (
                     format!("rods[{r}].{}", e.field),
-                    format!("{} (got {})", e.reason, e.value),
+                    format!("{}, got {}", e.reason, number(e.value)),
                 )
             })?;
+            self.check_rod_above_floor(r, &rod)?;
         }
         let pairs = self.overlapping_pairs()?;
         if self.contact.method == ContactMethod::Ipc {
@@ -542,6 +626,23 @@ impl LaneSpec {
                 format!("balls[{j}]"),
                 format!(
                     "overlaps or touches balls[{i}] (surface distance {d:.3e} m); an IPC lane needs a positive gap"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A rod must start with both ends on or above the floor (within [`ROD_START_SLOP`]): one below it would be
+    /// lifted out at its first step, a jump no physics made (as an IPC lane refuses a ball inside a wall).
+    fn check_rod_above_floor(&self, r: usize, rod: &Rod) -> Result<(), FieldError> {
+        let depth = self.rod_floor_y - rod.lowest_end_height();
+        if depth > ROD_START_SLOP {
+            return Err((
+                format!("rods[{r}]"),
+                format!(
+                    "starts with its lower end {depth:.3e} m below the floor (rod_floor_y = {} m); a rod must \
+                     start on or above the floor",
+                    number(self.rod_floor_y)
                 ),
             ));
         }

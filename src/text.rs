@@ -13,9 +13,51 @@ pub fn abbreviate(text: &str, max: usize) -> String {
     }
 }
 
+/// A number as a message quotes it: as Rust writes it from 10⁻⁴ to below 10⁶, in scientific notation outside
+/// (`1e300`, not its 301 digits; `1e-20`, not 21 zeros; `1e12`).
+pub fn number(value: f64) -> String {
+    if value.abs() >= 1e6 || (value != 0.0 && value.abs() < 1e-4) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
+
+/// `n` and the noun, singular for one: `1 action`, `3 actions`, `1 hash`, `0 hashes`.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::abbreviate;
+    use super::{abbreviate, counted, number};
+
+    #[test]
+    fn numbers_are_quoted_compactly() {
+        assert_eq!(number(1e300), "1e300");
+        assert_eq!(number(-1e300), "-1e300");
+        assert_eq!(number(1e-20), "1e-20");
+        assert_eq!(number(0.5), "0.5");
+        assert_eq!(number(1e12), "1e12");
+        assert_eq!(number(1e-9), "1e-9");
+        assert_eq!(number(999_999.0), "999999");
+        assert_eq!(number(0.0001), "0.0001");
+        assert_eq!(number(-3.0), "-3");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(f64::NAN), "NaN");
+        assert_eq!(number(f64::INFINITY), "inf");
+    }
+
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(counted(1, "action", "actions"), "1 action");
+        assert_eq!(counted(0, "hash", "hashes"), "0 hashes");
+        assert_eq!(counted(31, "hash", "hashes"), "31 hashes");
+    }
 
     #[test]
     fn long_values_are_cut_with_a_count_and_short_ones_kept() {

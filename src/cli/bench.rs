@@ -493,8 +493,36 @@ pub fn parse_report(line: &str) -> serde_json::Result<BenchRun> {
     serde_json::from_str(line)
 }
 
+/// `values` without repeats, each where it first appears: `ipc,penalty,ipc` → `ipc,penalty`.
+pub fn first_of_each<T: PartialEq + Clone>(values: &[T]) -> Vec<T> {
+    let mut kept: Vec<T> = Vec::with_capacity(values.len());
+    for v in values {
+        if !kept.contains(v) {
+            kept.push(v.clone());
+        }
+    }
+    kept
+}
+
 /// Entry point of the subcommand.
 pub fn run_bench(args: &BenchArgs) -> Result<()> {
+    // A count or an engine given twice would run twice and fill the table with a duplicate row.
+    let (n, engines) = (first_of_each(&args.n), first_of_each(&args.engines));
+    for (option, given, kept) in [
+        ("--n", args.n.len(), n.len()),
+        ("--engines", args.engines.len(), engines.len()),
+    ] {
+        if kept < given {
+            eprintln!(
+                "note: {option} names a value more than once; each runs once, in the order first given"
+            );
+        }
+    }
+    let args = &BenchArgs {
+        n,
+        engines,
+        ..args.clone()
+    };
     if args.n.is_empty() || args.n.iter().any(|&n| n == 0 || n > 200_000) {
         bail!("invalid --n: every count must be between 1 and 200000");
     }
@@ -661,4 +689,14 @@ pub fn format_table(runs: &[BenchRun]) -> String {
 /// For the JSON consumers: a run as a JSON value.
 pub fn run_json(run: &BenchRun) -> Value {
     serde_json::to_value(run).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn repeated_counts_and_engines_run_once_in_the_order_first_given() {
+        assert_eq!(super::first_of_each(&[50, 50, 10, 50]), [50, 10]);
+        let engines = ["ipc", "penalty", "ipc"].map(String::from);
+        assert_eq!(super::first_of_each(&engines), ["ipc", "penalty"]);
+    }
 }

@@ -8,11 +8,12 @@ use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use crate::demo::{Demo, Player, Script, record_script, same_file};
+use crate::demo::{Demo, Player, Script, record_script, remove_unfinished_writes, same_file};
 use crate::scene::Scene;
 use crate::sim::{lane_outcome, lane_summary};
 
 use super::stdout::outln;
+use crate::text::counted;
 
 /// Arguments of `contact-sandbox record`.
 #[derive(clap::Args, Debug, Clone)]
@@ -62,6 +63,12 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
             );
         }
     }
+    // Ctrl-C, SIGTERM or SIGHUP while the demo is being saved removes its temporary file (the old demo stays);
+    // before that there is nothing to clean up.
+    super::on_stop_signal(|| {
+        remove_unfinished_writes();
+        std::process::exit(130);
+    });
     let scene = Scene::load(&args.scene)?;
     let script = Script::load(&args.script)?;
     let bar = progress_bar(script.ticks, "recording");
@@ -76,12 +83,12 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
     demo.save(&args.out)?;
     let size = std::fs::metadata(&args.out).map(|m| m.len()).unwrap_or(0);
     outln!(
-        "recorded {} ticks ({:.1} s of play at {} Hz), {} actions, {} hashes in {:.2} s -> {} ({} bytes)",
-        demo.ticks,
+        "recorded {} ({:.1} s of play at {} Hz), {}, {} in {:.2} s -> {} ({} bytes)",
+        counted(demo.ticks, "tick", "ticks"),
         demo.ticks as f64 / demo.fixed_hz,
         demo.fixed_hz,
-        demo.actions.len(),
-        demo.hashes.len(),
+        counted(demo.actions.len() as u64, "action", "actions"),
+        counted(demo.hashes.len() as u64, "hash", "hashes"),
         started.elapsed().as_secs_f64(),
         args.out.display(),
         size
@@ -171,10 +178,11 @@ fn print_replay(
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else {
         outln!(
-            "{file}: scene '{}', {ticks} ticks at {} Hz, {} actions",
+            "{file}: scene '{}', {} at {} Hz, {}",
             player.demo.scene.name,
+            counted(ticks, "tick", "ticks"),
             player.demo.fixed_hz,
-            player.demo.actions.len()
+            counted(player.demo.actions.len() as u64, "action", "actions")
         )?;
         if !args.verify {
             for l in &player.session.lanes {
@@ -187,8 +195,8 @@ fn print_replay(
             }
         }
         outln!(
-            "replayed {} ticks in {seconds:.2} s; hashes: {verdict}",
-            player.tick()
+            "replayed {} in {seconds:.2} s; hashes: {verdict}",
+            counted(player.tick(), "tick", "ticks")
         )?;
     }
     Ok(())

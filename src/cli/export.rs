@@ -33,6 +33,7 @@ use crate::demo::{
 };
 
 use super::stdout::outln;
+use crate::text::counted;
 
 /// Frame rates `--fps` accepts [frames/s].
 pub const FPS_RANGE: RangeInclusive<u32> = 1..=120;
@@ -40,8 +41,9 @@ pub const FPS_RANGE: RangeInclusive<u32> = 1..=120;
 pub const SIDE_RANGE: RangeInclusive<u32> = 16..=3840;
 /// Most frames one export renders (an hour at 30 fps plus change); more is almost surely a typo in `--fps`.
 pub const MAX_FRAMES: u64 = 120_000;
-/// GIF delays are whole centiseconds and most viewers slow delays under 2 cs down to 10 cs.
-const GIF_SMOOTH_FPS: u32 = 50;
+/// Highest `--fps` for a GIF: its delays are whole centiseconds and browsers slow delays under 2 cs down to
+/// 10 cs, so above 50 fps (2 cs) a clip plays slower than real time.
+pub const GIF_MAX_FPS: u32 = 50;
 
 /// Arguments of `contact-sandbox export`.
 #[derive(clap::Args, Debug, Clone)]
@@ -526,8 +528,23 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         bail!("--encoder applies to .mp4 output only");
     }
 
+    if kind == OutputKind::Gif && args.fps > GIF_MAX_FPS {
+        bail!(
+            "--fps {}: a GIF cannot play faster than {GIF_MAX_FPS} fps in time (its frame delays are whole \
+             centiseconds, and browsers play a delay of 1 cs as 10 cs); use --fps {GIF_MAX_FPS} or less, or export \
+             an .mp4",
+            args.fps
+        );
+    }
+
     let file = args.demo.display().to_string();
     let demo = Demo::load(&args.demo)?;
+    if demo.hashes.is_empty() && !args.allow_mismatch {
+        bail!(
+            "{file}: the demo holds no hashes, so nothing can check that this replay is the recorded run; not \
+             exporting it (pass --allow-mismatch to export it unchecked, labelled \"unchecked\")"
+        );
+    }
     let frames = frame_count(demo.ticks, demo.fixed_hz, args.fps)
         .filter(|&frames| frames <= MAX_FRAMES)
         .ok_or_else(|| {
@@ -546,13 +563,6 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
             )
         })?;
     let target = check_output(&args.out, kind)?;
-    if kind == OutputKind::Gif && args.fps > GIF_SMOOTH_FPS {
-        eprintln!(
-            "warning: GIF delays are whole centiseconds; above {GIF_SMOOTH_FPS} fps many viewers play the clip \
-             slower than real time (MP4 keeps the rate)"
-        );
-    }
-
     // Check every stored hash before rendering: the clip is labelled with the verdict.
     let mut checker = Player::new(demo.clone(), file.clone());
     let bar = progress_bar(
@@ -583,13 +593,23 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     }
     let verdict_text = match &verdict.mismatch {
         Some((tick, _, _)) => format!("MISMATCH at tick {tick}"),
-        None => format!("match ({} hashes)", verdict.matched),
+        None if verdict.matched == 0 => {
+            eprintln!(
+                "WARNING: {file}: the demo holds no hashes; exporting it unchecked (--allow-mismatch), labelled \
+                 \"unchecked\""
+            );
+            "unchecked (no hashes)".to_string()
+        }
+        None => format!(
+            "match ({})",
+            counted(verdict.matched as u64, "hash", "hashes")
+        ),
     };
 
-    // From here a Ctrl-C stops the export cleanly: the app exits at its next frame and the temporary output is
-    // removed (Bevy's own handler, installed later, would leave a gap). Not installed when SIGINT is ignored.
-    let _ =
-        bevy::app::ctrlc::try_set_handler(bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit);
+    // From here Ctrl-C, SIGTERM or SIGHUP (ctrlc's `termination` feature, see Cargo.toml) stops the export
+    // cleanly: the app exits at its next frame and the temporary output is removed (Bevy's own handler, installed
+    // later, would leave a gap). A second signal exits at once; an ignored signal stays ignored.
+    super::on_stop_signal(bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit);
     let temp = TempOutput::create(&target, kind)?;
     let frame_ticks: Vec<u64> = (0..frames)
         .map(|k| frame_tick(k, demo.fixed_hz, args.fps, demo.ticks))
@@ -648,7 +668,11 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         rendered.frames as f64 / seconds.max(1e-9),
         args.out.display(),
         human_bytes(size),
-        verdict
+        if verdict.matched == 0 && verdict.mismatch.is_none() {
+            "none stored, nothing was checked".to_string()
+        } else {
+            verdict.to_string()
+        }
     )?;
     Ok(())
 }
@@ -827,6 +851,54 @@ mod tests {
             allow_mismatch: false,
             no_overlay: false,
         }
+    }
+
+    /// GIF delays are whole centiseconds: above 50 fps they would alternate 2 and 1 cs, and browsers play 1 cs as
+    /// 10 cs. The refusal comes before the demo is read, and says what to do instead.
+    #[test]
+    fn a_gif_above_50_fps_is_refused_suggesting_mp4() {
+        let dir = scratch("gif-fps");
+        let demo = Path::new("assets/demos/wall_throw.demo.ron");
+        for fps in [51, 60, 120] {
+            let args = ExportArgs {
+                fps,
+                ..export_args(demo, &dir.join("clip.gif"))
+            };
+            let message = run_export(&args).unwrap_err().to_string();
+            assert!(
+                message.starts_with(&format!(
+                    "--fps {fps}: a GIF cannot play faster than 50 fps"
+                )) && message.contains("--fps 50 or less")
+                    && message.contains(".mp4"),
+                "{message}"
+            );
+        }
+        assert!(
+            fs::read_dir(&dir).unwrap().next().is_none(),
+            "nothing written"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A demo without hashes cannot be checked: export refuses it unless told to export it unchecked, as
+    /// `replay --verify` refuses it (it used to print "hashes: match (0 hashes)").
+    #[test]
+    fn a_demo_without_hashes_is_refused_unless_allowed() {
+        let dir = scratch("no-hashes");
+        let demo = dir.join("bare.demo.ron");
+        let mut bare = Demo::load(Path::new("assets/demos/wall_throw.demo.ron")).unwrap();
+        bare.hashes.clear();
+        bare.save(&demo).unwrap();
+        let message = run_export(&export_args(&demo, &dir.join("clip.gif")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("bare.demo.ron: the demo holds no hashes")
+                && message.contains("--allow-mismatch"),
+            "{message}"
+        );
+        assert!(!dir.join("clip.gif").exists());
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

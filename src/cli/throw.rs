@@ -3,12 +3,14 @@
 //! For every `v0` it builds a [`Scene`] with one penalty lane per `k` and one IPC lane, each holding a point
 //! ball at the origin moving at `v0` toward a wall whose front face is at `--wall`, and steps the lanes.
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 use glam::DVec2;
 use serde_json::{Value, json};
 
 use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, MAX_LENGTH, MAX_SPEED};
-use crate::scene::{BallSpec, LaneSpec, MAX_LANES, Scene, WallSpec};
+use crate::scene::{
+    BallSpec, DHAT_RANGE, KAPPA_RANGE, LaneSpec, MAX_LANES, STIFFNESS_RANGE, Scene, WallSpec,
+};
 
 use super::compact_number;
 use super::run::lane_steps_bar;
@@ -99,8 +101,6 @@ impl ThrowArgs {
     pub fn validate(&self) -> Result<()> {
         let positive = [
             ("--h", self.h),
-            ("--dhat", self.dhat),
-            ("--kappa", self.kappa),
             ("--mass", self.mass),
             ("--thickness", self.thickness),
         ];
@@ -112,6 +112,13 @@ impl ThrowArgs {
                 );
             }
         }
+        // The scene's own ranges (scene files and the window check the same), in the same words.
+        DHAT_RANGE
+            .check(self.dhat)
+            .map_err(|problem| anyhow!("invalid --dhat: {problem}"))?;
+        KAPPA_RANGE
+            .check(self.kappa)
+            .map_err(|problem| anyhow!("invalid --kappa: {problem}"))?;
         if self.h > crate::scene::MAX_STEP {
             bail!(
                 "invalid --h: must be at most {} s (a longer step is no time step), got {}",
@@ -159,12 +166,9 @@ impl ThrowArgs {
             );
         }
         for &k in &self.k {
-            if !k.is_finite() || k <= 0.0 {
-                bail!(
-                    "invalid --k: every stiffness must be a finite number > 0, got {}",
-                    compact_number(k)
-                );
-            }
+            STIFFNESS_RANGE
+                .check(k)
+                .map_err(|problem| anyhow!("invalid --k: every stiffness {problem}"))?;
         }
         // One penalty lane per k, plus the IPC lane.
         if self.k.len() >= MAX_LANES {
@@ -388,7 +392,15 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
     out
 }
 
+/// One lane's cell of the `--json` rows. Every row of a kind has the same keys (`null` where not applicable), so a
+/// reader indexes them without checking the outcome first: penalty rows `depth_m`, `min_gap_m`, `max_newton`,
+/// `mean_newton`, `through_step`, `error`; IPC rows also `gap_m` (the contact gap, `null` unless stopped).
 fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
+    let mut row = json!({"outcome": null, "depth_m": null, "min_gap_m": null, "max_newton": null,
+                         "mean_newton": null, "through_step": null, "error": null});
+    if !penalty {
+        row["gap_m"] = Value::Null;
+    }
     match outcome {
         Outcome::Stopped {
             depth,
@@ -396,13 +408,14 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             max_newton,
             mean_newton,
         } => {
-            if penalty {
-                json!({"outcome": "stopped", "depth_m": depth, "min_gap_m": gap,
-                       "max_newton": max_newton, "mean_newton": mean_newton})
-            } else {
-                json!({"outcome": "stopped", "gap_m": gap, "max_newton": max_newton,
-                       "mean_newton": mean_newton, "depth_m": depth})
+            row["outcome"] = json!("stopped");
+            row["depth_m"] = json!(depth);
+            row["min_gap_m"] = json!(gap);
+            if !penalty {
+                row["gap_m"] = json!(gap);
             }
+            row["max_newton"] = json!(max_newton);
+            row["mean_newton"] = json!(mean_newton);
         }
         // No depth or contact gap to report: the wall never acted. `min_gap_m` is how close the ball came.
         Outcome::Missed {
@@ -410,25 +423,21 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             max_newton,
             mean_newton,
         } => {
-            if penalty {
-                json!({"outcome": "missed", "depth_m": null, "min_gap_m": gap,
-                       "max_newton": max_newton, "mean_newton": mean_newton})
-            } else {
-                json!({"outcome": "missed", "gap_m": null, "min_gap_m": gap, "max_newton": max_newton,
-                       "mean_newton": mean_newton, "depth_m": null})
-            }
+            row["outcome"] = json!("missed");
+            row["min_gap_m"] = json!(gap);
+            row["max_newton"] = json!(max_newton);
+            row["mean_newton"] = json!(mean_newton);
         }
         Outcome::Through { step } => {
-            if penalty {
-                json!({"outcome": "through", "depth_m": null, "through_step": step})
-            } else {
-                json!({"outcome": "through", "gap_m": null, "max_newton": null, "through_step": step})
-            }
+            row["outcome"] = json!("through");
+            row["through_step"] = json!(step);
         }
         Outcome::Failed { reason } => {
-            json!({"outcome": "failed", "depth_m": null, "gap_m": null, "error": reason})
+            row["outcome"] = json!("failed");
+            row["error"] = json!(reason);
         }
     }
+    row
 }
 
 /// The `--json` object of SPEC §2 (with extra fields).
@@ -535,6 +544,25 @@ mod tests {
             (vec!["--k", many_k.as_str()], "--k", "66"),
             (vec!["--h", "-1e300"], "--h", "-1e300"),
             (vec!["--h", "11"], "--h", "11"),
+            (
+                vec!["--dhat", "1e7"],
+                "--dhat",
+                "between 1e-9 m and 1 m, got 1e7 m",
+            ),
+            (vec!["--dhat", "1e200"], "--dhat", "got 1e200 m"),
+            (vec!["--dhat", "1e-20"], "--dhat", "got 1e-20 m"),
+            (vec!["--dhat", "-1"], "--dhat", "got -1 m"),
+            (
+                vec!["--k", "1e4,1e300"],
+                "--k",
+                "at most 1e12 N/m, got 1e300 N/m",
+            ),
+            (
+                vec!["--kappa", "1e300"],
+                "--kappa",
+                "at most 1e12, got 1e300",
+            ),
+            (vec!["--kappa", "0"], "--kappa", "got 0"),
         ] {
             let message =
                 run_throws(&args(&extra)).map_or_else(|e| e.to_string(), |_| "accepted".into());
@@ -568,6 +596,49 @@ mod tests {
             ),
             "{with:?}"
         );
+    }
+
+    /// "through" rows used to leave out max_newton and mean_newton that "stopped" rows have.
+    #[test]
+    fn json_rows_of_a_kind_have_the_same_keys_whatever_the_outcome() {
+        let a = args(&["--v0", "0,1,50", "--steps", "80"]);
+        let rows = run_throws(&a).map_err(|e| e.to_string());
+        let json = format_json(&a, rows.as_deref().unwrap_or_default());
+        let keys = |cell: &Value| {
+            let mut keys: Vec<String> = cell
+                .as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default();
+            keys.sort();
+            keys
+        };
+        let rows = json["rows"].as_array().cloned().unwrap_or_default();
+        assert_eq!(rows.len(), 3);
+        let outcomes: Vec<&Value> = rows.iter().map(|r| &r["penalty"][0]["outcome"]).collect();
+        assert_eq!(
+            outcomes,
+            [&json!("missed"), &json!("stopped"), &json!("through")]
+        );
+        for kind in ["penalty", "ipc"] {
+            let cells: Vec<Value> = rows
+                .iter()
+                .map(|r| {
+                    let cell = &r[kind];
+                    cell.get(0).unwrap_or(cell).clone()
+                })
+                .collect();
+            for cell in &cells {
+                assert_eq!(
+                    keys(cell),
+                    keys(&cells[0]),
+                    "{kind}: {cell} vs {}",
+                    cells[0]
+                );
+                assert!(cell.get("max_newton").is_some(), "{cell}");
+            }
+        }
+        assert!(rows[2]["penalty"][0]["max_newton"].is_null());
+        assert!(rows[2]["penalty"][0]["through_step"].as_u64().is_some());
     }
 
     #[test]

@@ -167,6 +167,15 @@ impl Demo {
                     format!("{} does not come after the previous hash's tick", h.tick),
                 ));
             }
+            if !h.tick.is_multiple_of(self.hash_every) && h.tick != self.ticks {
+                return Err(fail(
+                    format!("hashes[{i}].tick"),
+                    format!(
+                        "{} is neither a multiple of hash_every ({}) nor the demo's end (ticks: {})",
+                        h.tick, self.hash_every, self.ticks
+                    ),
+                ));
+            }
             if h.tick > self.ticks {
                 return Err(fail(
                     format!("hashes[{i}].tick"),
@@ -328,6 +337,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         name.to_string_lossy(),
         std::process::id()
     ));
+    let _unfinished = Unfinished::register(&tmp);
     let result = (|| -> anyhow::Result<()> {
         // The messages name the path the user gave: the temporary copy beside it is an implementation detail.
         let mut f = std::fs::File::create(&tmp).with_context(|| {
@@ -352,6 +362,39 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Temporary files being written by [`write_atomic`] in this process; [`remove_unfinished_writes`] deletes them.
+static UNFINISHED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// A temporary file listed in [`UNFINISHED`] while it lives.
+struct Unfinished(std::path::PathBuf);
+
+impl Unfinished {
+    fn register(path: &Path) -> Unfinished {
+        if let Ok(mut list) = UNFINISHED.lock() {
+            list.push(path.to_path_buf());
+        }
+        Unfinished(path.to_path_buf())
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Ok(mut list) = UNFINISHED.lock() {
+            list.retain(|p| *p != self.0);
+        }
+    }
+}
+
+/// Deletes the temporary files of writes still in progress: what a signal handler calls before it exits, so a
+/// killed save leaves neither a half-written file nor a hidden temporary one (the old file stays).
+pub fn remove_unfinished_writes() {
+    if let Ok(list) = UNFINISHED.lock() {
+        for path in list.iter() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// What an output path names once a symbolic link is followed (see [`follow_output_link`]).
@@ -427,11 +470,15 @@ pub struct Verdict {
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.mismatch {
-            None => write!(f, "match ({} hashes)", self.matched),
+            None => write!(
+                f,
+                "match ({})",
+                crate::text::counted(self.matched as u64, "hash", "hashes")
+            ),
             Some((tick, stored, got)) => write!(
                 f,
-                "MISMATCH at tick {tick}: the demo stores {stored}, this replay computed {got} ({} earlier hashes matched)",
-                self.matched
+                "MISMATCH at tick {tick}: the demo stores {stored}, this replay computed {got} ({} matched)",
+                crate::text::counted(self.matched as u64, "earlier hash", "earlier hashes")
             ),
         }
     }

@@ -16,8 +16,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, DemoError, MAX_HASHES, MAX_TICKS, Session, TickHash,
-    TimedAction, hash_hex,
+    Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, DemoError, MAX_HASHES, MAX_TICKS, Session,
+    TickHash, TimedAction, hash_hex, refuse_ipc_into_overlap,
 };
 use crate::scene::{Scene, SceneError, read_bounded_text};
 
@@ -104,7 +104,7 @@ pub fn fixed_rate_hz(scene: &Scene) -> f64 {
 }
 
 /// Records `script` on `scene` headless. A refused action is an error naming it (`script_file` names the
-/// script). `progress` is called with (tick, ticks) now and then.
+/// script); so is a switch to IPC while something overlaps, which the window refuses too (replays accept it). `progress` is called with (tick, ticks) now and then.
 pub fn record_script(
     scene: &Scene,
     script: &Script,
@@ -120,11 +120,18 @@ pub fn record_script(
             if a.tick != tick {
                 break;
             }
-            session.apply(&a.action).map_err(|problem| SceneError {
+            let refused = |problem| SceneError {
                 file: script_file.to_string(),
                 place: format!("actions[{next}] (tick {tick})"),
                 problem,
-            })?;
+            };
+            // A new recording refuses what the window refuses (replays of old demos still accept it).
+            if let Action::Settings { lane, settings } = &a.action
+                && let Some(world) = session.lanes.get_mut(*lane)
+            {
+                refuse_ipc_into_overlap(world, settings).map_err(refused)?;
+            }
+            session.apply(&a.action).map_err(refused)?;
             next += 1;
         }
         if tick.is_multiple_of(every) || tick == script.ticks {

@@ -5,13 +5,17 @@
 use serde::{Deserialize, Serialize};
 
 use crate::physics::DVec2;
+use crate::physics::broad_phase::BroadPhase;
+use crate::physics::geometry::ball_wall_gap;
 use crate::physics::spawn_grid::SpawnGrid;
 use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, SpawnError};
 use crate::scene::{BallSpec, MAX_RODS_PER_LANE, RodSpec, Scene, SceneError, check_contact};
 
 /// One user action that changes the simulation. Demo files and scripts hold these; the GUI's messages map
-/// onto them one to one.
+/// onto them one to one. Unknown fields in a variant (`Throw(v0: 1, dhar: …)`) are errors, as in scenes: a typo
+/// must not record a different run than the one written.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Action {
     /// Spawn a ball at the same lane-local spot in every lane; refused everywhere if any lane refuses it.
     Spawn(BallSpec),
@@ -114,6 +118,19 @@ pub fn thrown_scene(
     Ok(scene)
 }
 
+/// The `Throw` field behind a refusal of the scene it produced: `lanes[0].balls[3].velocity.x` is `v0`,
+/// `lanes[1].contact.dhat` is `dhat`; a place the throw did not set (a ball's position) names the lane's field.
+fn throw_field(place: &str) -> String {
+    let field = place.rsplit_once("].").map_or(place, |(_, field)| field);
+    match field {
+        "velocity.x" | "velocity.y" => "v0".into(),
+        "contact.h" => "h".into(),
+        "contact.stiffness" => "stiffness".into(),
+        "contact.dhat" => "dhat".into(),
+        _ => place.into(),
+    }
+}
+
 /// Spawns `ball` in every lane, or in none: each lane is checked first, and the first refusal is the error.
 ///
 /// `grids`, when given, holds a [`SpawnGrid`] per lane over its balls as they are (it is built when it does not
@@ -157,8 +174,14 @@ pub fn spawn_ball_everywhere(
 /// Drops `rod` into every lane, or into none.
 pub fn spawn_rod_everywhere(lanes: &mut [&mut LaneWorld], rod: &RodSpec) -> Result<(), String> {
     let rod = rod.to_rod();
-    rod.check_spawn()
-        .map_err(|e| format!("rod refused: {} {} (got {})", e.field, e.reason, e.value))?;
+    rod.check_spawn().map_err(|e| {
+        format!(
+            "rod refused: {} {}, got {}",
+            e.field,
+            e.reason,
+            crate::text::number(e.value)
+        )
+    })?;
     if let Some(full) = lanes.iter().find(|l| l.rods.len() >= MAX_RODS_PER_LANE) {
         return Err(format!(
             "rod refused: lane '{}' already holds {MAX_RODS_PER_LANE} rods, the most it can",
@@ -184,25 +207,57 @@ pub fn apply_settings(lane: &mut LaneWorld, settings: &ContactSettings) -> Resul
 }
 
 /// Refuses to switch a lane to IPC while any of its pairs overlaps. IPC's barrier is infinite at a zero gap
-/// (SPEC §1.2, §1.6): the balls would stay stuck inside each other or a wall, every solve failing. The window
-/// checks this before [`apply_settings`]; a replay does not, so a demo recorded before the check still replays as
-/// it was recorded.
+/// (SPEC §1.2, §1.6): the balls would stay stuck inside each other or a wall, every solve failing. The window and
+/// `record --script` (new recordings) check this before [`apply_settings`]; a replay does not, so a demo recorded
+/// before the check still replays as it was recorded. The message names the deepest overlap.
 pub fn refuse_ipc_into_overlap(
     lane: &mut LaneWorld,
     settings: &ContactSettings,
 ) -> Result<(), String> {
     if settings.method == ContactMethod::Ipc && lane.settings.method != ContactMethod::Ipc {
         let (gap, _) = lane.gap_and_penetration();
-        if let Some(gap) = gap.filter(|gap| *gap <= 0.0) {
+        if gap.is_some_and(|gap| gap <= 0.0) {
+            let overlap = deepest_overlap(lane)
+                .map(|(what, depth)| format!("{what} by {:.3} mm", depth * 1e3))
+                .unwrap_or_else(|| "two bodies touch".into());
             return Err(format!(
-                "lane '{}': method ipc needs a positive gap between every pair, but a ball overlaps by \
-                 {:.3} mm; the edit was not applied (switch once nothing overlaps, or restart)",
-                lane.name,
-                -gap * 1e3
+                "lane '{}': method ipc needs a positive gap between every pair, but {overlap}; the edit was not \
+                 applied (switch once nothing overlaps, or restart)",
+                lane.name
             ));
         }
     }
     Ok(())
+}
+
+/// The deepest overlap (or touch) of a lane, as ("ball 0 overlaps wall 1", depth [m]).
+fn deepest_overlap(lane: &LaneWorld) -> Option<(String, f64)> {
+    let mut deepest: Option<(String, f64)> = None;
+    let mut keep = |what: &dyn Fn() -> String, gap: f64| {
+        if gap <= 0.0 && deepest.as_ref().is_none_or(|(_, depth)| -gap > *depth) {
+            deepest = Some((what(), -gap));
+        }
+    };
+    for (i, b) in lane.balls.iter().enumerate() {
+        for (k, w) in lane.walls.iter().enumerate() {
+            keep(
+                &|| format!("ball {i} overlaps wall {k}"),
+                ball_wall_gap(b.position, b.radius, w),
+            );
+        }
+    }
+    let centre: Vec<DVec2> = lane.balls.iter().map(|b| b.position).collect();
+    let radius: Vec<f64> = lane.balls.iter().map(|b| b.radius).collect();
+    let mut pairs = Vec::new();
+    BroadPhase::default().near_pairs(&centre, &radius, 0.0, &mut pairs);
+    for (i, j) in pairs {
+        let (i, j) = (i as usize, j as usize);
+        keep(
+            &|| format!("ball {j} overlaps ball {i}"),
+            (centre[i] - centre[j]).length() - radius[i] - radius[j],
+        );
+    }
+    deepest
 }
 
 /// One fixed tick: every lane that has not reached the scene's step limit takes one step.
@@ -370,7 +425,9 @@ impl Session {
                 dhat,
             } => {
                 let scene = thrown_scene(&self.scene, *v0, *h, *stiffness, *dhat, "the throw")
-                    .map_err(|e| format!("throw refused: {e}"))?;
+                    .map_err(|e| {
+                        format!("throw refused: {}: {}", throw_field(&e.place), e.problem)
+                    })?;
                 return Ok(Effect::Rebuild(scene));
             }
             Action::Restart => return Ok(Effect::Rebuild(self.scene.clone())),

@@ -86,7 +86,7 @@ impl RodEnd {
 
 /// A rod field that is out of its domain.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid rod: `{field}` = {value}: {reason}")]
+#[error("invalid rod: `{field}` {reason}, got {}", crate::text::number(*.value))]
 pub struct RodError {
     /// The field's name in [`Rod`].
     pub field: &'static str,

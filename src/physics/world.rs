@@ -150,7 +150,7 @@ impl LaneStats {
 /// Why a ball cannot be added to a lane.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SpawnError {
-    #[error("{field} must be {requirement}, got {value}")]
+    #[error("{field} must be {requirement}, got {}", crate::text::number(*.value))]
     Invalid {
         field: &'static str,
         requirement: &'static str,

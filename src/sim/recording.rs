@@ -183,10 +183,10 @@ pub fn recording_messages(
         match r.demo.save(&stop.0) {
             Ok(()) => {
                 log.info(format!(
-                    "saved {} ({} ticks, {} actions)",
+                    "saved {} ({}, {})",
                     stop.0.display(),
-                    tick,
-                    r.demo.actions.len()
+                    crate::text::counted(tick, "tick", "ticks"),
+                    crate::text::counted(r.demo.actions.len() as u64, "action", "actions")
                 ));
                 recorder.last_saved = Some(stop.0.clone());
             }
@@ -273,12 +273,19 @@ impl Replay {
         match self.full_check.lock().ok().and_then(|s| s.clone()) {
             Some(Ok(v)) => match v.mismatch {
                 Some((tick, _, _)) => format!("MISMATCH at tick {tick}"),
-                None => format!("match ({} hashes)", v.matched),
+                None => format!(
+                    "match ({})",
+                    crate::text::counted(v.matched as u64, "hash", "hashes")
+                ),
             },
             Some(Err(e)) => format!("cannot replay: {e}"),
             None => format!(
-                "checking… ({} hashes match so far)",
-                self.player.verdict.matched
+                "checking… ({} so far)",
+                crate::text::counted(
+                    self.player.verdict.matched as u64,
+                    "hash matches",
+                    "hashes match"
+                )
             ),
         }
     }

@@ -222,6 +222,14 @@ fn bad_demos_are_refused_with_the_file_the_field_and_the_problem() {
         &good.replacen("hash_every: 10", "hash_every: 0", 1),
         &["hash_every"],
     );
+    // Hashes at ticks hash_every does not produce: the first offending one is named.
+    expect_error(
+        &good.replacen("hash_every: 10", "hash_every: 7", 1),
+        &[
+            "hashes[1].tick",
+            "10 is neither a multiple of hash_every (7)",
+        ],
+    );
     expect_error(
         &good.replacen("tick: 100,", "tick: 400,", 1),
         &["actions[1].tick", "400"],
@@ -804,4 +812,106 @@ fn a_demo_switching_an_overlapping_lane_to_ipc_still_replays() {
     );
     let mut player = Player::new(demo, "old.demo.ron");
     player.run_to_end(false).expect("and so does the rest");
+}
+
+/// A typo inside an action (`dhar` for `dhat`) is an error naming the file and the field, in scripts and in
+/// demos: ignoring it would record a different run than the one written.
+#[test]
+fn unknown_fields_inside_actions_are_errors_naming_the_field() {
+    for (action, field) in [
+        ("Throw(v0: 1.0, dhar: Some(1e-4))", "dhar"),
+        ("Settings(lane: 0, settings: (), foo: 1)", "foo"),
+        ("Settings(lane: 0, settings: (gravty: (0, 0)))", "gravty"),
+    ] {
+        let text = format!("Script(ticks: 10, actions: [(tick: 1, action: {action})])");
+        let err = Script::parse(&text, "typo.script.ron").expect_err(action);
+        let message = err.to_string();
+        assert!(
+            message.starts_with("typo.script.ron: line 1")
+                && message.contains(&format!("`{field}`")),
+            "{action}: {message}"
+        );
+    }
+    let good = wall_throw_demo().to_ron().expect("serialises");
+    let typo = good.replacen("v0: 5.0", "v0: 5.0, dhar: Some(1e-4)", 1);
+    assert_ne!(typo, good, "the demo text holds the throw speed");
+    expect_error(&typo, &["line", "`dhar`"]);
+}
+
+/// `record --script` refuses what the window refuses: switching a lane to IPC while its ball is inside a wall.
+/// The message names the script, the action and the overlap. (A replay still accepts such a switch: see
+/// `a_demo_switching_an_overlapping_lane_to_ipc_still_replays`.)
+#[test]
+fn a_new_recording_refuses_to_switch_an_overlapping_lane_to_ipc() {
+    let script = Script::parse(
+        "Script(ticks: 80, actions: [(tick: 0, action: Throw(v0: 1.0)), \
+         (tick: 53, action: Settings(lane: 0, settings: (method: Ipc, gravity: (0, 0))))])",
+        "switch.script.ron",
+    )
+    .expect("a valid script");
+    let err = record_script(&scene(WALL_THROW), &script, "switch.script.ron", |_, _| {})
+        .expect_err("the penalty ball is inside the wall at tick 53");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("switch.script.ron: actions[1] (tick 53): lane '")
+            && message.contains("method ipc needs a positive gap")
+            && message.contains("ball 0 overlaps wall 0 by "),
+        "{message}"
+    );
+    // Once the ball is out of the wall again, the switch records.
+    let later = Script::parse(
+        "Script(ticks: 80, actions: [(tick: 0, action: Throw(v0: 1.0)), \
+         (tick: 79, action: Settings(lane: 0, settings: (method: Ipc, gravity: (0, 0))))])",
+        "later.script.ron",
+    )
+    .expect("a valid script");
+    record_script(&scene(WALL_THROW), &later, "later.script.ron", |_, _| {})
+        .expect("nothing overlaps at tick 79");
+}
+
+/// A refused throw names the action (index and tick, from the replay or the recording) and the throw's own
+/// field: "v0", not "the throw: lanes[0].balls[0].velocity.x".
+#[test]
+fn a_refused_throw_names_the_action_and_v0() {
+    for (throw, expected) in [
+        (
+            "Throw(v0: 1e300)",
+            "throw refused: v0: must be within ±1e6 m/s",
+        ),
+        (
+            "Throw(v0: 1.0, h: Some(50.0))",
+            "throw refused: h: must be at most 10 s",
+        ),
+        (
+            "Throw(v0: 1.0, dhat: Some(1e7))",
+            "throw refused: dhat: must be between 1e-9 m and 1 m, got 1e7 m",
+        ),
+    ] {
+        let text = format!("Script(ticks: 10, actions: [(tick: 2, action: {throw})])");
+        let script = Script::parse(&text, "t.script.ron").expect("a valid script");
+        let message = record_script(&scene(WALL_THROW), &script, "t.script.ron", |_, _| {})
+            .expect_err(throw)
+            .to_string();
+        assert!(
+            message.starts_with(&format!("t.script.ron: actions[0] (tick 2): {expected}"))
+                && !message.contains("the throw:")
+                && message.len() < 240,
+            "{message}"
+        );
+    }
+}
+
+/// "1 hash", not "1 hashes" (nor "(1 earlier hashes matched)").
+#[test]
+fn verdicts_count_one_hash_in_the_singular() {
+    use contact_sandbox::demo::Verdict;
+    let matched = |matched, mismatch| Verdict { matched, mismatch }.to_string();
+    assert_eq!(matched(1, None), "match (1 hash)");
+    assert_eq!(matched(31, None), "match (31 hashes)");
+    let late = Some((20, "0".repeat(16), "1".repeat(16)));
+    assert!(
+        matched(1, late.clone()).ends_with("(1 earlier hash matched)"),
+        "{}",
+        matched(1, late)
+    );
 }

@@ -182,3 +182,127 @@ fn exported_frames_title_every_lane_and_a_gif_keeps_the_lane_colours() {
     }
     fs::remove_dir_all(&dir).expect("scratch folder removed");
 }
+
+/// A GIF's delays are whole centiseconds; frame k lasts round((k+1)·100/fps) − round(k·100/fps) cs, so the
+/// rounding never accumulates: at 30 fps 3, 4, 3, 3, 4, … adding up to the clip's length, at 7 fps 14s and 15s.
+#[test]
+fn gif_delays_decoded_from_an_export_add_up_to_the_clip_length() {
+    if !vulkan_driver_present() {
+        eprintln!("export test skipped: no Vulkan driver (install mesa-vulkan-drivers)");
+        return;
+    }
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("cs-export-delays-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("a scratch folder");
+    let demo = dir.join("slope.demo.ron");
+    record_slope(&demo);
+    for (fps, frames) in [(30u32, 10usize), (7, 3), (50, 16)] {
+        let gif = dir.join(format!("at{fps}.gif"));
+        let run = Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+            .arg("export")
+            .arg(&demo)
+            .arg("--out")
+            .arg(&gif)
+            .args(["--fps", &fps.to_string(), "--size", "64x64", "--no-overlay"])
+            .output()
+            .expect("the binary runs");
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let bytes = fs::read(&gif).expect("the GIF");
+        let mut decoder = gif::DecodeOptions::new()
+            .read_info(&bytes[..])
+            .expect("a GIF header");
+        let mut delays = Vec::new();
+        while let Some(frame) = decoder.read_next_frame().expect("a GIF frame") {
+            delays.push(u64::from(frame.delay));
+        }
+        // 30 ticks at 100 Hz: floor(0.3 s · fps) + 1 frames, each shown for 1/fps s.
+        assert_eq!(delays.len(), frames, "{fps} fps: {delays:?}");
+        let total: u64 = delays.iter().sum();
+        let expected = (frames as f64 * 100.0 / f64::from(fps)).round() as u64;
+        assert_eq!(total, expected, "{fps} fps: {delays:?}");
+        let nominal = 100.0 / f64::from(fps);
+        assert!(
+            delays
+                .iter()
+                .all(|&d| (d as f64 - nominal).abs() < 1.0 && d >= 2),
+            "{fps} fps: {delays:?}"
+        );
+    }
+    fs::remove_dir_all(&dir).expect("scratch folder removed");
+}
+
+/// SIGTERM (or SIGHUP) stops an export as Ctrl-C does: no hidden `.NAME.partial-PID` file or folder stays, and
+/// what was at the destination is untouched.
+#[test]
+fn an_export_killed_by_sigterm_leaves_no_partial_output_and_the_old_clip() {
+    if !vulkan_driver_present() {
+        eprintln!("export test skipped: no Vulkan driver (install mesa-vulkan-drivers)");
+        return;
+    }
+    let dir: PathBuf = std::env::temp_dir().join(format!("cs-export-term-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("a scratch folder");
+    let demo = dir.join("long.demo.ron");
+    let scene = Scene::load(Path::new(SLOPE)).expect("the shipped scene loads");
+    let script =
+        Script::parse("Script(ticks: 3000, actions: [])", "long.script.ron").expect("parses");
+    record_script(&scene, &script, "long.script.ron", |_, _| {})
+        .expect("records")
+        .save(&demo)
+        .expect("saved");
+    // A clip over an old one, and PNG frames into a new folder (a folder with files in it is refused).
+    for (signal, out) in [("TERM", "clip.gif"), ("HUP", "frames/")] {
+        let target = dir.join(out);
+        if out == "clip.gif" {
+            fs::write(&target, b"the old clip").expect("an old clip");
+        }
+        // As a script's background job: SIGINT ignored (ctrlc then used to install no handler at all).
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(r#"trap '' INT; exec "$0" export "$1" --out "$2" --fps 30 --size 320x180"#)
+            .arg(env!("CARGO_BIN_EXE_contact-sandbox"))
+            .arg(&demo)
+            .arg(&target)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the binary starts");
+        // Wait until the temporary output exists: the export is under way.
+        let partial = |dir: &Path| {
+            fs::read_dir(dir)
+                .expect("the folder")
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains(".partial-"))
+                .collect::<Vec<_>>()
+        };
+        let started = std::time::Instant::now();
+        while partial(&dir).is_empty() {
+            assert!(
+                started.elapsed().as_secs() < 120 && child.try_wait().expect("status").is_none(),
+                "the export never started writing"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(killed.success());
+        let status = child.wait().expect("the export exits");
+        assert!(!status.success(), "SIG{signal}: {status}");
+        assert_eq!(partial(&dir), Vec::<String>::new(), "SIG{signal}");
+        if out == "frames/" {
+            assert!(!target.exists(), "SIG{signal}: a frames folder was left");
+        } else {
+            assert_eq!(fs::read(&target).expect("the old clip"), b"the old clip");
+        }
+    }
+    fs::remove_dir_all(&dir).expect("scratch folder removed");
+}

@@ -372,3 +372,107 @@ fn a_ball_sliding_along_a_slope_is_not_called_stopped() {
         "{outcomes:?}"
     );
 }
+
+/// A rod whose lower end starts below the floor is refused (it used to be lifted out at the first step, a
+/// 1 m jump reported as "max sink 1 m"), and so is a floor beyond the ±1e6 m every coordinate keeps to. Values
+/// are quoted compactly, in the balls' words ("…, got X").
+#[test]
+fn rods_below_the_floor_and_far_floors_are_refused_with_compact_values() {
+    let rod_lane = |rod: &str, floor: &str| {
+        scene_with(&format!(
+            r#"LaneSpec(name: "r", rods: [RodSpec({rod})], rod_floor_y: {floor})"#
+        ))
+    };
+    for (text, expected) in [
+        (
+            rod_lane("center: (0, -1), length: 1", "0.0"),
+            "bad.ron: lanes[0].rods[0]: starts with its lower end 1.000e0 m below the floor (rod_floor_y = 0 m)",
+        ),
+        (
+            rod_lane(
+                "center: (0, 0.2), angle: 1.5707963267948966, length: 1",
+                "0.0",
+            ),
+            "bad.ron: lanes[0].rods[0]: starts with its lower end 3.000e-1 m below the floor (rod_floor_y = 0 m)",
+        ),
+        (
+            rod_lane("center: (0, 2), length: 1", "2.5"),
+            "bad.ron: lanes[0].rods[0]: starts with its lower end 5.000e-1 m below the floor (rod_floor_y = 2.5 m)",
+        ),
+        (
+            rod_lane("center: (0, 1), length: 1", "1e300"),
+            "bad.ron: lanes[0].rod_floor_y: must be within ±1e6 m (gaps of micrometres are not resolved beyond \
+             that), got 1e300",
+        ),
+        (
+            rod_lane("center: (0, 1e300), length: 1", "0"),
+            "bad.ron: lanes[0].rods[0].center.y: must be within ±1e6 m, got 1e300",
+        ),
+        (
+            rod_lane("center: (0, 1), length: -2", "0"),
+            "bad.ron: lanes[0].rods[0].length: must be > 0, got -2",
+        ),
+        (
+            scene_with(&GOOD_LANE.replace("(0.0, 0.2)", "(0.0, -1e300)")),
+            "bad.ron: lanes[0].balls[0].position.y: must be within ±1e6 m (gaps of micrometres are not resolved \
+             beyond that), got -1e300",
+        ),
+    ] {
+        let message = error_of(&text);
+        assert!(message.starts_with(expected), "{message}");
+        assert!(message.len() < 240, "{message}");
+    }
+    // Resting on the floor, flat or tilted, is fine.
+    for rod in [
+        "center: (0, 0), length: 1",
+        "center: (0, 0.5), angle: 1.5707963267948966, length: 1",
+        "center: (0, 0.14776010333066977), angle: 0.3, length: 1",
+    ] {
+        Scene::parse(&rod_lane(rod, "0.0"), "good.ron").unwrap_or_else(|e| panic!("{rod}: {e}"));
+    }
+}
+
+/// d̂, k and κ have physical bounds: d̂ from 1 nm to 1 m, k and κ at most 1e12. The message names the field, the
+/// range and the value.
+#[test]
+fn contact_stiffnesses_and_barrier_distances_beyond_their_bounds_are_refused() {
+    for (setting, expected) in [
+        (
+            "dhat: Some(1e300)",
+            "lanes[0].contact.dhat: must be between 1e-9 m and 1 m, got 1e300 m",
+        ),
+        (
+            "dhat: Some(1e-20)",
+            "lanes[0].contact.dhat: must be between 1e-9 m and 1 m, got 1e-20 m",
+        ),
+        (
+            "dhat: Some(2.0)",
+            "lanes[0].contact.dhat: must be between 1e-9 m and 1 m, got 2 m",
+        ),
+        (
+            "stiffness: 1e300",
+            "lanes[0].contact.stiffness: must be > 0 and at most 1e12 N/m, got 1e300 N/m",
+        ),
+        (
+            "kappa: 1e13",
+            "lanes[0].contact.kappa: must be > 0 and at most 1e12, got 1e13",
+        ),
+        (
+            "kappa: -1",
+            "lanes[0].contact.kappa: must be > 0 and at most 1e12, got -1",
+        ),
+    ] {
+        let text = scene_with(&GOOD_LANE.replace("h: 0.01", &format!("h: 0.01, {setting}")));
+        let message = error_of(&text);
+        assert_eq!(message, format!("bad.ron: {expected}"));
+    }
+    for setting in [
+        "dhat: Some(1e-9)",
+        "dhat: Some(1.0)",
+        "kappa: 1e12",
+        "stiffness: 1e12",
+    ] {
+        let text = scene_with(&GOOD_LANE.replace("h: 0.01", &format!("h: 0.01, {setting}")));
+        Scene::parse(&text, "good.ron").unwrap_or_else(|e| panic!("{setting}: {e}"));
+    }
+}
