@@ -288,6 +288,10 @@ pub const MAX_RUN_STEPS: u64 = 100_000_000;
 
 /// Longest time step [s].
 pub const MAX_STEP: f64 = 10.0;
+/// Shortest time step [s]. Newton stops before taking a direction below its tolerance, so a ball whose step
+/// `v h` is shorter stands still: at `h = 10⁻³⁰⁰` s a 5 m/s throw froze at once. A microsecond keeps speeds of
+/// 10⁻⁴ m/s visible at the seed's tolerance (10⁻¹⁰ m).
+pub const MIN_STEP: f64 = 1e-6;
 /// Largest gravity component [m/s²].
 pub const MAX_GRAVITY: f64 = 1e6;
 /// Largest Newton tolerance [m].
@@ -432,6 +436,16 @@ fn finite_vec(place: &str, value: DVec2) -> Result<(), FieldError> {
 /// Checks contact settings; the error is `(field, problem)` with the field relative to `contact`.
 pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
     positive("contact.h", c.h)?;
+    if c.h < MIN_STEP {
+        return Err((
+            "contact.h".to_string(),
+            format!(
+                "must be at least {} s (a ball slower than the Newton tolerance / h stands still), got {}",
+                number(MIN_STEP),
+                number(c.h)
+            ),
+        ));
+    }
     at_most(
         "contact.h",
         c.h,

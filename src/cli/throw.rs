@@ -119,6 +119,13 @@ impl ThrowArgs {
         KAPPA_RANGE
             .check(self.kappa)
             .map_err(|problem| anyhow!("invalid --kappa: {problem}"))?;
+        if self.h < crate::scene::MIN_STEP {
+            bail!(
+                "invalid --h: must be at least {} s (a ball slower than the Newton tolerance / h stands still), got {}",
+                compact_number(crate::scene::MIN_STEP),
+                compact_number(self.h)
+            );
+        }
         if self.h > crate::scene::MAX_STEP {
             bail!(
                 "invalid --h: must be at most {} s (a longer step is no time step), got {}",
