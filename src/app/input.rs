@@ -190,7 +190,10 @@ fn mouse_buttons(
     mut view: ResMut<CameraView>,
     mut spawn: MessageWriter<SpawnBall>,
     mut spawn_rod: MessageWriter<SpawnRod>,
+    replay: Option<Res<Replay>>,
 ) {
+    // A replay owns the lanes: a click still selects a body, but nothing is spawned or thrown.
+    let replaying = replay.is_some();
     let Ok(window) = windows.single() else { return };
     let Ok((camera, camera_global, projection)) = camera.single() else {
         return;
@@ -226,6 +229,7 @@ fn mouse_buttons(
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             match hit {
                 Some((entity, _)) => ui.selected = Some(entity),
+                None if replaying => {}
                 None => {
                     spawn.write(SpawnBall {
                         position: local,
@@ -235,7 +239,7 @@ fn mouse_buttons(
                     });
                 }
             }
-        } else {
+        } else if !replaying {
             spawn.write(SpawnBall {
                 position: local,
                 velocity: DragState::throw_velocity(from, to),
@@ -267,6 +271,7 @@ fn mouse_buttons(
         let has_rods = lanes.iter().any(|(_, l)| !l.world.rods.is_empty());
         if !moved
             && has_rods
+            && !replaying
             && let Some(from) = from
             && let Some(world) = to_world(camera, camera_global, from)
             && let Some((_, local)) = lane_at(&lanes, world)
@@ -347,11 +352,15 @@ fn zoom_with_wheel(
 fn draw_throw_preview(
     drag: Res<DragState>,
     camera: Query<(&Camera, &GlobalTransform), With<MainCamera>>,
+    replay: Option<Res<Replay>>,
     mut gizmos: Gizmos,
 ) {
     let (Some(from), Some(to)) = (drag.throw_from, drag.cursor) else {
         return;
     };
+    if replay.is_some() {
+        return;
+    }
     if from.distance(to) < CLICK_SLOP_PX {
         return;
     }
@@ -415,9 +424,19 @@ mod tests {
         };
         window.set_cursor_position(Some(cursor));
         app.world_mut().spawn(window);
+        // What the renderer would compute for a 1600 × 900 window, so that cursor positions map to the scene.
+        let mut camera = Camera::default();
+        camera.computed.target_info = Some(bevy::camera::RenderTargetInfo {
+            physical_size: UVec2::new(1600, 900),
+            scale_factor: 1.0,
+        });
+        let mut projection = OrthographicProjection::default_2d();
+        bevy::camera::CameraProjection::update(&mut projection, 1600.0, 900.0);
+        camera.computed.clip_from_view =
+            bevy::camera::CameraProjection::get_clip_from_view(&projection);
         app.world_mut().spawn((
             MainCamera,
-            Camera::default(),
+            camera,
             GlobalTransform::default(),
             Transform::default(),
             Projection::Orthographic(OrthographicProjection::default_2d()),
@@ -482,6 +501,72 @@ mod tests {
             );
             assert!(!app.world().resource::<CameraView>().auto_fit);
         }
+    }
+
+    /// Clicks and drags on the empty canvas drop and throw balls, except while a demo replays: the replay owns the
+    /// lanes, so nothing is sent (the sim would only refuse it with an error).
+    #[test]
+    fn clicks_and_drags_spawn_nothing_while_a_demo_replays() {
+        let spawned = |replaying: bool| {
+            let from = Vec2::new(700.0, 400.0);
+            let mut app = app_with_cursor(from, true);
+            let scene =
+                crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+                    .expect("the shipped scene loads");
+            let world = scene.build().into_iter().next().expect("a lane");
+            app.world_mut().spawn(Lane {
+                index: 0,
+                world,
+                offset: DVec2::ZERO,
+                bounds: (DVec2::new(-1.0, -1.0), DVec2::new(1.0, 1.0)),
+                ball_entities: Vec::new(),
+                rod_entities: Vec::new(),
+                wall_entities: Vec::new(),
+            });
+            if replaying {
+                let demo = crate::demo::Demo::load(std::path::Path::new(
+                    "assets/demos/wall_throw.demo.ron",
+                ))
+                .expect("the shipped demo loads");
+                let player = crate::demo::Player::new(demo, "wall_throw");
+                app.insert_resource(Replay::without_check(player));
+            }
+            let mut sent = 0;
+            // A click, then a drag of 200 px.
+            for to in [from, from + Vec2::new(200.0, -50.0)] {
+                let set_cursor = |app: &mut App, at: Vec2| {
+                    let mut windows = app.world_mut().query::<&mut Window>();
+                    for mut window in windows.iter_mut(app.world_mut()) {
+                        window.set_cursor_position(Some(at));
+                    }
+                };
+                set_cursor(&mut app, from);
+                app.world_mut()
+                    .resource_mut::<ButtonInput<MouseButton>>()
+                    .press(MouseButton::Left);
+                app.update();
+                set_cursor(&mut app, to);
+                let mut buttons = app.world_mut().resource_mut::<ButtonInput<MouseButton>>();
+                buttons.clear();
+                buttons.release(MouseButton::Left);
+                app.update();
+                app.world_mut()
+                    .resource_mut::<ButtonInput<MouseButton>>()
+                    .clear();
+                sent += app
+                    .world_mut()
+                    .resource_mut::<Messages<SpawnBall>>()
+                    .drain()
+                    .count();
+            }
+            sent
+        };
+        assert_eq!(
+            spawned(false),
+            2,
+            "a click drops a ball and a drag throws one"
+        );
+        assert_eq!(spawned(true), 0, "a replay's lanes got a spawn");
     }
 
     /// P, O and R play, step and rewind a replaying demo; the run control they drive otherwise is untouched.
