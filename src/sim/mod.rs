@@ -175,8 +175,14 @@ impl ActiveScene {
     /// A built-in scene's path that names no file here (the program started outside the repository) loads its
     /// compiled-in copy.
     pub fn load(path: &Path) -> Result<ActiveScene, SceneError> {
-        let scene = match (Scene::load(path), built_in_text(path)) {
-            (Err(_), Some(text)) if !path.exists() => {
+        ActiveScene::load_in(Path::new(""), path)
+    }
+
+    /// [`ActiveScene::load`] with `path` taken relative to `root` (the working directory for `""`).
+    fn load_in(root: &Path, path: &Path) -> Result<ActiveScene, SceneError> {
+        let file = root.join(path);
+        let scene = match (Scene::load(&file), built_in_text(path)) {
+            (Err(_), Some(text)) if !file.exists() => {
                 Scene::parse(text, &path.display().to_string())?
             }
             (loaded, _) => loaded?,
@@ -1075,5 +1081,49 @@ fn apply_messages(
             Ok(()) => c.recorder.record(tick, Action::Rod(rod)),
             Err(message) => c.log.error(message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An empty directory of its own under the system's temporary directory.
+    fn empty_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cs-active-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        dir
+    }
+
+    /// Outside the repository a built-in scene's path loads the compiled-in copy; any other missing path, and a
+    /// built-in path whose file exists but is broken, are errors naming the file.
+    #[test]
+    fn a_built_in_scene_missing_from_disk_loads_its_compiled_in_copy_and_nothing_else_does() {
+        let elsewhere = empty_dir("elsewhere");
+        for built_in in BUILT_IN_SCENES {
+            let path = Path::new(built_in);
+            let here = ActiveScene::load(path).expect("the repository's file loads");
+            let away = ActiveScene::load_in(&elsewhere, path).expect("the compiled-in copy loads");
+            assert_eq!(away.loaded, here.loaded, "{built_in}");
+            assert_eq!(away.path, path);
+        }
+        let unknown = Path::new("assets/scenes/no_such_scene.ron");
+        let error = ActiveScene::load_in(&elsewhere, unknown)
+            .expect_err("not a built-in scene")
+            .to_string();
+        assert!(error.contains("no_such_scene.ron"), "{error}");
+
+        let broken = empty_dir("broken");
+        let path = Path::new(BUILT_IN_SCENES[0]);
+        let file = broken.join(path);
+        std::fs::create_dir_all(file.parent().expect("a folder")).expect("folders");
+        std::fs::write(&file, "(name: ").expect("written");
+        let error = ActiveScene::load_in(&broken, path)
+            .expect_err("a broken file on disk is not replaced by the built-in copy")
+            .to_string();
+        assert!(error.contains(&file.display().to_string()), "{error}");
+        let _ = std::fs::remove_dir_all(&elsewhere);
+        let _ = std::fs::remove_dir_all(&broken);
     }
 }
