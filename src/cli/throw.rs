@@ -224,9 +224,11 @@ impl ThrowArgs {
             ..ContactSettings::default()
         };
         let half = self.thickness * 0.5;
+        // The seed's wall is 1D: its faces are the two ends. Taller than thick, so that a ball inside is always
+        // nearer an end face than the top or bottom (a 4 m thick wall 2 m tall pushed its ball out sideways).
         let wall = WallSpec {
             center: DVec2::new(self.wall + half, 0.0),
-            half_extents: DVec2::new(half, 1.0),
+            half_extents: DVec2::new(half, self.thickness.max(1.0)),
             angle: 0.0,
         };
         let ball = BallSpec {
@@ -282,6 +284,8 @@ pub fn run_lane(lane: &mut LaneWorld, steps: u64) -> Outcome {
 
 /// [`run_lane`], telling `progress` how many of this lane's steps are done every 256 of them.
 pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(u64)) -> Outcome {
+    // How close the ball came includes where it started (a ball thrown away from the wall is closest there).
+    let start_gap = lane.gap_and_penetration().0.unwrap_or(f64::INFINITY);
     for step in 0..steps {
         if lane.step().is_none() {
             return Outcome::Failed {
@@ -298,7 +302,7 @@ pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(
             progress(step + 1);
         }
     }
-    let gap = lane.stats.min_gap.unwrap_or(f64::INFINITY);
+    let gap = lane.stats.min_gap.unwrap_or(f64::INFINITY).min(start_gap);
     let (max_newton, mean_newton) = (lane.stats.max_newton, lane.stats.mean_newton());
     // Where the wall starts to act: penalty pushes only on overlap, the barrier within d̂.
     let reach = match lane.settings.method {
@@ -535,6 +539,23 @@ mod tests {
                     cell["min_gap_m"].as_f64().is_some_and(|g| g > 0.0),
                     "{cell}"
                 );
+            }
+        }
+    }
+
+    /// A ball thrown away from the wall came closest where it started.
+    #[test]
+    fn a_ball_thrown_away_is_missed_at_its_starting_gap() {
+        let a = args(&["--v0", "-1,-5", "--steps", "20"]);
+        let rows = run_throws(&a).expect("runs");
+        for row in &rows {
+            for outcome in row.penalty.iter().map(|(_, o)| o).chain([&row.ipc]) {
+                match outcome {
+                    Outcome::Missed { gap, .. } => {
+                        assert!((gap - a.wall).abs() < 1e-12, "v0 {}: {gap}", row.v0)
+                    }
+                    other => panic!("v0 {}: {other:?}", row.v0),
+                }
             }
         }
     }

@@ -222,8 +222,10 @@ impl Wall {
     pub fn signed_distance(&self, p: DVec2) -> DistanceDerivatives {
         let local = self.to_local(p);
         let h = self.half_extents;
-        let sx = if local.x >= 0.0 { 1.0 } else { -1.0 };
-        let sy = if local.y >= 0.0 { 1.0 } else { -1.0 };
+        // A centre exactly on a mid-plane goes out the face on the negative side, as the seed's `a <= c` sends a
+        // ball out the front face of its wall.
+        let sx = if local.x > 0.0 { 1.0 } else { -1.0 };
+        let sy = if local.y > 0.0 { 1.0 } else { -1.0 };
         let qx = sx * local.x - h.x;
         let qy = sy * local.y - h.y;
         let rotation = self.rotation();

@@ -333,6 +333,68 @@ fn throw_agrees_with_the_seed_listing_on_parameters_the_seed_never_printed() {
     assert!(compared > 30);
 }
 
+/// Penalty at the edges of the seed's rules, against the seed listing: walls thicker than the 2 m the scene
+/// used to give them (a ball deep inside was nearer the top face and went out sideways), and balls that land
+/// exactly on a wall's mid-plane (the seed's `a <= c` sends them out the front face).
+#[test]
+fn penalty_agrees_with_the_seed_listing_on_thick_walls_and_mid_plane_ties() {
+    // Within a rounding error of the mid-plane (walls at 0.7776999 m or 0.19999999 m) the side is decided by
+    // the last bit of `x − wall` against `wall + w − x` in the seed and of `x − centre` here, which differ.
+    let cases: [(&str, &str, &str, &str); 3] = [
+        // (wall, thickness, v0 list, steps)
+        ("0.5", "4", "100,230,500", "20"),
+        ("0.5", "2.5", "150,230", "20"),
+        ("0.7777", "0.02", "1,2,5", "80"),
+    ];
+    let mut front_face_ties = 0;
+    for (wall, thickness, v0s, steps) in cases {
+        let a = args(&[
+            "--wall",
+            wall,
+            "--thickness",
+            thickness,
+            "--v0",
+            v0s,
+            "--k",
+            "1e4,1e6",
+            "--steps",
+            steps,
+        ]);
+        for row in run_throws(&a).expect("runs") {
+            for (k, outcome) in &row.penalty {
+                let p = seed_listing::Params {
+                    m: a.mass,
+                    h: a.h,
+                    wall: a.wall,
+                    w: a.thickness,
+                    dhat: a.dhat,
+                    kappa: a.kappa,
+                    k: *k,
+                };
+                let (through, depth, _) = seed_listing::throw(&p, row.v0, false, a.steps as u32);
+                let case = format!("wall {wall} thickness {thickness} v0 {} k {k}", row.v0);
+                match outcome {
+                    Outcome::Through { .. } => {
+                        assert!(through, "{case}: solver through, seed stopped")
+                    }
+                    Outcome::Stopped { depth: got, .. } => {
+                        assert!(!through, "{case}: solver stopped, seed through");
+                        assert!((got - depth).abs() <= 1e-12, "{case}: {got} vs {depth}");
+                        if wall == "0.7777" && row.v0 == 2.0 && *k == 1e4 {
+                            front_face_ties += 1;
+                        }
+                    }
+                    other => panic!("{case}: {other:?}"),
+                }
+            }
+        }
+    }
+    assert_eq!(
+        front_face_ties, 1,
+        "the 0.7777 m wall at 2 m/s is the exact tie"
+    );
+}
+
 #[test]
 fn invalid_parameters_name_the_parameter() {
     for (flag, value) in [
