@@ -57,7 +57,10 @@ impl Plugin for InputPlugin {
                 Update,
                 (
                     keyboard_controls.run_if(not(egui_wants_any_keyboard_input)),
-                    (mouse_buttons, zoom_with_wheel).run_if(not(egui_wants_any_pointer_input)),
+                    note_floating_areas,
+                    (mouse_buttons, zoom_with_wheel)
+                        .after(note_floating_areas)
+                        .run_if(not(egui_wants_any_pointer_input)),
                     draw_throw_preview,
                 )
                     .before(SimSet::ApplyMessages),
@@ -300,9 +303,47 @@ fn on_canvas(ui: &UiState, cursor: Vec2) -> bool {
     if !ui.show_ui {
         return true;
     }
-    ui.canvas.is_some_and(|(lo, hi)| {
+    let inside = |(lo, hi): (Vec2, Vec2)| {
         (lo.x..hi.x).contains(&cursor.x) && (lo.y..hi.y).contains(&cursor.y)
+    };
+    ui.canvas.is_some_and(inside) && !ui.floating.iter().copied().any(inside)
+}
+
+/// The rectangles of egui's windows and pop-ups as laid out in its last pass (logical pixels). Panels are not
+/// among them: the canvas already leaves them out.
+pub fn floating_rects(ctx: &egui::Context) -> Vec<(Vec2, Vec2)> {
+    let zoom = ctx.zoom_factor();
+    ctx.memory(|memory| {
+        memory
+            .layer_ids()
+            .filter(|layer| {
+                layer.order != egui::Order::Background && memory.areas().is_visible(layer)
+            })
+            .filter_map(|layer| memory.area_rect(layer.id))
+            .map(|r| {
+                (
+                    Vec2::new(r.min.x, r.min.y) * zoom,
+                    Vec2::new(r.max.x, r.max.y) * zoom,
+                )
+            })
+            .collect()
     })
+}
+
+/// Copies [`floating_rects`] into [`UiState`] before the mouse is read. egui knows a press is over its window
+/// only once its next pass has run, after this frame's input reached the scene, so a click that arrived with the
+/// pointer over the World Inspector dropped a ball under it as well.
+fn note_floating_areas(
+    mut contexts: Query<&mut bevy_egui::EguiContext, With<bevy_egui::PrimaryEguiContext>>,
+    mut ui: ResMut<UiState>,
+) {
+    let floating = match contexts.single_mut() {
+        Ok(mut context) => floating_rects(context.get_mut()),
+        Err(_) => Vec::new(),
+    };
+    if ui.floating != floating {
+        ui.floating = floating;
+    }
 }
 
 /// Zooms about the cursor; a wheel turned over a panel scrolls the panel and leaves the scene alone.
@@ -501,6 +542,42 @@ mod tests {
             );
             assert!(!app.world().resource::<CameraView>().auto_fit);
         }
+    }
+
+    /// A press over an egui window that lies over the canvas (the World Inspector) belongs to the window, and
+    /// the window's rectangle comes from egui's last pass, which lists windows and pop-ups but not panels.
+    #[test]
+    fn a_press_over_a_window_on_the_canvas_does_not_reach_the_scene() {
+        let ctx = egui::Context::default();
+        let input = || egui::RawInput {
+            screen_rect: Some(egui::Rect::from_min_size(
+                egui::Pos2::ZERO,
+                egui::vec2(1600.0, 900.0),
+            )),
+            ..Default::default()
+        };
+        for _ in 0..2 {
+            let _ = ctx.run_ui(input(), |ui| {
+                egui::Panel::left("left").show_inside(ui, |ui| ui.label("panel"));
+                egui::Window::new("World Inspector")
+                    .fixed_pos(egui::pos2(400.0, 100.0))
+                    .show(ui.ctx(), |ui| ui.label("inside"));
+            });
+        }
+        let floating = floating_rects(&ctx);
+        assert_eq!(floating.len(), 1, "{floating:?}");
+        let (lo, hi) = floating[0];
+        assert!(
+            lo.x <= 400.0 && lo.y <= 100.0 && hi.x > 450.0 && hi.y > 120.0,
+            "{floating:?}"
+        );
+
+        let over_window = Vec2::new(450.0, 120.0);
+        let mut app = app_with_cursor(over_window, true);
+        app.world_mut().resource_mut::<UiState>().floating = floating;
+        let (throw_from, pan_from, scale) = press_and_scroll(&mut app);
+        assert_eq!((throw_from, pan_from), (None, None));
+        assert_eq!(scale, 1.0, "the wheel zoomed the scene under the window");
     }
 
     /// Clicks and drags on the empty canvas drop and throw balls, except while a demo replays: the replay owns the

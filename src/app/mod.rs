@@ -85,6 +85,9 @@ pub struct UiState {
     pub selected: Option<Entity>,
     /// Canvas (the window minus the panels) in logical pixels: (min, max), top-left origin.
     pub canvas: Option<(Vec2, Vec2)>,
+    /// egui's windows and pop-ups as drawn last frame (the World Inspector, an open menu), in the same pixels:
+    /// a press over one of them is theirs, even where they lie over the canvas.
+    pub floating: Vec<(Vec2, Vec2)>,
     /// State of a simple LCG for rain positions (deterministic, no extra dependency).
     pub rain_seed: u64,
     /// Steps taken over the last second of real time, for the "× real time" readout.
@@ -153,6 +156,7 @@ impl Default for UiState {
             fixed_rate_hz: 100.0,
             selected: None,
             canvas: None,
+            floating: Vec::new(),
             rain_seed: 0x2545_f491_4f6c_dd1d,
             step_rate: StepRate::default(),
             frame_rate: StepRate::default(),
