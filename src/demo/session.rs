@@ -260,6 +260,20 @@ fn deepest_overlap(lane: &LaneWorld) -> Option<(String, f64)> {
     deepest
 }
 
+/// The step limit after a ball or a rod is spawned into lanes that have taken `lanes_steps` steps: a scene's
+/// run (its `steps`) starts over from the spawn, so a ball thrown after the run finished moves. A limit is never
+/// shortened, and a scene without one runs on.
+pub fn limit_after_spawn(
+    limit: Option<u64>,
+    scene_steps: Option<u64>,
+    lanes_steps: u64,
+) -> Option<u64> {
+    match (limit, scene_steps) {
+        (Some(limit), Some(steps)) => Some(limit.max(lanes_steps.saturating_add(steps))),
+        _ => limit,
+    }
+}
+
 /// One fixed tick: every lane that has not reached the scene's step limit takes one step.
 /// Returns whether any lane stepped.
 pub fn step_lanes(lanes: &mut [&mut LaneWorld], stop_at_step: Option<u64>) -> bool {
@@ -378,6 +392,8 @@ pub struct Session {
     /// One [`SpawnGrid`] per lane while only spawns have changed the lanes since it was built (empty otherwise),
     /// so that a tick with many spawns checks each against its neighbours only.
     spawn_grids: Vec<SpawnGrid>,
+    /// The lanes stop after this many steps: the scene's `steps`, extended by spawns ([`limit_after_spawn`]).
+    stop_at_step: Option<u64>,
 }
 
 impl Session {
@@ -385,6 +401,7 @@ impl Session {
     pub fn new(scene: Scene) -> Session {
         let lanes = scene.build();
         Session {
+            stop_at_step: scene.steps,
             scene,
             lanes,
             tick: 0,
@@ -400,10 +417,18 @@ impl Session {
             self.spawn_grids.clear();
         }
         let effect = self.effect(action)?;
-        if let Effect::Rebuild(scene) = effect {
-            self.lanes = scene.build();
-            self.scene = scene;
-            self.generation += 1;
+        match effect {
+            Effect::Rebuild(scene) => {
+                self.lanes = scene.build();
+                self.stop_at_step = scene.steps;
+                self.scene = scene;
+                self.generation += 1;
+            }
+            Effect::InPlace if matches!(action, Action::Spawn(_) | Action::Rod(_)) => {
+                let steps = self.lanes.iter().map(|l| l.stats.steps).max().unwrap_or(0);
+                self.stop_at_step = limit_after_spawn(self.stop_at_step, self.scene.steps, steps);
+            }
+            Effect::InPlace => {}
         }
         Ok(())
     }
@@ -455,9 +480,8 @@ impl Session {
 
     /// One fixed tick.
     pub fn step(&mut self) {
-        let stop = self.scene.steps;
         let mut lanes: Vec<&mut LaneWorld> = self.lanes.iter_mut().collect();
-        step_lanes(&mut lanes, stop);
+        step_lanes(&mut lanes, self.stop_at_step);
         self.spawn_grids.clear();
         self.tick += 1;
     }

@@ -1062,7 +1062,10 @@ fn apply_messages(
         };
         let mut worlds: Vec<&mut LaneWorld> = sorted.iter_mut().map(|l| &mut l.world).collect();
         match spawn_ball_everywhere(&mut worlds, &ball, None) {
-            Ok(()) => c.recorder.record(tick, Action::Spawn(ball)),
+            Ok(()) => {
+                c.recorder.record(tick, Action::Spawn(ball));
+                extend_run(&mut c.control, active.as_deref(), &sorted);
+            }
             Err(message) => c.log.error(message),
         }
     }
@@ -1078,10 +1081,21 @@ fn apply_messages(
         };
         let mut worlds: Vec<&mut LaneWorld> = sorted.iter_mut().map(|l| &mut l.world).collect();
         match spawn_rod_everywhere(&mut worlds, &rod) {
-            Ok(()) => c.recorder.record(tick, Action::Rod(rod)),
+            Ok(()) => {
+                c.recorder.record(tick, Action::Rod(rod));
+                extend_run(&mut c.control, active.as_deref(), &sorted);
+            }
             Err(message) => c.log.error(message),
         }
     }
+}
+
+/// A spawn starts the scene's run over from the lanes' present step, as a replay's session does
+/// ([`crate::demo::limit_after_spawn`]).
+fn extend_run(control: &mut SimControl, active: Option<&ActiveScene>, lanes: &[Mut<Lane>]) {
+    let steps = lanes.iter().map(|l| l.world.stats.steps).max().unwrap_or(0);
+    let scene_steps = active.and_then(|a| a.current.steps);
+    control.stop_at_step = crate::demo::limit_after_spawn(control.stop_at_step, scene_steps, steps);
 }
 
 #[cfg(test)]

@@ -915,3 +915,64 @@ fn verdicts_count_one_hash_in_the_singular() {
         matched(1, late)
     );
 }
+
+/// A ball thrown after the scene's run has finished (wall throw stops at 80 steps) starts the run over from
+/// there, in the window and in the replay of its recording; it used to hang in the air.
+#[test]
+fn a_throw_after_the_scene_finished_runs_the_scene_again_and_replays() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    app.world_mut().write_message(StartRecording);
+    app.update();
+    let steps = |app: &mut App| -> Vec<u64> {
+        let mut query = app.world_mut().query::<&Lane>();
+        query
+            .iter(app.world())
+            .map(|l| l.world.stats.steps)
+            .collect()
+    };
+    for _ in 0..100 {
+        app.update();
+    }
+    assert!(
+        steps(&mut app).iter().all(|&s| s == 80),
+        "{:?}",
+        steps(&mut app)
+    );
+    app.world_mut().write_message(SpawnBall {
+        position: DVec2::new(0.1, 0.3),
+        velocity: DVec2::new(1.0, 0.0),
+        radius: 0.01,
+        mass: 1.0,
+    });
+    for _ in 0..30 {
+        app.update();
+    }
+    // The spawn lands after the first update's fixed step.
+    assert!(
+        steps(&mut app).iter().all(|&s| s == 109),
+        "{:?}",
+        steps(&mut app)
+    );
+    let mut query = app.world_mut().query::<&Lane>();
+    for lane in query.iter(app.world()) {
+        let ball = lane.world.balls.last().expect("the thrown ball");
+        assert!(
+            ball.position.x > 0.35,
+            "{}: {:?}",
+            lane.world.name,
+            ball.position
+        );
+    }
+    let path = scratch("after_the_limit.demo.ron");
+    app.world_mut().write_message(StopRecording(path.clone()));
+    app.update();
+    let demo = Demo::load(&path).expect("saved");
+    let mut player = Player::new(demo.clone(), path.display().to_string());
+    let verdict = player.run_to_end(false).expect("replays").clone();
+    assert_eq!(verdict.mismatch, None, "{verdict}");
+    assert_eq!(
+        hash_hex(player.session.hash()),
+        demo.hashes.last().expect("final hash").hash
+    );
+}
