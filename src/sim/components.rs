@@ -200,6 +200,8 @@ pub struct SimLog {
     pub info: Option<String>,
     /// Every error so far, newest last (bounded).
     pub errors: Vec<String>,
+    /// Errors raised so far (`errors` keeps only the last 100).
+    pub raised: u64,
 }
 
 impl SimLog {
@@ -211,6 +213,7 @@ impl SimLog {
         }
         self.errors.push(message.clone());
         self.error = Some(message);
+        self.raised += 1;
     }
 
     pub fn info(&mut self, message: impl Into<String>) {

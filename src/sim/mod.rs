@@ -879,6 +879,8 @@ fn apply_messages(
         }
         return;
     }
+    // An error shown before this frame's rebuild was about lanes that are gone.
+    let errors_before = c.log.raised;
     let tick = c.control.ticks;
     let mut active = active;
     // Scene changes first: a spawn in the same frame lands in the new scene's lanes next frame at worst.
@@ -986,6 +988,9 @@ fn apply_messages(
         }
     }
     if let Some(scene) = rebuild {
+        if c.log.raised == errors_before {
+            c.log.error = None;
+        }
         for (entity, _) in &lanes {
             commands.entity(entity).despawn();
         }

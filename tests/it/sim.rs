@@ -247,6 +247,43 @@ fn a_spawn_inside_the_ipc_wall_is_refused_with_a_message_and_no_lane_changes() {
     assert!(lanes(&mut app).iter().all(|l| l.3 >= 4));
 }
 
+/// A refusal shown for the old lanes goes when the lanes are rebuilt (a restart, a throw, another scene); a
+/// refusal raised in the same frame as the rebuild stays.
+#[test]
+fn an_error_about_the_old_lanes_is_cleared_when_the_lanes_are_rebuilt() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    let refused_spawn = SpawnBall {
+        position: DVec2::new(0.513, 0.0),
+        velocity: DVec2::ZERO,
+        radius: 0.0,
+        mass: 1.0,
+    };
+    app.world_mut().write_message(refused_spawn.clone());
+    run_updates(&mut app, 2);
+    assert!(app.world().resource::<SimLog>().error.is_some());
+    app.world_mut()
+        .write_message(LoadScene("assets/scenes/ball_pit.ron".into()));
+    run_updates(&mut app, 2);
+    let log = app.world().resource::<SimLog>();
+    assert_eq!(
+        log.error, None,
+        "the wall throw's refusal stayed in the ball pit"
+    );
+    assert_eq!(log.errors.len(), 1, "the history keeps it");
+
+    // A throw refused in the frame of a restart: the refusal is about the new lanes too, and stays.
+    app.world_mut().write_message(RestartScene);
+    app.world_mut().write_message(ThrowBall {
+        v0: 5.0,
+        h: Some(-0.01),
+        stiffness: None,
+        dhat: None,
+    });
+    run_updates(&mut app, 2);
+    assert!(app.world().resource::<SimLog>().error.is_some());
+}
+
 #[test]
 fn an_invalid_throw_is_refused_and_the_scene_keeps_running() {
     let mut app = headless(WALL_THROW);
