@@ -253,13 +253,12 @@ fn a_spawn_inside_the_ipc_wall_is_refused_with_a_message_and_no_lane_changes() {
 fn an_error_about_the_old_lanes_is_cleared_when_the_lanes_are_rebuilt() {
     let mut app = headless(WALL_THROW);
     app.update();
-    let refused_spawn = SpawnBall {
+    app.world_mut().write_message(SpawnBall {
         position: DVec2::new(0.513, 0.0),
         velocity: DVec2::ZERO,
         radius: 0.0,
         mass: 1.0,
-    };
-    app.world_mut().write_message(refused_spawn.clone());
+    });
     run_updates(&mut app, 2);
     assert!(app.world().resource::<SimLog>().error.is_some());
     app.world_mut()
