@@ -625,6 +625,15 @@ impl Player {
 
     /// Moves to `tick` (clamped to the demo), backwards by restarting from the nearest checkpoint.
     pub fn seek(&mut self, tick: u64) -> Result<(), DemoError> {
+        self.seek_with(tick, |_| {})
+    }
+
+    /// [`Player::seek`], showing `each_tick` the session after every tick it steps on the way.
+    pub fn seek_with(
+        &mut self,
+        tick: u64,
+        mut each_tick: impl FnMut(&Session),
+    ) -> Result<(), DemoError> {
         let tick = tick.min(self.demo.ticks);
         if tick < self.session.tick {
             match self
@@ -652,6 +661,7 @@ impl Player {
         self.settle()?;
         while self.session.tick < tick {
             self.advance()?;
+            each_tick(&self.session);
         }
         Ok(())
     }

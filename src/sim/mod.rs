@@ -451,8 +451,18 @@ impl KeptSettings {
 
 /// Spawns one lane entity per world, with wall, ball and rod entities, laid out side by side.
 fn spawn_lane_entities(commands: &mut Commands, worlds: Vec<LaneWorld>) {
+    spawn_lane_entities_with_history(commands, worlds, Vec::new());
+}
+
+/// [`spawn_lane_entities`], the lanes' plots starting from `histories` (by lane; a missing one is empty).
+pub(crate) fn spawn_lane_entities_with_history(
+    commands: &mut Commands,
+    worlds: Vec<LaneWorld>,
+    histories: Vec<LaneDiagnostics>,
+) {
     let bounds: Vec<(DVec2, DVec2)> = worlds.iter().map(lane_bounds).collect();
     let offsets = lane_offsets(&bounds);
+    let mut histories = histories.into_iter();
     for (index, ((world, bounds), offset)) in
         worlds.into_iter().zip(bounds).zip(offsets).enumerate()
     {
@@ -486,9 +496,25 @@ fn spawn_lane_entities(commands: &mut Commands, worlds: Vec<LaneWorld>) {
         commands.entity(lane_entity).insert((
             Name::new(format!("lane {index}: {}", lane.world.name)),
             settings,
-            LaneDiagnostics::default(),
+            histories.next().unwrap_or_default(),
             lane,
         ));
+    }
+}
+
+/// Despawns the body entities beyond the lane's bodies (a replay that seeks back to before a spawn).
+pub(crate) fn drop_surplus_bodies(commands: &mut Commands, lane: &mut Lane) {
+    for entity in lane
+        .ball_entities
+        .drain(lane.world.balls.len().min(lane.ball_entities.len())..)
+    {
+        commands.entity(entity).despawn();
+    }
+    for entity in lane
+        .rod_entities
+        .drain(lane.world.rods.len().min(lane.rod_entities.len())..)
+    {
+        commands.entity(entity).despawn();
     }
 }
 
@@ -694,7 +720,7 @@ fn push_sample(world: &LaneWorld, diagnostics: &mut LaneDiagnostics) {
 }
 
 /// The diagnostics sample of the lane's last step.
-fn sample(world: &LaneWorld) -> Option<DiagnosticSample> {
+pub(crate) fn sample(world: &LaneWorld) -> Option<DiagnosticSample> {
     world.last.as_ref().map(|d| DiagnosticSample {
         step: d.step,
         time: world.time,

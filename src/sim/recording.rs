@@ -5,14 +5,16 @@
 //! `T + 1` steps is tagged `T`; the hash of tick `T` is taken just before that step, after every action tagged
 //! `T`. [`crate::demo::Session`] replays the same order.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use bevy::prelude::*;
 
 use super::{
-    ActiveScene, Lane, LaneDiagnostics, LaneMember, LaneSettings, RestartScene, SimControl, SimLog,
-    build_lanes, push_sample, spawn_lane_entities,
+    ActiveScene, DiagnosticSample, HISTORY_LEN, Lane, LaneDiagnostics, LaneMember, LaneSettings,
+    RestartScene, SimControl, SimLog, build_lanes, drop_surplus_bodies, push_sample, sample,
+    spawn_lane_entities, spawn_lane_entities_with_history,
 };
 use crate::demo::{
     Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, Player, TickHash, TimedAction, Verdict,
@@ -365,18 +367,46 @@ fn sync_lanes(
     }
     for (_, mut lane, mut settings, _) in lanes.iter_mut() {
         if let Some(world) = session.lanes.get(lane.index) {
-            if world.balls.len() < lane.world.balls.len()
-                || world.rods.len() < lane.world.rods.len()
-            {
-                // Fewer bodies than shown (cannot happen within one generation); rebuild next time.
-                replay.synced_generation = None;
-            }
             lane.world.clone_from(world);
+            // Fewer bodies than shown after a seek back to before a spawn.
+            drop_surplus_bodies(commands, &mut lane);
             if settings.0 != world.settings {
                 settings.0 = world.settings.clone();
             }
         }
     }
+}
+
+/// The plots after a seek: the samples of the ticks the seek stepped through in the lanes' final generation
+/// (`stepped`, oldest first, one per lane per tick) follow what `before` held up to the first of them. A seek
+/// within the run on screen keeps the plots up to that point; one into another run (past a throw or a restart)
+/// starts them afresh.
+fn history_after_seek(
+    before: Option<&LaneDiagnostics>,
+    stepped: &[Option<DiagnosticSample>],
+    now_steps: u64,
+) -> LaneDiagnostics {
+    let first_new = stepped
+        .iter()
+        .flatten()
+        .map(|s| s.step)
+        .next()
+        .unwrap_or(now_steps + 1);
+    let mut history = LaneDiagnostics::default();
+    let kept = before
+        .into_iter()
+        .flat_map(|d| d.history.iter())
+        .filter(|s| s.step < first_new);
+    for sample in kept.chain(stepped.iter().flatten()).copied() {
+        if history
+            .history
+            .back()
+            .is_none_or(|last| last.step < sample.step)
+        {
+            history.push(sample);
+        }
+    }
+    history
 }
 
 /// Update: applies a pending seek.
@@ -399,17 +429,57 @@ pub fn seek_replay(
         }
         return;
     };
-    if let Err(e) = replay.player.seek(tick) {
+    // The samples of the ticks the seek steps through, per tick and lane, with the lanes' generation.
+    let mut stepped: VecDeque<(u64, Vec<Option<DiagnosticSample>>)> = VecDeque::new();
+    let seeking = replay.player.seek_with(tick, |session| {
+        if stepped.len() >= HISTORY_LEN {
+            stepped.pop_front();
+        }
+        stepped.push_back((
+            session.generation,
+            session.lanes.iter().map(sample).collect(),
+        ));
+    });
+    if let Err(e) = seeking {
         log.error(e.to_string());
         replay.error = Some(e.to_string());
         replay.playing = false;
     }
-    // Bodies may be fewer after seeking backwards: rebuild the entities.
-    replay.synced_generation = None;
-    for (_, _, _, mut diagnostics) in lanes.iter_mut() {
-        diagnostics.history.clear();
+    let session = &replay.player.session;
+    let generation = session.generation;
+    let same_run = replay.synced_generation == Some(generation);
+    let mut histories = Vec::with_capacity(session.lanes.len());
+    for (index, world) in session.lanes.iter().enumerate() {
+        let lane_samples: Vec<Option<DiagnosticSample>> = stepped
+            .iter()
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, samples)| samples.get(index).copied().flatten())
+            .collect();
+        let before = lanes
+            .iter()
+            .find(|(_, lane, ..)| lane.index == index)
+            .map(|(.., diagnostics)| diagnostics)
+            .filter(|_| same_run);
+        histories.push(history_after_seek(before, &lane_samples, world.stats.steps));
     }
-    sync_lanes(&mut commands, replay, &mut lanes, &members, &mut fixed);
+    if same_run {
+        for (_, lane, _, mut diagnostics) in lanes.iter_mut() {
+            if let Some(history) = histories.get(lane.index) {
+                *diagnostics = history.clone();
+            }
+        }
+        sync_lanes(&mut commands, replay, &mut lanes, &members, &mut fixed);
+    } else {
+        for (entity, ..) in lanes.iter() {
+            commands.entity(entity).despawn();
+        }
+        for entity in &members {
+            commands.entity(entity).despawn();
+        }
+        fixed.set_timestep_hz(replay.player.demo.fixed_hz);
+        spawn_lane_entities_with_history(&mut commands, session.lanes.clone(), histories);
+        replay.synced_generation = Some(generation);
+    }
 }
 
 /// FixedUpdate (Step): advances the player by `speed` ticks per fixed tick while playing.

@@ -976,3 +976,88 @@ fn a_throw_after_the_scene_finished_runs_the_scene_again_and_replays() {
         demo.hashes.last().expect("final hash").hash
     );
 }
+
+/// The replay viewer's plots and layout across seeks: a seek or a step within the run on screen keeps the lane
+/// entities (so the view does not move) and the plots up to that tick, also back to before a spawn (whose ball
+/// goes); a seek into another run (past a throw) starts the plots of that run. The ECS state always matches an
+/// independent player.
+#[test]
+fn seeking_a_replay_keeps_the_plots_and_the_lanes_of_the_run_on_screen() {
+    let script = Script::parse(
+        "Script(ticks: 300, hash_every: 10, actions: [
+            (tick: 0, action: Throw(v0: 1.0)),
+            (tick: 100, action: Throw(v0: 5.0)),
+            (tick: 130, action: Spawn(BallSpec(position: (0.2, 0.1), velocity: (3.0, 0.0), radius: 0.01))),
+        ])",
+        "seek script",
+    )
+    .expect("parses");
+    let demo =
+        record_script(&scene(WALL_THROW), &script, "seek script", |_, _| {}).expect("records");
+    let path = scratch("seek.demo.ron");
+    demo.save(&path).expect("saves");
+    let mut app = headless(WALL_THROW);
+    app.world_mut().write_message(StartReplay(path.clone()));
+    app.update();
+    app.world_mut().resource_mut::<Replay>().playing = false;
+    let mut reference = Player::new(demo, "reference");
+    // (lane entities, per lane: the plotted steps, the lane's steps, its balls and ball entities)
+    type View = (Vec<Entity>, Vec<(Vec<u64>, u64, usize, usize)>);
+    let view = |app: &mut App| -> View {
+        let mut query = app
+            .world_mut()
+            .query::<(Entity, &Lane, &contact_sandbox::sim::LaneDiagnostics)>();
+        let mut lanes: Vec<_> = query.iter(app.world()).collect();
+        lanes.sort_by_key(|(_, lane, _)| lane.index);
+        (
+            lanes.iter().map(|(e, ..)| *e).collect(),
+            lanes
+                .iter()
+                .map(|(_, lane, d)| {
+                    (
+                        d.history.iter().map(|s| s.step).collect(),
+                        lane.world.stats.steps,
+                        lane.world.balls.len(),
+                        lane.ball_entities.len(),
+                    )
+                })
+                .collect(),
+        )
+    };
+    let mut seek = |app: &mut App, tick: u64| -> View {
+        app.world_mut().resource_mut::<Replay>().seek = Some(tick);
+        app.update();
+        app.update();
+        let at = app.world().resource::<Replay>().player.tick();
+        assert_eq!(at, tick);
+        reference.seek(at).expect("seeks");
+        assert_eq!(ecs_hash(app), reference.session.hash(), "tick {tick}");
+        view(app)
+    };
+    let (first_lanes, _) = seek(&mut app, 150);
+    for (tick, same_lanes, balls) in [
+        (170, true, 2),
+        (120, true, 1),
+        (140, true, 2),
+        (40, false, 1),
+    ] {
+        let (lanes, per_lane) = seek(&mut app, tick);
+        assert_eq!(
+            lanes == first_lanes,
+            same_lanes,
+            "tick {tick}: lane entities"
+        );
+        for (steps, lane_steps, ball_count, ball_entities) in per_lane {
+            assert_eq!((ball_count, ball_entities), (balls, balls), "tick {tick}");
+            assert_eq!(steps.last(), Some(&lane_steps), "tick {tick}: {steps:?}");
+            assert!(
+                steps.windows(2).all(|w| w[1] == w[0] + 1),
+                "tick {tick}: {steps:?}"
+            );
+            if same_lanes {
+                // The run began at tick 100 (the 5 m/s throw): every step of it is plotted.
+                assert_eq!(steps.first(), Some(&1), "tick {tick}: {steps:?}");
+            }
+        }
+    }
+}
