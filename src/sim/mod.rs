@@ -910,7 +910,15 @@ fn apply_messages(
     let tick = c.control.ticks;
     let mut active = active;
     // Scene changes first: a spawn in the same frame lands in the new scene's lanes next frame at worst.
-    let mut next_scene: Option<PathBuf> = loads.read().last().map(|l| l.0.clone());
+    // The scenes to try in turn: the one picked, or the menu's next (previous) one, then the one after it when
+    // that file does not load, so that `]` steps past a broken file instead of stopping at it.
+    let mut candidates: Vec<PathBuf> = loads
+        .read()
+        .last()
+        .map(|l| l.0.clone())
+        .into_iter()
+        .collect();
+    let mut cycling = false;
     if let Some(step) = cycles.read().map(|c| c.0).reduce(|a, b| a + b)
         && !catalogue.paths.is_empty()
     {
@@ -919,7 +927,21 @@ fn apply_messages(
             .as_ref()
             .and_then(|a| catalogue.paths.iter().position(|p| *p == a.path))
             .unwrap_or(0) as i32;
-        next_scene = Some(catalogue.paths[(current + step).rem_euclid(n) as usize].clone());
+        let direction = if step < 0 { -1 } else { 1 };
+        cycling = true;
+        candidates = (0..n)
+            .map(|k| {
+                catalogue.paths[(current + step + direction * k).rem_euclid(n) as usize].clone()
+            })
+            .collect();
+        // The scene on screen comes last: it is reloaded only when the step lands on it (a menu of one scene).
+        if let Some(at) = candidates
+            .iter()
+            .skip(1)
+            .position(|p| active.as_ref().is_some_and(|a| a.path == *p))
+        {
+            candidates.truncate(at + 1);
+        }
     }
     let mut rebuild: Option<Scene> = None;
     // A throw or a restart runs the same scene again with the lanes' settings as edited; a new scene brings its
@@ -934,7 +956,7 @@ fn apply_messages(
         settings.sort_by_key(|(index, _)| *index);
         settings.into_iter().map(|(_, s)| s).collect::<Vec<_>>()
     };
-    if let Some(path) = next_scene {
+    for path in candidates {
         match ActiveScene::load(&path) {
             Ok(scene) => {
                 c.log.info(format!("loaded {}", path.display()));
@@ -947,7 +969,9 @@ fn apply_messages(
                     Some(a) => **a = scene,
                     None => commands.insert_resource(scene),
                 }
+                break;
             }
+            Err(e) if cycling => c.log.error(format!("{e}; skipped")),
             Err(e) => c.log.error(format!("{e}; keeping the current scene")),
         }
     }

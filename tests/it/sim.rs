@@ -8,8 +8,9 @@ use bevy::time::TimeUpdateStrategy;
 use contact_sandbox::physics::DVec2;
 use contact_sandbox::physics::world::ContactMethod;
 use contact_sandbox::sim::{
-    ActiveScene, Ball, Lane, LaneMember, LaneSettings, LoadScene, RestartScene, SimControl, SimLog,
-    SimPlugin, SpawnBall, ThrowBall, lane_outcome, lane_summary,
+    ActiveScene, Ball, CycleScene, Lane, LaneMember, LaneSettings, LoadScene, RestartScene,
+    SceneCatalogue, SimControl, SimLog, SimPlugin, SpawnBall, ThrowBall, lane_outcome,
+    lane_summary,
 };
 
 const WALL_THROW: &str = "assets/scenes/wall_throw.ron";
@@ -281,6 +282,37 @@ fn an_error_about_the_old_lanes_is_cleared_when_the_lanes_are_rebuilt() {
     });
     run_updates(&mut app, 2);
     assert!(app.world().resource::<SimLog>().error.is_some());
+}
+
+/// `]` and `[` step past a scene file that does not load, saying so, instead of stopping in front of it.
+#[test]
+fn cycling_scenes_steps_past_a_broken_file() {
+    let broken = std::env::temp_dir().join(format!("cs-broken-{}.ron", std::process::id()));
+    std::fs::write(&broken, "Scene(name: ").expect("written");
+    let mut app = headless(WALL_THROW);
+    app.update();
+    app.insert_resource(SceneCatalogue {
+        paths: vec![WALL_THROW.into(), broken.clone(), BALL_PIT.into()],
+    });
+    let loaded = |app: &mut App| app.world().resource::<ActiveScene>().path.clone();
+    for (step, expected) in [(1, BALL_PIT), (-1, WALL_THROW), (1, BALL_PIT)] {
+        app.world_mut().write_message(CycleScene(step));
+        run_updates(&mut app, 2);
+        assert_eq!(loaded(&mut app), Path::new(expected), "step {step}");
+    }
+    let log = app.world().resource::<SimLog>();
+    let skipped: Vec<&String> = log
+        .errors
+        .iter()
+        .filter(|e| e.contains("skipped"))
+        .collect();
+    assert_eq!(skipped.len(), 3, "{:?}", log.errors);
+    assert!(
+        skipped[0].contains(&broken.display().to_string()),
+        "{}",
+        skipped[0]
+    );
+    let _ = std::fs::remove_file(&broken);
 }
 
 #[test]
