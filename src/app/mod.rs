@@ -30,7 +30,7 @@ pub mod panels;
 pub mod render;
 pub mod screenshot;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use bevy::prelude::*;
@@ -39,7 +39,7 @@ use bevy_egui::EguiPlugin;
 
 use crate::physics::world::ContactMethod;
 use crate::sim::{
-    ActiveScene, BUILT_IN_SCENES, DEFAULT_SCENE, SceneCatalogue, SimPlugin, Stepping,
+    ActiveScene, BUILT_IN_SCENES, DEFAULT_SCENE, SceneCatalogue, SimLog, SimPlugin, Stepping,
 };
 
 /// Ball colour of penalty lanes (sRGB 8-bit; `.ci/gui-check` looks for it).
@@ -170,7 +170,17 @@ pub fn run_gui() -> anyhow::Result<()> {
     let scene_path = std::env::var_os("CONTACT_SANDBOX_SCENE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(DEFAULT_SCENE));
-    let active = ActiveScene::load(&scene_path).map_err(anyhow::Error::new)?;
+    // A scene file that does not load opens the default scene with the file's error on screen (it stays in the
+    // scene menu, to be picked again once mended), as a bad file picked from the menu does.
+    let mut startup_log = SimLog::default();
+    let active = match ActiveScene::load(&scene_path) {
+        Ok(active) => active,
+        Err(e) if scene_path != Path::new(DEFAULT_SCENE) => {
+            startup_log.error(format!("{e}; opened {DEFAULT_SCENE} instead"));
+            ActiveScene::load(Path::new(DEFAULT_SCENE)).map_err(anyhow::Error::new)?
+        }
+        Err(e) => return Err(anyhow::Error::new(e)),
+    };
     let screenshot =
         screenshot::ScreenshotPlan::from_env().context("reading the screenshot variables")?;
     let frames = frame_log::FramePlan::from_env().context("reading the frame-rate variables")?;
@@ -178,8 +188,10 @@ pub fn run_gui() -> anyhow::Result<()> {
     let mut catalogue = SceneCatalogue {
         paths: BUILT_IN_SCENES.iter().map(PathBuf::from).collect(),
     };
-    if !catalogue.paths.contains(&active.path) {
-        catalogue.paths.push(active.path.clone());
+    for path in [&active.path, &scene_path] {
+        if !catalogue.paths.contains(path) {
+            catalogue.paths.push(path.clone());
+        }
     }
 
     let mut app = App::new();
@@ -204,6 +216,7 @@ pub fn run_gui() -> anyhow::Result<()> {
         BACKGROUND_RGB[2],
     )))
     .insert_resource(active)
+    .insert_resource(startup_log)
     .insert_resource(catalogue)
     .insert_resource(UiState {
         show_ui: !frames.hide_ui,
