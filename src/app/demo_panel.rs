@@ -506,7 +506,11 @@ pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls
         ui.colored_label(egui::Color32::from_rgb(235, 64, 52), error);
     }
     ui.small("input that would change the simulation is ignored while replaying");
-    if ui.button("■ Stop replay").clicked() {
+    if ui
+        .button("■ Stop replay")
+        .on_hover_text("Back to the sandbox as it was when the replay started")
+        .clicked()
+    {
         demo.stop_replay.write(StopReplay);
     }
     ui.separator();

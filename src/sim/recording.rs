@@ -227,6 +227,17 @@ pub struct Replay {
     pub full_check: Arc<Mutex<Option<Result<Verdict, String>>>>,
     accumulator: f64,
     synced_generation: Option<u64>,
+    /// The sandbox as it was when the replay started, restored when it stops.
+    before: Option<SandboxSnapshot>,
+}
+
+/// The lanes, their plots and the run control at the start of a replay.
+struct SandboxSnapshot {
+    worlds: Vec<LaneWorld>,
+    histories: Vec<LaneDiagnostics>,
+    stop_at_step: Option<u64>,
+    paused: bool,
+    timestep: std::time::Duration,
 }
 
 impl Replay {
@@ -250,6 +261,7 @@ impl Replay {
             full_check,
             accumulator: 0.0,
             synced_generation: None,
+            before: None,
         }
     }
 
@@ -264,6 +276,7 @@ impl Replay {
             full_check: Arc::new(Mutex::new(None)),
             accumulator: 0.0,
             synced_generation: None,
+            before: None,
         }
     }
 
@@ -303,20 +316,29 @@ pub fn replay_messages(
     mut recorder: ResMut<Recorder>,
     mut log: ResMut<SimLog>,
     mut control: ResMut<SimControl>,
-    lanes: Query<Entity, With<Lane>>,
+    lanes: Query<(Entity, &Lane, &LaneDiagnostics)>,
     members: Query<Entity, With<LaneMember>>,
     active: Option<Res<ActiveScene>>,
     mut fixed: ResMut<Time<Fixed>>,
 ) {
-    if stops.read().count() > 0 && replay.is_some() {
+    if stops.read().count() > 0
+        && let Some(mut replay) = replay
+    {
         commands.remove_resource::<Replay>();
-        for entity in lanes.iter().chain(members.iter()) {
+        for entity in lanes.iter().map(|(e, ..)| e).chain(members.iter()) {
             commands.entity(entity).despawn();
         }
-        if let Some(active) = active {
+        if let Some(before) = replay.before.take() {
+            // Back to the sandbox as it was: its lanes, edits, plots and run control.
+            control.stop_at_step = before.stop_at_step;
+            control.paused = before.paused;
+            fixed.set_timestep(before.timestep);
+            spawn_lane_entities_with_history(&mut commands, before.worlds, before.histories);
+            log.info("replay stopped; the sandbox is back as it was");
+        } else if let Some(active) = active {
             build_lanes(&mut commands, &active.current, &mut control, &mut fixed);
+            log.info("replay stopped; the scene restarted");
         }
-        log.info("replay stopped; the scene restarted");
         return;
     }
     if let Some(start) = starts.read().last() {
@@ -330,9 +352,21 @@ pub fn replay_messages(
                 let mut player = Player::new(demo, start.0.display().to_string());
                 match player.start() {
                     Ok(()) => {
+                        let mut sorted: Vec<(&Lane, &LaneDiagnostics)> =
+                            lanes.iter().map(|(_, lane, d)| (lane, d)).collect();
+                        sorted.sort_by_key(|(lane, _)| lane.index);
+                        let before = SandboxSnapshot {
+                            worlds: sorted.iter().map(|(lane, _)| lane.world.clone()).collect(),
+                            histories: sorted.iter().map(|(_, d)| (*d).clone()).collect(),
+                            stop_at_step: control.stop_at_step,
+                            paused: control.paused,
+                            timestep: fixed.timestep(),
+                        };
                         control.paused = false;
                         control.stop_at_step = None;
-                        commands.insert_resource(Replay::new(player));
+                        let mut replay = Replay::new(player);
+                        replay.before = Some(before);
+                        commands.insert_resource(replay);
                         log.info(format!("replaying {}", start.0.display()));
                     }
                     Err(e) => log.error(e.to_string()),

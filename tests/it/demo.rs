@@ -1061,3 +1061,60 @@ fn seeking_a_replay_keeps_the_plots_and_the_lanes_of_the_run_on_screen() {
         }
     }
 }
+
+/// Stopping a replay brings the sandbox back as it was when the replay started: the lanes with their bodies,
+/// edits and plots, and the run control (it used to restart the scene with the file's settings).
+#[test]
+fn stopping_a_replay_restores_the_sandbox_as_it_was() {
+    let mut app = headless(WALL_THROW);
+    for _ in 0..20 {
+        app.update();
+    }
+    let mut query = app.world_mut().query::<(&Lane, &mut LaneSettings)>();
+    for (lane, mut settings) in query.iter_mut(app.world_mut()) {
+        if lane.index == 1 {
+            settings.0.kappa = 5e4;
+        }
+    }
+    app.world_mut().write_message(SpawnBall {
+        position: DVec2::new(0.1, 0.3),
+        velocity: DVec2::new(1.0, 0.0),
+        radius: 0.01,
+        mass: 1.0,
+    });
+    for _ in 0..5 {
+        app.update();
+    }
+    app.world_mut().resource_mut::<SimControl>().toggle_pause();
+    app.update();
+    let plotted = |app: &mut App| -> Vec<usize> {
+        let mut query = app
+            .world_mut()
+            .query::<(&Lane, &contact_sandbox::sim::LaneDiagnostics)>();
+        let mut lanes: Vec<_> = query.iter(app.world()).collect();
+        lanes.sort_by_key(|(lane, _)| lane.index);
+        lanes.iter().map(|(_, d)| d.history.len()).collect()
+    };
+    let before = (ecs_hash(&mut app), plotted(&mut app));
+    assert!(before.1.iter().all(|&n| n > 20), "{:?}", before.1);
+
+    app.world_mut()
+        .write_message(StartReplay(PathBuf::from(SHIPPED_DEMO)));
+    for _ in 0..30 {
+        app.update();
+    }
+    assert_ne!(ecs_hash(&mut app), before.0, "the replay is on screen");
+    app.world_mut()
+        .write_message(contact_sandbox::sim::StopReplay);
+    app.update();
+    app.update();
+    assert!(app.world().get_resource::<Replay>().is_none());
+    assert_eq!((ecs_hash(&mut app), plotted(&mut app)), before);
+    assert!(app.world().resource::<SimControl>().paused);
+    let mut query = app.world_mut().query::<(&Lane, &LaneSettings)>();
+    for (lane, settings) in query.iter(app.world()) {
+        if lane.index == 1 {
+            assert_eq!((lane.world.settings.kappa, settings.0.kappa), (5e4, 5e4));
+        }
+    }
+}
