@@ -94,8 +94,17 @@ fn toggle_recording(
     stop: &mut MessageWriter<StopRecording>,
 ) {
     if recorder.is_recording() {
+        // Named after the scene the demo starts from, where a replay opens it (not the one on screen now).
+        let started_in = recorder
+            .recording
+            .as_ref()
+            .map(|r| r.demo.scene.name.as_str());
         let path = if ui.save_path.trim().is_empty() {
-            fresh_demo_path(active.map_or("demo", |a| a.current.name.as_str()))
+            fresh_demo_path(
+                started_in
+                    .or(active.map(|a| a.current.name.as_str()))
+                    .unwrap_or("demo"),
+            )
         } else {
             PathBuf::from(ui.save_path.trim())
         };
@@ -516,4 +525,44 @@ pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls
     ui.separator();
     export_controls(ui, demo_ui, file);
     edits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::Scene;
+
+    /// A recording that began in one scene and ends in another is named after the one it starts from (where
+    /// its replay opens), not the scene on screen when it stops.
+    #[test]
+    fn a_recording_is_named_after_the_scene_it_starts_in() {
+        let scene = |path: &str| Scene::load(Path::new(path)).expect("a built-in scene loads");
+        let mut app = App::new();
+        let mut recorder = Recorder::default();
+        recorder.begin(scene("assets/scenes/ball_pit.ron"), 100.0, 0);
+        app.insert_resource(recorder)
+            .insert_resource(
+                ActiveScene::load(Path::new("assets/scenes/slope.ron")).expect("loads"),
+            )
+            .init_resource::<ButtonInput<KeyCode>>()
+            .init_resource::<DemoUi>()
+            .init_resource::<SimLog>()
+            .add_message::<StartRecording>()
+            .add_message::<StopRecording>()
+            .add_systems(Update, record_key);
+        app.world_mut()
+            .resource_mut::<ButtonInput<KeyCode>>()
+            .press(KeyCode::F5);
+        app.update();
+        let stops: Vec<PathBuf> = app
+            .world_mut()
+            .resource_mut::<Messages<StopRecording>>()
+            .drain()
+            .map(|s| s.0)
+            .collect();
+        assert_eq!(stops.len(), 1);
+        let name = stops[0].display().to_string();
+        assert!(name.contains("ball-pit-"), "{name}");
+        let _ = std::fs::remove_dir(DEMO_DIR);
+    }
 }
