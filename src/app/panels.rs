@@ -811,23 +811,36 @@ fn lane_panel(
     .default_open(true)
     .show(ui, |ui| {
         let mut edit = settings.0.clone();
+        // Two settings a row, so both lanes of the wall throw and the energy landscape below them fit a
+        // 900 px window without scrolling.
         egui::Grid::new(("settings", lane.index))
-            .num_columns(2)
+            .num_columns(4)
             .show(ui, |ui| {
-                ui.label("method");
-                egui::ComboBox::from_id_salt(("method", lane.index))
-                    .selected_text(edit.method.label())
-                    .show_ui(ui, |ui| {
-                        ui.selectable_value(&mut edit.method, ContactMethod::Penalty, "penalty");
-                        ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
-                    });
-                ui.end_row();
                 // Each method's own settings; the other's stay visible (switching the method uses them) but
                 // greyed out, since they do nothing in this lane now.
                 let penalty = edit.method == ContactMethod::Penalty;
                 let ipc = edit.method == ContactMethod::Ipc;
+                ui.label("method");
+                egui::ComboBox::from_id_salt(("method", lane.index))
+                    .selected_text(edit.method.label())
+                    .width(70.0)
+                    .show_ui(ui, |ui| {
+                        ui.selectable_value(&mut edit.method, ContactMethod::Penalty, "penalty");
+                        ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
+                    });
+                ui.label("friction μ");
+                ui.add(
+                    setting_field(&mut edit.friction)
+                        .speed(0.01)
+                        .range(0.0..=10.0)
+                        .max_decimals(3),
+                )
+                .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
+                ui.end_row();
                 ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
                 ui.add_enabled(penalty, setting_field(&mut edit.stiffness).speed(100.0));
+                ui.label("h [s]");
+                ui.add(setting_field(&mut edit.h).speed(1e-4).max_decimals(5));
                 ui.end_row();
                 ui.add_enabled(ipc, egui::Label::new("dhat [m]"));
                 ui.add_enabled_ui(ipc, |ui| {
@@ -843,36 +856,12 @@ fn lane_panel(
                         }
                     })
                 });
+                ui.label("gravity y")
+                    .on_hover_text("vertical gravity [m/s²]");
+                ui.add(setting_field(&mut edit.gravity.y).speed(0.1));
                 ui.end_row();
                 ui.add_enabled(ipc, egui::Label::new("κ"));
                 ui.add_enabled(ipc, setting_field(&mut edit.kappa).speed(100.0));
-                ui.end_row();
-                ui.add_enabled(ipc, egui::Label::new("adaptive κ"));
-                ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
-                ui.end_row();
-                ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
-                ui.add_enabled(
-                    ipc,
-                    setting_field(&mut edit.ccd_factor)
-                        .speed(0.01)
-                        .max_decimals(3),
-                );
-                ui.end_row();
-                ui.label("friction μ");
-                ui.add(
-                    setting_field(&mut edit.friction)
-                        .speed(0.01)
-                        .range(0.0..=10.0)
-                        .max_decimals(3),
-                )
-                .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
-                ui.end_row();
-                ui.label("h [s]");
-                ui.add(setting_field(&mut edit.h).speed(1e-4).max_decimals(5));
-                ui.end_row();
-                ui.label("gravity y [m/s²]");
-                ui.add(setting_field(&mut edit.gravity.y).speed(0.1));
-                ui.end_row();
                 ui.label("Newton tol [m]");
                 ui.add(
                     // In scientific notation, every digit kept (a value re-read from its text must not change): 1e-10 m
@@ -883,8 +872,18 @@ fn lane_panel(
                         .custom_parser(|text| text.trim().parse().ok()),
                 );
                 ui.end_row();
+                ui.add_enabled(ipc, egui::Label::new("adaptive κ"));
+                ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
                 ui.label("Newton cap");
                 ui.add(setting_field(&mut edit.newton_max_iterations).speed(1.0));
+                ui.end_row();
+                ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
+                ui.add_enabled(
+                    ipc,
+                    setting_field(&mut edit.ccd_factor)
+                        .speed(0.01)
+                        .max_decimals(3),
+                );
                 ui.end_row();
             });
         if edit != settings.0 {
@@ -1228,7 +1227,8 @@ fn landscape_panel(
     let fmt = |m: Option<f64>| m.map(|x| format!("{x:.4} m")).unwrap_or_else(|| "—".into());
     let gap = barrier.minimiser.map(|x| face - x);
     ui.small(format!(
-        "x_t = {x_start:.3} m · penalty argmin {} · IPC argmin {} (gap {})",
+        "Newton starts at x_t = {x_start:.3} m, a fixed point 30 mm before the wall's face (not the ball's \
+         position) · penalty argmin {} · IPC argmin {} (gap {})",
         fmt(penalty.minimiser),
         fmt(barrier.minimiser),
         match gap {
@@ -1238,58 +1238,99 @@ fn landscape_panel(
             None => "—".into(),
         }
     ));
-    let cap = penalty
-        .points
-        .iter()
-        .map(|p| p[1])
-        .fold(0.0, f64::max)
-        .max(1e-9);
+    let cap = penalty.points().map(|p| p[1]).fold(0.0, f64::max).max(1e-9);
     let clip =
         |pts: &[[f64; 2]]| -> Vec<[f64; 2]> { pts.iter().map(|p| [p[0], p[1].min(cap)]).collect() };
+    let ipc_color = method_color32(ContactMethod::Ipc);
+    let penalty_color = method_color32(ContactMethod::Penalty);
+    let ipc_name = format!("IPC dhat = {:.2} mm", dhat * 1e3);
+    let penalty_name = format!("penalty k = {}", crate::text::number(penalty_k));
+    let grey = egui::Color32::from_gray(150);
+    let x_tilde = ui_state.landscape_x_tilde;
     Plot::new("landscape")
-        .height(200.0)
-        .legend(Legend::default())
+        .height(170.0)
+        // Two entries (a curve and its minimiser share a name); small, so they cover little of the curves.
+        .legend(
+            Legend::default()
+                .text_style(egui::TextStyle::Small)
+                .position(egui_plot::Corner::LeftBottom),
+        )
         .allow_scroll(false)
         .show(ui, |plot| {
-            plot.line(
-                Line::new(
-                    format!("penalty k={penalty_k:.0e}"),
-                    PlotPoints::from(clip(&penalty.points)),
-                )
-                .color(method_color32(ContactMethod::Penalty)),
+            // The wall, unnamed so it adds no legend entry; its label sits in it.
+            plot.span(
+                egui_plot::Span::new("", face..=hi.x)
+                    .fill(grey.gamma_multiply(0.2))
+                    .border_color(grey),
             );
-            plot.line(
-                Line::new(
-                    format!("IPC dhat={:.1}mm", dhat * 1e3),
-                    PlotPoints::from(clip(&barrier.points)),
+            // IPC's E is +∞ where the ball would be inside the wall: no curve is drawn there, and it says so.
+            for &(a, b) in &barrier.infinite {
+                plot.text(
+                    egui_plot::Text::new(
+                        "",
+                        egui_plot::PlotPoint::new(0.5 * (a + b), cap),
+                        egui::RichText::new("IPC: E = ∞").small().color(ipc_color),
+                    )
+                    .anchor(egui::Align2::CENTER_TOP),
+                );
+            }
+            // IPC under penalty, wider: away from the wall the two energies are equal, and each must show.
+            // Each piece is its own line, so none joins the samples either side of E = ∞.
+            for piece in &barrier.pieces {
+                plot.line(
+                    Line::new(ipc_name.clone(), PlotPoints::from(clip(piece)))
+                        .color(ipc_color)
+                        .width(4.0),
+                );
+            }
+            for piece in &penalty.pieces {
+                plot.line(
+                    Line::new(penalty_name.clone(), PlotPoints::from(clip(piece)))
+                        .color(penalty_color)
+                        .width(1.5),
+                );
+            }
+            plot.vline(VLine::new("", x_tilde).color(egui::Color32::from_rgb(170, 110, 255)));
+            plot.text(
+                egui_plot::Text::new(
+                    "",
+                    egui_plot::PlotPoint::new(x_tilde, cap),
+                    egui::RichText::new(" x~").color(egui::Color32::from_rgb(170, 110, 255)),
                 )
-                .color(method_color32(ContactMethod::Ipc)),
+                .anchor(egui::Align2::LEFT_TOP),
             );
             plot.vline(
-                VLine::new("x~", ui_state.landscape_x_tilde)
-                    .color(egui::Color32::from_rgb(170, 110, 255)),
+                VLine::new("", x_start)
+                    .color(grey)
+                    .style(egui_plot::LineStyle::dotted_dense()),
             );
-            plot.vline(VLine::new("wall front", face).color(egui::Color32::GRAY));
-            plot.vline(VLine::new("wall back", hi.x).color(egui::Color32::GRAY));
-            for (curve, method) in [
-                (&penalty, ContactMethod::Penalty),
-                (&barrier, ContactMethod::Ipc),
+            plot.text(
+                egui_plot::Text::new(
+                    "",
+                    egui_plot::PlotPoint::new(x_start, 0.0),
+                    egui::RichText::new(" x_t").small().color(grey),
+                )
+                .anchor(egui::Align2::LEFT_BOTTOM),
+            );
+            for (curve, name, color, radius) in [
+                (&barrier, &ipc_name, ipc_color, 7.0),
+                (&penalty, &penalty_name, penalty_color, 4.5),
             ] {
                 if let Some(x) = curve.minimiser {
                     let y = curve
-                        .points
-                        .iter()
+                        .points()
                         .min_by(|a, b| (a[0] - x).abs().total_cmp(&(b[0] - x).abs()))
                         .map(|p| p[1].min(cap))
                         .unwrap_or(0.0);
                     plot.points(
-                        Points::new(format!("{} argmin", method.label()), vec![[x, y]])
-                            .radius(6.0)
-                            .color(method_color32(method)),
+                        Points::new(name.clone(), vec![[x, y]])
+                            .radius(radius)
+                            .color(color),
                     );
                 }
             }
         });
+    ui.small("dots: each model's minimiser (where Newton from x_t ends); grey band: the wall.");
 }
 
 #[cfg(test)]
