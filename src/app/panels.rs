@@ -249,7 +249,7 @@ fn sandbox_ui(
                                     .map(|b| b.velocity.length())
                                     .fold(0.0, f64::max)
                             });
-                        lane_panel(ui, lane, &mut settings, diagnostics, start_speed);
+                        lane_panel(ui, lane, &mut settings, diagnostics, start_speed, &mut log);
                         ui.separator();
                     }
                 }
@@ -799,6 +799,7 @@ fn lane_panel(
     settings: &mut Mut<LaneSettings>,
     diagnostics: &LaneDiagnostics,
     start_speed: f64,
+    log: &mut SimLog,
 ) {
     let w = &lane.world;
     let color = method_color32(w.settings.method);
@@ -811,6 +812,7 @@ fn lane_panel(
     .default_open(true)
     .show(ui, |ui| {
         let mut edit = settings.0.clone();
+        let refused = Refusals::default();
         // Two settings a row, so both lanes of the wall throw and the energy landscape below them fit a
         // 900 px window without scrolling.
         egui::Grid::new(("settings", lane.index))
@@ -830,17 +832,24 @@ fn lane_panel(
                     });
                 ui.label("friction μ");
                 ui.add(
-                    setting_field(&mut edit.friction)
+                    setting_field(&mut edit.friction, "friction μ", 0.0..=10.0, &refused)
                         .speed(0.01)
-                        .range(0.0..=10.0)
                         .max_decimals(3),
                 )
                 .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
                 ui.end_row();
                 ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
-                ui.add_enabled(penalty, setting_field(&mut edit.stiffness).speed(100.0));
+                ui.add_enabled(
+                    penalty,
+                    setting_field(&mut edit.stiffness, "k [N/m]", any::<f64>(), &refused)
+                        .speed(100.0),
+                );
                 ui.label("h [s]");
-                ui.add(setting_field(&mut edit.h).speed(1e-4).max_decimals(5));
+                ui.add(
+                    setting_field(&mut edit.h, "h [s]", any::<f64>(), &refused)
+                        .speed(1e-4)
+                        .max_decimals(5),
+                );
                 ui.end_row();
                 ui.add_enabled(ipc, egui::Label::new("dhat [m]"));
                 ui.add_enabled_ui(ipc, |ui| {
@@ -850,7 +859,11 @@ fn lane_panel(
                             edit.dhat = if auto { None } else { Some(w.dhat()) };
                         }
                         if let Some(dhat) = edit.dhat.as_mut() {
-                            ui.add(setting_field(dhat).speed(1e-5).max_decimals(6));
+                            ui.add(
+                                setting_field(dhat, "dhat [m]", any::<f64>(), &refused)
+                                    .speed(1e-5)
+                                    .max_decimals(6),
+                            );
                         } else {
                             ui.small(format!("{:.2e}", w.dhat()));
                         }
@@ -858,34 +871,59 @@ fn lane_panel(
                 });
                 ui.label("gravity y")
                     .on_hover_text("vertical gravity [m/s²]");
-                ui.add(setting_field(&mut edit.gravity.y).speed(0.1));
+                ui.add(
+                    setting_field(&mut edit.gravity.y, "gravity y", any::<f64>(), &refused)
+                        .speed(0.1),
+                );
                 ui.end_row();
                 ui.add_enabled(ipc, egui::Label::new("κ"));
-                ui.add_enabled(ipc, setting_field(&mut edit.kappa).speed(100.0));
+                ui.add_enabled(
+                    ipc,
+                    setting_field(&mut edit.kappa, "κ", any::<f64>(), &refused).speed(100.0),
+                );
                 ui.label("Newton tol [m]");
                 ui.add(
                     // In scientific notation, every digit kept (a value re-read from its text must not change): 1e-10 m
                     // read "0.00000000010" with fixed decimals.
-                    setting_field(&mut edit.newton_tolerance)
-                        .speed(1e-11)
-                        .custom_formatter(|v, _| format!("{v:e}"))
-                        .custom_parser(|text| text.trim().parse().ok()),
+                    setting_field(
+                        &mut edit.newton_tolerance,
+                        "Newton tol [m]",
+                        any::<f64>(),
+                        &refused,
+                    )
+                    .speed(1e-11)
+                    .custom_formatter(|v, _| format!("{v:e}")),
                 );
                 ui.end_row();
                 ui.add_enabled(ipc, egui::Label::new("adaptive κ"));
                 ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
                 ui.label("Newton cap");
-                ui.add(setting_field(&mut edit.newton_max_iterations).speed(1.0));
+                ui.add(
+                    setting_field(
+                        &mut edit.newton_max_iterations,
+                        "Newton cap",
+                        any::<u32>(),
+                        &refused,
+                    )
+                    .speed(1.0),
+                );
                 ui.end_row();
                 ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
                 ui.add_enabled(
                     ipc,
-                    setting_field(&mut edit.ccd_factor)
+                    setting_field(&mut edit.ccd_factor, "CCD factor s", any::<f64>(), &refused)
                         .speed(0.01)
                         .max_decimals(3),
                 );
                 ui.end_row();
             });
+        if let Some(refusal) = refused.take() {
+            // egui may read the same text twice as the field loses focus: one message for it.
+            let message = refusal.message(&w.name);
+            if log.error.as_deref() != Some(message.as_str()) {
+                log.error(message);
+            }
+        }
         if edit != settings.0 {
             settings.0 = edit;
         }
@@ -1010,8 +1048,101 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
 /// A number field for a lane setting. A typed value takes effect on Enter or when the field loses focus, not
 /// on each key: typing 0.3 into μ would otherwise run (and record) μ = 0 for the ticks between the keys, and
 /// typing 0.002 into d̂ would try d̂ = 0 on the way.
-fn setting_field<Num: egui::emath::Numeric>(value: &mut Num) -> egui::DragValue<'_> {
-    egui::DragValue::new(value).update_while_editing(false)
+///
+/// Text that is no number, not finite, not whole for a whole-number setting, or outside `allowed` keeps the old
+/// value and is put in `refused` (egui would revert it silently, clamp it into the range, or read "nan" as ∞);
+/// the lane panel reports it. A number inside `allowed` goes to the sim, which checks it against the scene
+/// limits and reports a refusal itself.
+fn setting_field<'a, Num: egui::emath::Numeric>(
+    value: &'a mut Num,
+    setting: &'static str,
+    allowed: std::ops::RangeInclusive<f64>,
+    refused: &Refusals,
+) -> egui::DragValue<'a> {
+    let kept = crate::text::number(value.to_f64());
+    let refused = refused.clone();
+    egui::DragValue::new(value)
+        .update_while_editing(false)
+        .range(allowed.clone())
+        // A value from a scene file outside the drag range is shown as it is, not changed by drawing it.
+        .clamp_existing_to_range(false)
+        .custom_parser(
+            move |text| match parse_setting(text, &allowed, Num::INTEGRAL) {
+                Ok(number) => Some(number),
+                Err(problem) => {
+                    *refused.borrow_mut() = Some(RefusedText {
+                        setting,
+                        typed: text.to_string(),
+                        problem,
+                        kept: kept.clone(),
+                    });
+                    None
+                }
+            },
+        )
+}
+
+/// Every value a number of type `Num` can hold, as a setting field's allowed range.
+fn any<Num: egui::emath::Numeric>() -> std::ops::RangeInclusive<f64> {
+    Num::MIN.to_f64()..=Num::MAX.to_f64()
+}
+
+/// Where the setting fields of one panel put the text they refuse.
+type Refusals = std::rc::Rc<std::cell::RefCell<Option<RefusedText>>>;
+
+/// Text typed into a setting field and not taken.
+#[derive(Clone, Debug, PartialEq)]
+struct RefusedText {
+    /// The setting as its field is labelled.
+    setting: &'static str,
+    typed: String,
+    /// Why, e.g. "is not a number".
+    problem: String,
+    /// The value the setting keeps, as a message quotes it.
+    kept: String,
+}
+
+impl RefusedText {
+    /// The message in the UI, e.g. `lane 'ipc': k [N/m]: "abc" is not a number; kept 10000`.
+    fn message(&self, lane: &str) -> String {
+        format!(
+            "lane '{}': {}: \"{}\" {}; kept {}",
+            displayable(lane),
+            self.setting,
+            crate::text::abbreviate(self.typed.trim(), 40),
+            self.problem,
+            self.kept
+        )
+    }
+}
+
+/// A typed setting as egui reads numbers (spaces ignored, '−' as '-'), or why it is refused: no number, not
+/// finite, not whole when `integral`, or outside `allowed`.
+fn parse_setting(
+    text: &str,
+    allowed: &std::ops::RangeInclusive<f64>,
+    integral: bool,
+) -> Result<f64, String> {
+    let cleaned: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| if c == '−' { '-' } else { c })
+        .collect();
+    let number: f64 = cleaned.parse().map_err(|_| "is not a number".to_string())?;
+    if !number.is_finite() {
+        return Err("is not a finite number".into());
+    }
+    if integral && number.fract() != 0.0 {
+        return Err("is not a whole number".into());
+    }
+    if !allowed.contains(&number) {
+        return Err(format!(
+            "is outside {} to {}",
+            crate::text::number(*allowed.start()),
+            crate::text::number(*allowed.end())
+        ));
+    }
+    Ok(number)
 }
 
 /// Why the lane is paused, if it is (a non-finite state, SPEC §7).
@@ -1356,6 +1487,13 @@ mod tests {
             });
         };
         frame(vec![], &mut value);
+        let key = |key| egui::Event::Key {
+            key,
+            physical_key: None,
+            pressed: true,
+            repeat: false,
+            modifiers: egui::Modifiers::NONE,
+        };
         let button = |pressed| egui::Event::PointerButton {
             pos: at.get(),
             button: egui::PointerButton::Primary,
@@ -1368,19 +1506,14 @@ mod tests {
         );
         frame(vec![button(false)], &mut value);
         frame(vec![], &mut value);
+        // The field's text "0" out of the way, so what is typed is the whole text.
+        frame(vec![key(egui::Key::Backspace)], &mut value);
         let mut after_each_key = Vec::new();
         for c in typed.chars() {
             frame(vec![egui::Event::Text(c.to_string())], &mut value);
             after_each_key.push(value);
         }
-        let enter = egui::Event::Key {
-            key: egui::Key::Enter,
-            physical_key: None,
-            pressed: true,
-            repeat: false,
-            modifiers: egui::Modifiers::NONE,
-        };
-        frame(vec![enter], &mut value);
+        frame(vec![key(egui::Key::Enter)], &mut value);
         frame(vec![], &mut value);
         (after_each_key, value)
     }
@@ -1394,9 +1527,52 @@ mod tests {
             "the harness did not type: {keys:?}"
         );
         // A setting field holds its value until Enter, then takes the whole number.
-        let (keys, entered) = type_into(setting_field, "5");
+        let refused = Refusals::default();
+        let (keys, entered) = type_into(|v| setting_field(v, "k", any::<f64>(), &refused), "5");
         assert!(keys.iter().all(|&v| v == 0.0), "{keys:?}");
-        assert_ne!(entered, 0.0);
+        assert_eq!(entered, 5.0);
+        assert_eq!(refused.take(), None);
+    }
+
+    #[test]
+    fn bad_typed_settings_keep_the_old_value_and_say_what_was_typed() {
+        let typed_into =
+            |setting: &'static str, allowed: std::ops::RangeInclusive<f64>, typed: &str| {
+                let refused = Refusals::default();
+                let (_, entered) = type_into(
+                    |v| setting_field(v, setting, allowed.clone(), &refused),
+                    typed,
+                );
+                (entered, refused.take())
+            };
+        for (setting, allowed, typed, problem) in [
+            ("k [N/m]", any::<f64>(), "abc", "is not a number"),
+            ("k [N/m]", any::<f64>(), "a-5", "is not a number"),
+            // egui read "nan" as NaN and clamped it to +∞, and the sim then refused "inf".
+            ("k [N/m]", any::<f64>(), "nan", "is not a finite number"),
+            ("k [N/m]", any::<f64>(), "inf", "is not a finite number"),
+            // egui clamped a typed μ = −1 to 0 without a word.
+            ("friction μ", 0.0..=10.0, "-1", "is outside 0 to 10"),
+        ] {
+            let (entered, refusal) = typed_into(setting, allowed, typed);
+            assert_eq!(entered, 0.0, "{typed}: the old value is kept");
+            let refusal = refusal.unwrap_or_else(|| panic!("{typed} was refused without a word"));
+            let message = refusal.message("penalty k=1e4");
+            assert_eq!(
+                message,
+                format!("lane 'penalty k=1e4': {setting}: \"{typed}\" {problem}; kept 0"),
+            );
+        }
+        // A number inside the field's range goes on to the sim (which checks the scene limits and says so).
+        assert_eq!(typed_into("k [N/m]", any::<f64>(), "-5"), (-5.0, None));
+        assert_eq!(typed_into("friction μ", 0.0..=10.0, " 0.3 "), (0.3, None));
+        // Whole-number settings take whole numbers only.
+        assert_eq!(parse_setting("12", &any::<u32>(), true), Ok(12.0));
+        assert_eq!(
+            parse_setting("2.5", &any::<u32>(), true),
+            Err("is not a whole number".into())
+        );
+        assert!(parse_setting("-5", &any::<u32>(), true).is_err());
     }
 
     use super::*;
