@@ -96,6 +96,51 @@ pub fn method_color32(method: ContactMethod) -> egui::Color32 {
     egui::Color32::from_rgb(r, g, b)
 }
 
+/// Shades of each method's hue, one per lane of that method in lane order, so lanes of one method can be told
+/// apart in the plots; a method's first lane keeps the method's colour (its balls' colour on the canvas).
+const PENALTY_SHADES: [[u8; 3]; 4] = [PENALTY_RGB, [255, 165, 40], [225, 80, 175], [255, 195, 175]];
+const IPC_SHADES: [[u8; 3]; 4] = [IPC_RGB, [180, 235, 50], [40, 185, 210], [170, 255, 200]];
+
+/// The colour of the `rank`-th lane (from 0) that uses `method`.
+pub fn lane_rgb(method: ContactMethod, rank: usize) -> [u8; 3] {
+    let shades = match method {
+        ContactMethod::Penalty => &PENALTY_SHADES,
+        ContactMethod::Ipc => &IPC_SHADES,
+    };
+    shades[rank % shades.len()]
+}
+
+/// Each lane's colour, the same in its settings, its status line, the gap inset and the plots.
+struct LaneColors(Vec<(Entity, egui::Color32)>);
+
+impl LaneColors {
+    /// `lanes` in lane order, with their methods: each method's lanes take its shades in turn.
+    fn new(lanes: impl IntoIterator<Item = (Entity, ContactMethod)>) -> LaneColors {
+        let (mut penalty, mut ipc) = (0, 0);
+        LaneColors(
+            lanes
+                .into_iter()
+                .map(|(entity, method)| {
+                    let rank = match method {
+                        ContactMethod::Penalty => &mut penalty,
+                        ContactMethod::Ipc => &mut ipc,
+                    };
+                    let [r, g, b] = lane_rgb(method, *rank);
+                    *rank += 1;
+                    (entity, egui::Color32::from_rgb(r, g, b))
+                })
+                .collect(),
+        )
+    }
+
+    fn of(&self, lane: Entity) -> egui::Color32 {
+        self.0
+            .iter()
+            .find(|(e, _)| *e == lane)
+            .map_or(egui::Color32::GRAY, |(_, color)| *color)
+    }
+}
+
 #[derive(SystemParam)]
 struct Actions<'w> {
     throw: MessageWriter<'w, ThrowBall>,
@@ -154,6 +199,12 @@ fn sandbox_ui(
         .map(|r| (r.player.session.tick, r.player.demo.ticks));
     let mut sorted: Vec<Entity> = lanes.iter().map(|l| l.0).collect();
     sorted.sort_by_key(|e| lanes.get(*e).map(|l| l.1.index).unwrap_or(usize::MAX));
+    let colors = LaneColors::new(
+        sorted
+            .iter()
+            .filter_map(|e| lanes.get(*e).ok())
+            .map(|l| (l.0, l.1.world.settings.method)),
+    );
     let step_sizes = lanes
         .iter()
         .map(|l| l.1.world.settings.h)
@@ -208,7 +259,15 @@ fn sandbox_ui(
                     demo_section(ui, &mut demo.controls, &control, active.as_deref(), &mut log);
                     ui.separator();
                     if shown.is_some_and(|s| s.name == "Wall throw") {
-                        wall_throw_panel(ui, &mut ui_state, &control, &lanes, &sorted, &mut actions);
+                        wall_throw_panel(
+                            ui,
+                            &mut ui_state,
+                            &control,
+                            &lanes,
+                            &sorted,
+                            &colors,
+                            &mut actions,
+                        );
                         ui.separator();
                     }
                     spawn_panel(ui, &mut ui_state, &lanes, &mut actions);
@@ -249,7 +308,15 @@ fn sandbox_ui(
                                     .map(|b| b.velocity.length())
                                     .fold(0.0, f64::max)
                             });
-                        lane_panel(ui, lane, &mut settings, diagnostics, start_speed, &mut log);
+                        lane_panel(
+                            ui,
+                            lane,
+                            colors.of(entity),
+                            &mut settings,
+                            diagnostics,
+                            start_speed,
+                            &mut log,
+                        );
                         ui.separator();
                     }
                 }
@@ -275,7 +342,9 @@ fn sandbox_ui(
             // the plots 45 px tall).
             .min_size(170.0)
             .default_size(200.0)
-            .show_inside(&mut viewport_ui, |ui| plots_panel(ui, &lanes, &sorted));
+            .show_inside(&mut viewport_ui, |ui| {
+                plots_panel(ui, &lanes, &sorted, &colors)
+            });
     }
 
     let canvas = viewport_ui.available_rect_before_wrap();
@@ -526,6 +595,7 @@ fn wall_throw_panel(
     control: &SimControl,
     lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
     sorted: &[Entity],
+    colors: &LaneColors,
     actions: &mut Actions,
 ) {
     ui.strong("Wall throw (seed §2)");
@@ -562,7 +632,7 @@ fn wall_throw_panel(
         };
         let w = &lane.world;
         ui.colored_label(
-            method_color32(w.settings.method),
+            colors.of(entity),
             format!("{} — {}", w.name, crate::sim::lane_outcome(w)),
         );
         ui.label(format!(
@@ -571,7 +641,7 @@ fn wall_throw_panel(
             w.stats.steps
         ));
     }
-    gap_inset(ui, lanes, sorted);
+    gap_inset(ui, lanes, sorted, colors);
 }
 
 /// The gap is far below a pixel: a magnified view of the first ball of each lane against the first wall's face.
@@ -579,17 +649,18 @@ fn gap_inset(
     ui: &mut egui::Ui,
     lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
     sorted: &[Entity],
+    colors: &LaneColors,
 ) {
-    let gaps: Vec<(ContactMethod, Option<f64>, bool)> = sorted
+    let gaps: Vec<(egui::Color32, Option<f64>, bool)> = sorted
         .iter()
         .filter_map(|e| lanes.get(*e).ok())
-        .map(|(_, lane, _, _)| {
+        .map(|(entity, lane, _, _)| {
             let w = &lane.world;
             let gap = match (w.balls.first(), w.walls.first()) {
                 (Some(b), Some(wall)) => Some(ball_wall_gap(b.position, b.radius, wall)),
                 _ => None,
             };
-            (w.settings.method, gap, w.ball_tunneled(0))
+            (colors.of(entity), gap, w.ball_tunneled(0))
         })
         .collect();
     // Span of the inset: 3× the smallest positive gap, between 20 µm and 2 mm.
@@ -619,12 +690,11 @@ fn gap_inset(
         egui::Color32::from_gray(150),
     );
     let px_per_m = (face_x - rect.left() - 10.0) as f64 / span;
-    for (row, (method, gap, through)) in gaps.iter().enumerate() {
+    for (row, &(color, gap, through)) in gaps.iter().enumerate() {
         let y = rect.top() + 15.0 + 22.0 * row as f32;
-        let color = method_color32(*method);
         let text = match (gap, through) {
             (_, true) => "through".to_string(),
-            (Some(g), _) if *g >= 0.0 => crate::sim::length_text(*g),
+            (Some(g), _) if g >= 0.0 => crate::sim::length_text(g),
             (Some(g), _) => format!("{} deep", crate::sim::length_text(-g)),
             _ => "—".into(),
         };
@@ -796,13 +866,13 @@ fn selected_body_panel(
 fn lane_panel(
     ui: &mut egui::Ui,
     lane: &Lane,
+    color: egui::Color32,
     settings: &mut Mut<LaneSettings>,
     diagnostics: &LaneDiagnostics,
     start_speed: f64,
     log: &mut SimLog,
 ) {
     let w = &lane.world;
-    let color = method_color32(w.settings.method);
     egui::CollapsingHeader::new(
         egui::RichText::new(format!("lane {}: {}", lane.index, w.name))
             .color(color)
@@ -1159,8 +1229,23 @@ fn plots_panel(
     ui: &mut egui::Ui,
     lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
     sorted: &[Entity],
+    colors: &LaneColors,
 ) {
-    let width = (ui.available_width() - 20.0) / 3.0;
+    // One legend for the three plots, above them: in each plot a legend of four lanes covered the curves and,
+    // with long lane names, ran off the plot's edge.
+    ui.horizontal_wrapped(|ui| {
+        for &entity in sorted {
+            if let Ok((_, lane, _, _)) = lanes.get(entity) {
+                ui.label(
+                    egui::RichText::new(format!("━ {}", displayable(&lane.world.name)))
+                        .small()
+                        .color(colors.of(entity)),
+                );
+            }
+        }
+    });
+    let spacing = ui.spacing().item_spacing.x;
+    let width = ((ui.available_width() - 2.0 * spacing) / 3.0 - 1.0).max(60.0);
     let height = ui.available_height() - 20.0;
     type Extract = fn(&crate::sim::DiagnosticSample) -> Option<f64>;
     let charts: [(&str, Extract); 3] = [
@@ -1190,7 +1275,6 @@ fn plots_panel(
                     .set_margin_fraction(egui::Vec2::new(0.05, 0.12))
                     // The time axis in simulated seconds, said on its ticks.
                     .x_axis_formatter(|mark, _| format!("{} s", mark.value))
-                    .legend(Legend::default().text_style(egui::TextStyle::Small))
                     .allow_scroll(false)
                     .show(ui, |plot| {
                         // Thinned to columns as wide as the plot's pixels as last drawn (egui_plot's transform),
@@ -1212,7 +1296,7 @@ fn plots_panel(
                             );
                             plot.line(
                                 Line::new(lane.world.name.clone(), PlotPoints::from(points))
-                                    .color(method_color32(lane.world.settings.method)),
+                                    .color(colors.of(entity)),
                             );
                         }
                     });
@@ -1516,6 +1600,35 @@ mod tests {
         frame(vec![key(egui::Key::Enter)], &mut value);
         frame(vec![], &mut value);
         (after_each_key, value)
+    }
+
+    #[test]
+    fn lanes_of_one_method_have_colours_of_their_own() {
+        use ContactMethod::{Ipc, Penalty};
+        let lanes = |methods: &[ContactMethod]| {
+            let colors = LaneColors::new(
+                methods
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| (Entity::from_raw_u32(i as u32 + 1).expect("an index"), *m)),
+            );
+            colors.0.iter().map(|(_, c)| *c).collect::<Vec<_>>()
+        };
+        let distinct = |colors: &[egui::Color32]| {
+            colors
+                .iter()
+                .enumerate()
+                .all(|(i, a)| colors[i + 1..].iter().all(|b| a != b))
+        };
+        // The slope: two IPC lanes and two penalty lanes.
+        let slope = lanes(&[Ipc, Ipc, Penalty, Penalty]);
+        assert!(distinct(&slope), "{slope:?}");
+        // A method's first lane keeps the method's colour, the balls' colour on the canvas.
+        assert_eq!(slope[0], method_color32(Ipc));
+        assert_eq!(slope[2], method_color32(Penalty));
+        // The wall throw with its penalty lane switched to IPC.
+        assert!(distinct(&lanes(&[Ipc, Ipc])));
+        assert!(distinct(&lanes(&[Penalty, Penalty, Penalty, Penalty])));
     }
 
     #[test]
