@@ -799,6 +799,57 @@ fn next_unit(seed: &mut u64) -> f64 {
     (*seed >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// A wall's or a ball's index and the signed surface gap to it [m].
+type Nearest = (usize, f64);
+
+/// The smallest signed surface gap [m] from a ball (centre `position`, `radius`) to any wall of `world` and to
+/// any other of its balls, each with that wall's or ball's index; `None` where there is none. Ball `ball` itself
+/// is skipped.
+fn nearest_gaps(
+    world: &LaneWorld,
+    ball: usize,
+    position: DVec2,
+    radius: f64,
+) -> (Option<Nearest>, Option<Nearest>) {
+    let smallest = |gaps: &mut dyn Iterator<Item = (usize, f64)>| {
+        gaps.filter(|(_, gap)| !gap.is_nan())
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    let wall = smallest(
+        &mut world
+            .walls
+            .iter()
+            .enumerate()
+            .map(|(k, wall)| (k, ball_wall_gap(position, radius, wall))),
+    );
+    let other = smallest(
+        &mut world
+            .balls
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != ball)
+            .map(|(j, other)| {
+                (
+                    j,
+                    (other.position - position).length() - other.radius - radius,
+                )
+            }),
+    );
+    (wall, other)
+}
+
+/// A gap as the selected-body panel shows it: micrometres to the nanometre near contact, where IPC's gaps live;
+/// in a suitable unit farther off ("4431237590.702 µm" was a ball 4.4 km away). Negative is overlap.
+fn gap_text(gap: f64) -> String {
+    if gap.abs() < 1e-3 {
+        crate::text::fixed(gap * 1e6, 3) + " µm"
+    } else if gap < 0.0 {
+        format!("-{}", crate::sim::length_text(-gap))
+    } else {
+        crate::sim::length_text(gap)
+    }
+}
+
 fn selected_body_panel(
     ui: &mut egui::Ui,
     ui_state: &UiState,
@@ -813,38 +864,36 @@ fn selected_body_panel(
     };
     ui.label(name.as_str());
     ui.monospace(format!(
-        "x = ({:.6}, {:.6}) m",
-        state.position.x, state.position.y
+        "x = ({}, {}) m",
+        crate::text::fixed(state.position.x, 6),
+        crate::text::fixed(state.position.y, 6)
     ));
     ui.monospace(format!(
-        "v = ({:.4}, {:.4}) m/s",
-        state.velocity.x, state.velocity.y
+        "v = ({}, {}) m/s",
+        crate::text::fixed(state.velocity.x, 4),
+        crate::text::fixed(state.velocity.y, 4)
     ));
     let lane = lanes.get(member.0).ok().map(|l| l.1);
     if let Some(b) = ball {
         ui.monospace(format!("r = {:.4} m, m = {:.3} kg", b.radius, b.mass));
         if let Some(lane) = lane {
             ui.monospace(format!("tunnelled: {}", lane.world.ball_tunneled(b.index)));
-            if let Some(wall) = lane.world.walls.first() {
-                let gap = ball_wall_gap(state.position, b.radius, wall);
-                // Micrometres to the nanometre near the wall, where IPC's gaps live; in a suitable unit
-                // farther off ("4431237590.702 µm" was a ball 4.4 km away).
-                let text = if gap.abs() < 1e-3 {
-                    format!("{:.3} µm", gap * 1e6)
-                } else if gap < 0.0 {
-                    format!("-{}", crate::sim::length_text(-gap))
-                } else {
-                    crate::sim::length_text(gap)
-                };
-                ui.monospace(format!("gap to wall 0: {text}"));
+            let (wall, ball) = nearest_gaps(&lane.world, b.index, state.position, b.radius);
+            for (kind, nearest) in [("wall", wall), ("ball", ball)] {
+                if let Some((index, gap)) = nearest {
+                    ui.monospace(format!(
+                        "nearest {kind}: {kind} {index}, gap {}",
+                        gap_text(gap)
+                    ));
+                }
             }
         }
     }
     if let Some(r) = rod {
         ui.monospace(format!(
-            "θ = {:.4} rad, ω = {:.4} rad/s",
-            crate::physics::rod_flight::wrapped_angle(state.angle),
-            state.omega
+            "θ = {} rad, ω = {} rad/s",
+            crate::text::fixed(crate::physics::rod_flight::wrapped_angle(state.angle), 4),
+            crate::text::fixed(state.omega, 4)
         ));
         ui.monospace(format!(
             "L = {:.3} m, m = {:.3} kg, e = {:.2}",
@@ -1629,6 +1678,53 @@ mod tests {
         // The wall throw with its penalty lane switched to IPC.
         assert!(distinct(&lanes(&[Ipc, Ipc])));
         assert!(distinct(&lanes(&[Penalty, Penalty, Penalty, Penalty])));
+    }
+
+    #[test]
+    fn the_selected_ball_shows_its_nearest_wall_and_ball() {
+        use crate::physics::geometry::{Ball, Wall};
+        use crate::physics::world::{ContactSettings, LaneWorld};
+        let wall = |x: f64, y: f64, hx: f64, hy: f64| Wall {
+            center: DVec2::new(x, y),
+            half_extents: DVec2::new(hx, hy),
+            angle: 0.0,
+        };
+        let ball = |x: f64, y: f64| Ball {
+            position: DVec2::new(x, y),
+            velocity: DVec2::ZERO,
+            radius: 0.05,
+            mass: 1.0,
+        };
+        // A floor (wall 0, top at y = 0), a far side wall (wall 1); a pile: ball 2 rests 5 µm over ball 1,
+        // 88.57 mm above the floor.
+        let world = LaneWorld::new(
+            "pit",
+            ContactSettings::default(),
+            vec![wall(0.0, -0.5, 5.0, 0.5), wall(3.0, 1.0, 0.5, 2.0)],
+            vec![
+                ball(-1.0, 0.05),
+                ball(0.0, 0.13857 - 0.10 - 5e-6),
+                ball(0.0, 0.13857),
+            ],
+        );
+        let (near_wall, near_ball) = nearest_gaps(&world, 2, world.balls[2].position, 0.05);
+        let (k, to_wall) = near_wall.expect("a wall");
+        assert_eq!(k, 0);
+        assert!((to_wall - 0.08857).abs() < 1e-12, "{to_wall}");
+        let (j, to_ball) = near_ball.expect("a ball");
+        assert_eq!(j, 1, "the ball below, not itself or the far one");
+        assert!((to_ball - 5e-6).abs() < 1e-12, "{to_ball}");
+        assert_eq!(gap_text(to_ball), "5.000 µm");
+        assert_eq!(gap_text(to_wall), "88.57 mm");
+        assert_eq!(gap_text(-2e-6), "-2.000 µm");
+        // A ball alone in a lane without walls has neither.
+        let alone = LaneWorld::new(
+            "alone",
+            ContactSettings::default(),
+            vec![],
+            vec![ball(0.0, 0.0)],
+        );
+        assert_eq!(nearest_gaps(&alone, 0, DVec2::ZERO, 0.05), (None, None));
     }
 
     #[test]
