@@ -1112,26 +1112,19 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
             ui.label(text);
         }
     }
-    ui.label(format!(
-        "dhat = {:.3} mm (the contact tolerance)",
-        w.dhat() * 1e3
-    ));
+    let [dhat, newton] = contact_preflight(w, diagnostics.newton_spikes);
+    let show = |ui: &mut egui::Ui, line: PreflightLine| match line {
+        PreflightLine::Applies(text) => ui.label(text),
+        PreflightLine::Warning(text) => {
+            ui.colored_label(egui::Color32::from_rgb(255, 180, 60), text)
+        }
+        PreflightLine::IpcOnly(text) => ui.add_enabled(false, egui::Label::new(text)),
+    };
+    show(ui, dhat);
     if let Some(warning) = resolution_warning(w.settings.newton_tolerance, h) {
         ui.colored_label(egui::Color32::from_rgb(255, 180, 60), warning);
     }
-    let last = w.last.as_ref().map(|d| d.newton_iterations).unwrap_or(0);
-    let spikes = diagnostics.newton_spikes;
-    let newton = format!(
-        "CCD s = {:.2}; Newton last {last}, max {}, mean {:.2}, spikes {spikes}",
-        w.settings.ccd_factor,
-        w.stats.max_newton,
-        w.stats.mean_newton()
-    );
-    if spikes > 0 {
-        ui.colored_label(egui::Color32::from_rgb(255, 180, 60), newton);
-    } else {
-        ui.label(newton);
-    }
+    show(ui, newton);
     // How the solves end (issue 8): a capped or stalled solve still returns a feasible state, but say so.
     let stop = w.last.as_ref().map(|d| match &d.stop {
         StopReason::Converged => "converged".to_string(),
@@ -1162,6 +1155,51 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
         crate::sim::lane_outcome(w)
     ));
     fault_line(ui, w);
+}
+
+/// A pre-flight line and how it is shown.
+#[derive(Clone, Debug, PartialEq)]
+enum PreflightLine {
+    Applies(String),
+    Warning(String),
+    /// A number of IPC's that the lane's method does not use: greyed.
+    IpcOnly(String),
+}
+
+/// The seed's second and third pre-flight numbers: d̂ as the contact tolerance, and the CCD factor with the Newton
+/// counts and their spikes. Penalty has neither a tolerance nor CCD: for it they are greyed as "IPC only" (kept
+/// in view, since switching the method uses them), and its Newton counts stand on their own.
+fn contact_preflight(w: &LaneWorld, spikes: u32) -> [PreflightLine; 2] {
+    let last = w.last.as_ref().map(|d| d.newton_iterations).unwrap_or(0);
+    let counts = format!(
+        "Newton last {last}, max {}, mean {:.2}, spikes {spikes}",
+        w.stats.max_newton,
+        w.stats.mean_newton()
+    );
+    let newton = |text: String| {
+        if spikes > 0 {
+            PreflightLine::Warning(text)
+        } else {
+            PreflightLine::Applies(text)
+        }
+    };
+    match w.settings.method {
+        ContactMethod::Ipc => [
+            PreflightLine::Applies(format!(
+                "dhat = {:.3} mm (the contact tolerance)",
+                w.dhat() * 1e3
+            )),
+            newton(format!("CCD s = {:.2}; {counts}", w.settings.ccd_factor)),
+        ],
+        ContactMethod::Penalty => [
+            PreflightLine::IpcOnly(format!(
+                "dhat = {:.3} mm, CCD s = {:.2}: IPC only, unused by penalty",
+                w.dhat() * 1e3,
+                w.settings.ccd_factor
+            )),
+            newton(counts),
+        ],
+    }
 }
 
 /// A number field for a lane setting. A typed value takes effect on Enter or when the field loses focus, not
@@ -1725,6 +1763,45 @@ mod tests {
             vec![ball(0.0, 0.0)],
         );
         assert_eq!(nearest_gaps(&alone, 0, DVec2::ZERO, 0.05), (None, None));
+    }
+
+    #[test]
+    fn a_penalty_lane_shows_dhat_and_the_ccd_factor_as_ipc_only() {
+        use crate::physics::world::{ContactSettings, LaneWorld};
+        let lane = |method| {
+            LaneWorld::new(
+                "lane",
+                ContactSettings {
+                    method,
+                    dhat: Some(1e-3),
+                    ..ContactSettings::default()
+                },
+                vec![],
+                vec![],
+            )
+        };
+        let [dhat, newton] = contact_preflight(&lane(ContactMethod::Penalty), 0);
+        assert_eq!(
+            dhat,
+            PreflightLine::IpcOnly(
+                "dhat = 1.000 mm, CCD s = 0.90: IPC only, unused by penalty".into()
+            )
+        );
+        assert_eq!(
+            newton,
+            PreflightLine::Applies("Newton last 0, max 0, mean 0.00, spikes 0".into())
+        );
+        let [dhat, newton] = contact_preflight(&lane(ContactMethod::Ipc), 3);
+        assert_eq!(
+            dhat,
+            PreflightLine::Applies("dhat = 1.000 mm (the contact tolerance)".into())
+        );
+        assert_eq!(
+            newton,
+            PreflightLine::Warning(
+                "CCD s = 0.90; Newton last 0, max 0, mean 0.00, spikes 3".into()
+            )
+        );
     }
 
     #[test]
