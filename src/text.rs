@@ -23,6 +23,16 @@ pub fn number(value: f64) -> String {
     }
 }
 
+/// `value` with `decimals` digits after the point, without a minus sign on a value that rounds to zero: a rod at
+/// rest reads "θ = 0.0000", not "-0.0000".
+pub fn fixed(value: f64, decimals: usize) -> String {
+    let text = format!("{value:.decimals$}");
+    match text.strip_prefix('-') {
+        Some(magnitude) if magnitude.chars().all(|c| c == '0' || c == '.') => magnitude.to_string(),
+        _ => text,
+    }
+}
+
 /// `n` and the noun, singular for one: `1 action`, `3 actions`, `1 hash`, `0 hashes`.
 pub fn counted(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
@@ -34,7 +44,18 @@ pub fn counted(n: u64, one: &str, many: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{abbreviate, counted, number};
+    use super::{abbreviate, counted, fixed, number};
+
+    #[test]
+    fn a_value_that_rounds_to_zero_has_no_minus_sign() {
+        assert_eq!(fixed(-0.0, 4), "0.0000");
+        assert_eq!(fixed(-1e-7, 4), "0.0000");
+        assert_eq!(fixed(-0.00005, 4), "-0.0001");
+        assert_eq!(fixed(-1.5, 2), "-1.50");
+        assert_eq!(fixed(0.25, 3), "0.250");
+        assert_eq!(fixed(-0.0, 0), "0");
+        assert_eq!(fixed(f64::NAN, 2), "NaN");
+    }
 
     #[test]
     fn numbers_are_quoted_compactly() {

@@ -12,11 +12,22 @@ use crate::physics::potential::{
 /// One model's curve and minimiser.
 #[derive(Clone, Debug, Default)]
 pub struct LandscapeCurve {
-    /// `(x, E(x))` samples [m, J]; samples where `E = +∞` (inside the IPC wall) are left out.
-    pub points: Vec<[f64; 2]>,
+    /// `(x, E(x))` samples [m, J] where `E` is finite, in runs of consecutive samples: a sample where `E = +∞`
+    /// (inside the IPC wall) ends one piece and the next finite sample starts another, so a line drawn through a
+    /// piece never joins the two sides of the barrier.
+    pub pieces: Vec<Vec<[f64; 2]>>,
+    /// Each run of samples where `E` is not finite, as (its first x, its last x) [m].
+    pub infinite: Vec<(f64, f64)>,
     /// Where Newton from the step's start `xᵗ` ends [m].
     pub minimiser: Option<f64>,
     pub newton_iterations: u32,
+}
+
+impl LandscapeCurve {
+    /// Every finite sample, left to right.
+    pub fn points(&self) -> impl Iterator<Item = &[f64; 2]> {
+        self.pieces.iter().flatten()
+    }
 }
 
 /// Inputs of the landscape: one ball of mass `m` on the line `y = line_y`, walls, the step `h`.
@@ -53,7 +64,9 @@ pub fn landscape(input: &LandscapeInput<'_>, model: ContactModel) -> LandscapeCu
     let mut contacts = ContactSet::default();
     let n = input.samples.max(2);
     let (a, b) = input.x_range;
-    let mut points = Vec::with_capacity(n);
+    let mut pieces: Vec<Vec<[f64; 2]>> = Vec::new();
+    let mut infinite: Vec<(f64, f64)> = Vec::new();
+    let mut previous_finite = false;
     for i in 0..n {
         let x = a + (b - a) * i as f64 / (n - 1) as f64;
         let e = potential.energy(
@@ -61,9 +74,22 @@ pub fn landscape(input: &LandscapeInput<'_>, model: ContactModel) -> LandscapeCu
             &mut workspace,
             &mut contacts,
         );
-        if e.is_finite() {
-            points.push([x, e]);
+        let finite = e.is_finite();
+        match (finite, previous_finite) {
+            (true, true) => {
+                if let Some(piece) = pieces.last_mut() {
+                    piece.push([x, e]);
+                }
+            }
+            (true, false) => pieces.push(vec![[x, e]]),
+            (false, false) if i > 0 => {
+                if let Some(run) = infinite.last_mut() {
+                    run.1 = x;
+                }
+            }
+            (false, _) => infinite.push((x, x)),
         }
+        previous_finite = finite;
     }
     let mut x = vec![DVec2::new(input.x_start, input.line_y)];
     let start_energy = potential.energy(&x, &mut workspace, &mut contacts);
@@ -80,8 +106,82 @@ pub fn landscape(input: &LandscapeInput<'_>, model: ContactModel) -> LandscapeCu
         (None, 0)
     };
     LandscapeCurve {
-        points,
+        pieces,
+        infinite,
         minimiser,
         newton_iterations,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seed's wall (front face 0.503 m, 20 mm thick) and x̃ behind it, where IPC's curve has two sides.
+    fn seed_input(walls: &[Wall], samples: usize) -> LandscapeInput<'_> {
+        LandscapeInput {
+            walls,
+            mass: 1.0,
+            h: 0.01,
+            line_y: 0.0,
+            x_start: 0.473,
+            x_tilde: 0.56,
+            x_range: (0.403, 0.583),
+            samples,
+            newton: NewtonSettings {
+                tolerance: 1e-10,
+                max_iterations: 59,
+                ccd_factor: 0.9,
+            },
+        }
+    }
+
+    #[test]
+    fn the_curve_pieces_never_span_a_non_finite_sample() {
+        let walls = [Wall {
+            center: DVec2::new(0.513, 0.0),
+            half_extents: DVec2::new(0.01, 0.5),
+            angle: 0.0,
+        }];
+        let samples = 181;
+        let input = seed_input(&walls, samples);
+        let step = (input.x_range.1 - input.x_range.0) / (samples - 1) as f64;
+        let barrier = ContactModel::Barrier {
+            dhat: 1e-3,
+            kappa: 1e4,
+        };
+        let curve = landscape(&input, barrier);
+        assert_eq!(curve.pieces.len(), 2, "one piece either side of the wall");
+        assert_eq!(curve.infinite.len(), 1);
+        let (lo, hi) = curve.infinite[0];
+        assert!(lo >= 0.503 && hi <= 0.523, "{lo}..{hi} lies in the wall");
+        for piece in &curve.pieces {
+            for pair in piece.windows(2) {
+                let (a, b) = (pair[0], pair[1]);
+                assert!(a[1].is_finite() && b[1].is_finite());
+                // Neighbouring samples: nothing (in particular no infinite sample) was skipped between them.
+                assert!(
+                    ((b[0] - a[0]) - step).abs() < 1e-9 * step.max(1.0),
+                    "{a:?} → {b:?} skips a sample"
+                );
+            }
+        }
+        // Every sample is in a piece or in an infinite run: none is lost.
+        let in_runs: usize = curve
+            .infinite
+            .iter()
+            .map(|(a, b)| ((b - a) / step).round() as usize + 1)
+            .sum();
+        assert_eq!(curve.points().count() + in_runs, samples);
+        // One piece lies before the wall's front face, the other behind its back face (a sample on a face,
+        // a rounding off it, may still be finite).
+        let (front, back) = (0.503 + 1e-12, 0.523 - 1e-12);
+        assert!(curve.pieces[0].iter().all(|p| p[0] <= front));
+        assert!(curve.pieces[1].iter().all(|p| p[0] >= back));
+        // Penalty's energy is finite everywhere: one piece of every sample.
+        let penalty = landscape(&input, ContactModel::Penalty { stiffness: 1e4 });
+        assert_eq!(penalty.pieces.len(), 1);
+        assert!(penalty.infinite.is_empty());
+        assert_eq!(penalty.points().count(), samples);
     }
 }

@@ -96,6 +96,51 @@ pub fn method_color32(method: ContactMethod) -> egui::Color32 {
     egui::Color32::from_rgb(r, g, b)
 }
 
+/// Shades of each method's hue, one per lane of that method in lane order, so lanes of one method can be told
+/// apart in the plots; a method's first lane keeps the method's colour (its balls' colour on the canvas).
+const PENALTY_SHADES: [[u8; 3]; 4] = [PENALTY_RGB, [255, 165, 40], [225, 80, 175], [255, 195, 175]];
+const IPC_SHADES: [[u8; 3]; 4] = [IPC_RGB, [180, 235, 50], [40, 185, 210], [170, 255, 200]];
+
+/// The colour of the `rank`-th lane (from 0) that uses `method`.
+pub fn lane_rgb(method: ContactMethod, rank: usize) -> [u8; 3] {
+    let shades = match method {
+        ContactMethod::Penalty => &PENALTY_SHADES,
+        ContactMethod::Ipc => &IPC_SHADES,
+    };
+    shades[rank % shades.len()]
+}
+
+/// Each lane's colour, the same in its settings, its status line, the gap inset and the plots.
+struct LaneColors(Vec<(Entity, egui::Color32)>);
+
+impl LaneColors {
+    /// `lanes` in lane order, with their methods: each method's lanes take its shades in turn.
+    fn new(lanes: impl IntoIterator<Item = (Entity, ContactMethod)>) -> LaneColors {
+        let (mut penalty, mut ipc) = (0, 0);
+        LaneColors(
+            lanes
+                .into_iter()
+                .map(|(entity, method)| {
+                    let rank = match method {
+                        ContactMethod::Penalty => &mut penalty,
+                        ContactMethod::Ipc => &mut ipc,
+                    };
+                    let [r, g, b] = lane_rgb(method, *rank);
+                    *rank += 1;
+                    (entity, egui::Color32::from_rgb(r, g, b))
+                })
+                .collect(),
+        )
+    }
+
+    fn of(&self, lane: Entity) -> egui::Color32 {
+        self.0
+            .iter()
+            .find(|(e, _)| *e == lane)
+            .map_or(egui::Color32::GRAY, |(_, color)| *color)
+    }
+}
+
 #[derive(SystemParam)]
 struct Actions<'w> {
     throw: MessageWriter<'w, ThrowBall>,
@@ -154,6 +199,12 @@ fn sandbox_ui(
         .map(|r| (r.player.session.tick, r.player.demo.ticks));
     let mut sorted: Vec<Entity> = lanes.iter().map(|l| l.0).collect();
     sorted.sort_by_key(|e| lanes.get(*e).map(|l| l.1.index).unwrap_or(usize::MAX));
+    let colors = LaneColors::new(
+        sorted
+            .iter()
+            .filter_map(|e| lanes.get(*e).ok())
+            .map(|l| (l.0, l.1.world.settings.method)),
+    );
     let step_sizes = lanes
         .iter()
         .map(|l| l.1.world.settings.h)
@@ -208,7 +259,15 @@ fn sandbox_ui(
                     demo_section(ui, &mut demo.controls, &control, active.as_deref(), &mut log);
                     ui.separator();
                     if shown.is_some_and(|s| s.name == "Wall throw") {
-                        wall_throw_panel(ui, &mut ui_state, &control, &lanes, &sorted, &mut actions);
+                        wall_throw_panel(
+                            ui,
+                            &mut ui_state,
+                            &control,
+                            &lanes,
+                            &sorted,
+                            &colors,
+                            &mut actions,
+                        );
                         ui.separator();
                     }
                     spawn_panel(ui, &mut ui_state, &lanes, &mut actions);
@@ -249,7 +308,15 @@ fn sandbox_ui(
                                     .map(|b| b.velocity.length())
                                     .fold(0.0, f64::max)
                             });
-                        lane_panel(ui, lane, &mut settings, diagnostics, start_speed);
+                        lane_panel(
+                            ui,
+                            lane,
+                            colors.of(entity),
+                            &mut settings,
+                            diagnostics,
+                            start_speed,
+                            &mut log,
+                        );
                         ui.separator();
                     }
                 }
@@ -275,7 +342,9 @@ fn sandbox_ui(
             // the plots 45 px tall).
             .min_size(170.0)
             .default_size(200.0)
-            .show_inside(&mut viewport_ui, |ui| plots_panel(ui, &lanes, &sorted));
+            .show_inside(&mut viewport_ui, |ui| {
+                plots_panel(ui, &lanes, &sorted, &colors)
+            });
     }
 
     let canvas = viewport_ui.available_rect_before_wrap();
@@ -526,6 +595,7 @@ fn wall_throw_panel(
     control: &SimControl,
     lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
     sorted: &[Entity],
+    colors: &LaneColors,
     actions: &mut Actions,
 ) {
     ui.strong("Wall throw (seed §2)");
@@ -562,7 +632,7 @@ fn wall_throw_panel(
         };
         let w = &lane.world;
         ui.colored_label(
-            method_color32(w.settings.method),
+            colors.of(entity),
             format!("{} — {}", w.name, crate::sim::lane_outcome(w)),
         );
         ui.label(format!(
@@ -571,7 +641,7 @@ fn wall_throw_panel(
             w.stats.steps
         ));
     }
-    gap_inset(ui, lanes, sorted);
+    gap_inset(ui, lanes, sorted, colors);
 }
 
 /// The gap is far below a pixel: a magnified view of the first ball of each lane against the first wall's face.
@@ -579,17 +649,18 @@ fn gap_inset(
     ui: &mut egui::Ui,
     lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
     sorted: &[Entity],
+    colors: &LaneColors,
 ) {
-    let gaps: Vec<(ContactMethod, Option<f64>, bool)> = sorted
+    let gaps: Vec<(egui::Color32, Option<f64>, bool)> = sorted
         .iter()
         .filter_map(|e| lanes.get(*e).ok())
-        .map(|(_, lane, _, _)| {
+        .map(|(entity, lane, _, _)| {
             let w = &lane.world;
             let gap = match (w.balls.first(), w.walls.first()) {
                 (Some(b), Some(wall)) => Some(ball_wall_gap(b.position, b.radius, wall)),
                 _ => None,
             };
-            (w.settings.method, gap, w.ball_tunneled(0))
+            (colors.of(entity), gap, w.ball_tunneled(0))
         })
         .collect();
     // Span of the inset: 3× the smallest positive gap, between 20 µm and 2 mm.
@@ -619,12 +690,11 @@ fn gap_inset(
         egui::Color32::from_gray(150),
     );
     let px_per_m = (face_x - rect.left() - 10.0) as f64 / span;
-    for (row, (method, gap, through)) in gaps.iter().enumerate() {
+    for (row, &(color, gap, through)) in gaps.iter().enumerate() {
         let y = rect.top() + 15.0 + 22.0 * row as f32;
-        let color = method_color32(*method);
         let text = match (gap, through) {
             (_, true) => "through".to_string(),
-            (Some(g), _) if *g >= 0.0 => crate::sim::length_text(*g),
+            (Some(g), _) if g >= 0.0 => crate::sim::length_text(g),
             (Some(g), _) => format!("{} deep", crate::sim::length_text(-g)),
             _ => "—".into(),
         };
@@ -729,6 +799,57 @@ fn next_unit(seed: &mut u64) -> f64 {
     (*seed >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// A wall's or a ball's index and the signed surface gap to it [m].
+type Nearest = (usize, f64);
+
+/// The smallest signed surface gap [m] from a ball (centre `position`, `radius`) to any wall of `world` and to
+/// any other of its balls, each with that wall's or ball's index; `None` where there is none. Ball `ball` itself
+/// is skipped.
+fn nearest_gaps(
+    world: &LaneWorld,
+    ball: usize,
+    position: DVec2,
+    radius: f64,
+) -> (Option<Nearest>, Option<Nearest>) {
+    let smallest = |gaps: &mut dyn Iterator<Item = (usize, f64)>| {
+        gaps.filter(|(_, gap)| !gap.is_nan())
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    let wall = smallest(
+        &mut world
+            .walls
+            .iter()
+            .enumerate()
+            .map(|(k, wall)| (k, ball_wall_gap(position, radius, wall))),
+    );
+    let other = smallest(
+        &mut world
+            .balls
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != ball)
+            .map(|(j, other)| {
+                (
+                    j,
+                    (other.position - position).length() - other.radius - radius,
+                )
+            }),
+    );
+    (wall, other)
+}
+
+/// A gap as the selected-body panel shows it: micrometres to the nanometre near contact, where IPC's gaps live;
+/// in a suitable unit farther off ("4431237590.702 µm" was a ball 4.4 km away). Negative is overlap.
+fn gap_text(gap: f64) -> String {
+    if gap.abs() < 1e-3 {
+        crate::text::fixed(gap * 1e6, 3) + " µm"
+    } else if gap < 0.0 {
+        format!("-{}", crate::sim::length_text(-gap))
+    } else {
+        crate::sim::length_text(gap)
+    }
+}
+
 fn selected_body_panel(
     ui: &mut egui::Ui,
     ui_state: &UiState,
@@ -743,38 +864,36 @@ fn selected_body_panel(
     };
     ui.label(name.as_str());
     ui.monospace(format!(
-        "x = ({:.6}, {:.6}) m",
-        state.position.x, state.position.y
+        "x = ({}, {}) m",
+        crate::text::fixed(state.position.x, 6),
+        crate::text::fixed(state.position.y, 6)
     ));
     ui.monospace(format!(
-        "v = ({:.4}, {:.4}) m/s",
-        state.velocity.x, state.velocity.y
+        "v = ({}, {}) m/s",
+        crate::text::fixed(state.velocity.x, 4),
+        crate::text::fixed(state.velocity.y, 4)
     ));
     let lane = lanes.get(member.0).ok().map(|l| l.1);
     if let Some(b) = ball {
         ui.monospace(format!("r = {:.4} m, m = {:.3} kg", b.radius, b.mass));
         if let Some(lane) = lane {
             ui.monospace(format!("tunnelled: {}", lane.world.ball_tunneled(b.index)));
-            if let Some(wall) = lane.world.walls.first() {
-                let gap = ball_wall_gap(state.position, b.radius, wall);
-                // Micrometres to the nanometre near the wall, where IPC's gaps live; in a suitable unit
-                // farther off ("4431237590.702 µm" was a ball 4.4 km away).
-                let text = if gap.abs() < 1e-3 {
-                    format!("{:.3} µm", gap * 1e6)
-                } else if gap < 0.0 {
-                    format!("-{}", crate::sim::length_text(-gap))
-                } else {
-                    crate::sim::length_text(gap)
-                };
-                ui.monospace(format!("gap to wall 0: {text}"));
+            let (wall, ball) = nearest_gaps(&lane.world, b.index, state.position, b.radius);
+            for (kind, nearest) in [("wall", wall), ("ball", ball)] {
+                if let Some((index, gap)) = nearest {
+                    ui.monospace(format!(
+                        "nearest {kind}: {kind} {index}, gap {}",
+                        gap_text(gap)
+                    ));
+                }
             }
         }
     }
     if let Some(r) = rod {
         ui.monospace(format!(
-            "θ = {:.4} rad, ω = {:.4} rad/s",
-            crate::physics::rod_flight::wrapped_angle(state.angle),
-            state.omega
+            "θ = {} rad, ω = {} rad/s",
+            crate::text::fixed(crate::physics::rod_flight::wrapped_angle(state.angle), 4),
+            crate::text::fixed(state.omega, 4)
         ));
         ui.monospace(format!(
             "L = {:.3} m, m = {:.3} kg, e = {:.2}",
@@ -796,12 +915,13 @@ fn selected_body_panel(
 fn lane_panel(
     ui: &mut egui::Ui,
     lane: &Lane,
+    color: egui::Color32,
     settings: &mut Mut<LaneSettings>,
     diagnostics: &LaneDiagnostics,
     start_speed: f64,
+    log: &mut SimLog,
 ) {
     let w = &lane.world;
-    let color = method_color32(w.settings.method);
     egui::CollapsingHeader::new(
         egui::RichText::new(format!("lane {}: {}", lane.index, w.name))
             .color(color)
@@ -811,23 +931,44 @@ fn lane_panel(
     .default_open(true)
     .show(ui, |ui| {
         let mut edit = settings.0.clone();
+        let refused = Refusals::default();
+        // Two settings a row, so both lanes of the wall throw and the energy landscape below them fit a
+        // 900 px window without scrolling.
         egui::Grid::new(("settings", lane.index))
-            .num_columns(2)
+            .num_columns(4)
             .show(ui, |ui| {
-                ui.label("method");
-                egui::ComboBox::from_id_salt(("method", lane.index))
-                    .selected_text(edit.method.label())
-                    .show_ui(ui, |ui| {
-                        ui.selectable_value(&mut edit.method, ContactMethod::Penalty, "penalty");
-                        ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
-                    });
-                ui.end_row();
                 // Each method's own settings; the other's stay visible (switching the method uses them) but
                 // greyed out, since they do nothing in this lane now.
                 let penalty = edit.method == ContactMethod::Penalty;
                 let ipc = edit.method == ContactMethod::Ipc;
+                ui.label("method");
+                egui::ComboBox::from_id_salt(("method", lane.index))
+                    .selected_text(edit.method.label())
+                    .width(70.0)
+                    .show_ui(ui, |ui| {
+                        ui.selectable_value(&mut edit.method, ContactMethod::Penalty, "penalty");
+                        ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
+                    });
+                ui.label("friction μ");
+                ui.add(
+                    setting_field(&mut edit.friction, "friction μ", 0.0..=10.0, &refused)
+                        .speed(0.01)
+                        .max_decimals(3),
+                )
+                .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
+                ui.end_row();
                 ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
-                ui.add_enabled(penalty, setting_field(&mut edit.stiffness).speed(100.0));
+                ui.add_enabled(
+                    penalty,
+                    setting_field(&mut edit.stiffness, "k [N/m]", any::<f64>(), &refused)
+                        .speed(100.0),
+                );
+                ui.label("h [s]");
+                ui.add(
+                    setting_field(&mut edit.h, "h [s]", any::<f64>(), &refused)
+                        .speed(1e-4)
+                        .max_decimals(5),
+                );
                 ui.end_row();
                 ui.add_enabled(ipc, egui::Label::new("dhat [m]"));
                 ui.add_enabled_ui(ipc, |ui| {
@@ -837,56 +978,71 @@ fn lane_panel(
                             edit.dhat = if auto { None } else { Some(w.dhat()) };
                         }
                         if let Some(dhat) = edit.dhat.as_mut() {
-                            ui.add(setting_field(dhat).speed(1e-5).max_decimals(6));
+                            ui.add(
+                                setting_field(dhat, "dhat [m]", any::<f64>(), &refused)
+                                    .speed(1e-5)
+                                    .max_decimals(6),
+                            );
                         } else {
                             ui.small(format!("{:.2e}", w.dhat()));
                         }
                     })
                 });
-                ui.end_row();
-                ui.add_enabled(ipc, egui::Label::new("κ"));
-                ui.add_enabled(ipc, setting_field(&mut edit.kappa).speed(100.0));
-                ui.end_row();
-                ui.add_enabled(ipc, egui::Label::new("adaptive κ"));
-                ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
-                ui.end_row();
-                ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
-                ui.add_enabled(
-                    ipc,
-                    setting_field(&mut edit.ccd_factor)
-                        .speed(0.01)
-                        .max_decimals(3),
+                ui.label("gravity y")
+                    .on_hover_text("vertical gravity [m/s²]");
+                ui.add(
+                    setting_field(&mut edit.gravity.y, "gravity y", any::<f64>(), &refused)
+                        .speed(0.1),
                 );
                 ui.end_row();
-                ui.label("friction μ");
-                ui.add(
-                    setting_field(&mut edit.friction)
-                        .speed(0.01)
-                        .range(0.0..=10.0)
-                        .max_decimals(3),
-                )
-                .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
-                ui.end_row();
-                ui.label("h [s]");
-                ui.add(setting_field(&mut edit.h).speed(1e-4).max_decimals(5));
-                ui.end_row();
-                ui.label("gravity y [m/s²]");
-                ui.add(setting_field(&mut edit.gravity.y).speed(0.1));
-                ui.end_row();
+                ui.add_enabled(ipc, egui::Label::new("κ"));
+                ui.add_enabled(
+                    ipc,
+                    setting_field(&mut edit.kappa, "κ", any::<f64>(), &refused).speed(100.0),
+                );
                 ui.label("Newton tol [m]");
                 ui.add(
                     // In scientific notation, every digit kept (a value re-read from its text must not change): 1e-10 m
                     // read "0.00000000010" with fixed decimals.
-                    setting_field(&mut edit.newton_tolerance)
-                        .speed(1e-11)
-                        .custom_formatter(|v, _| format!("{v:e}"))
-                        .custom_parser(|text| text.trim().parse().ok()),
+                    setting_field(
+                        &mut edit.newton_tolerance,
+                        "Newton tol [m]",
+                        any::<f64>(),
+                        &refused,
+                    )
+                    .speed(1e-11)
+                    .custom_formatter(|v, _| format!("{v:e}")),
                 );
                 ui.end_row();
+                ui.add_enabled(ipc, egui::Label::new("adaptive κ"));
+                ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
                 ui.label("Newton cap");
-                ui.add(setting_field(&mut edit.newton_max_iterations).speed(1.0));
+                ui.add(
+                    setting_field(
+                        &mut edit.newton_max_iterations,
+                        "Newton cap",
+                        any::<u32>(),
+                        &refused,
+                    )
+                    .speed(1.0),
+                );
+                ui.end_row();
+                ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
+                ui.add_enabled(
+                    ipc,
+                    setting_field(&mut edit.ccd_factor, "CCD factor s", any::<f64>(), &refused)
+                        .speed(0.01)
+                        .max_decimals(3),
+                );
                 ui.end_row();
             });
+        if let Some(refusal) = refused.take() {
+            // egui may read the same text twice as the field loses focus: one message for it.
+            let message = refusal.message(&w.name);
+            if log.error.as_deref() != Some(message.as_str()) {
+                log.error(message);
+            }
+        }
         if edit != settings.0 {
             settings.0 = edit;
         }
@@ -956,26 +1112,19 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
             ui.label(text);
         }
     }
-    ui.label(format!(
-        "dhat = {:.3} mm (the contact tolerance)",
-        w.dhat() * 1e3
-    ));
+    let [dhat, newton] = contact_preflight(w, diagnostics.newton_spikes);
+    let show = |ui: &mut egui::Ui, line: PreflightLine| match line {
+        PreflightLine::Applies(text) => ui.label(text),
+        PreflightLine::Warning(text) => {
+            ui.colored_label(egui::Color32::from_rgb(255, 180, 60), text)
+        }
+        PreflightLine::IpcOnly(text) => ui.add_enabled(false, egui::Label::new(text)),
+    };
+    show(ui, dhat);
     if let Some(warning) = resolution_warning(w.settings.newton_tolerance, h) {
         ui.colored_label(egui::Color32::from_rgb(255, 180, 60), warning);
     }
-    let last = w.last.as_ref().map(|d| d.newton_iterations).unwrap_or(0);
-    let spikes = diagnostics.newton_spikes;
-    let newton = format!(
-        "CCD s = {:.2}; Newton last {last}, max {}, mean {:.2}, spikes {spikes}",
-        w.settings.ccd_factor,
-        w.stats.max_newton,
-        w.stats.mean_newton()
-    );
-    if spikes > 0 {
-        ui.colored_label(egui::Color32::from_rgb(255, 180, 60), newton);
-    } else {
-        ui.label(newton);
-    }
+    show(ui, newton);
     // How the solves end (issue 8): a capped or stalled solve still returns a feasible state, but say so.
     let stop = w.last.as_ref().map(|d| match &d.stop {
         StopReason::Converged => "converged".to_string(),
@@ -1008,11 +1157,149 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
     fault_line(ui, w);
 }
 
+/// A pre-flight line and how it is shown.
+#[derive(Clone, Debug, PartialEq)]
+enum PreflightLine {
+    Applies(String),
+    Warning(String),
+    /// A number of IPC's that the lane's method does not use: greyed.
+    IpcOnly(String),
+}
+
+/// The seed's second and third pre-flight numbers: d̂ as the contact tolerance, and the CCD factor with the Newton
+/// counts and their spikes. Penalty has neither a tolerance nor CCD: for it they are greyed as "IPC only" (kept
+/// in view, since switching the method uses them), and its Newton counts stand on their own.
+fn contact_preflight(w: &LaneWorld, spikes: u32) -> [PreflightLine; 2] {
+    let last = w.last.as_ref().map(|d| d.newton_iterations).unwrap_or(0);
+    let counts = format!(
+        "Newton last {last}, max {}, mean {:.2}, spikes {spikes}",
+        w.stats.max_newton,
+        w.stats.mean_newton()
+    );
+    let newton = |text: String| {
+        if spikes > 0 {
+            PreflightLine::Warning(text)
+        } else {
+            PreflightLine::Applies(text)
+        }
+    };
+    match w.settings.method {
+        ContactMethod::Ipc => [
+            PreflightLine::Applies(format!(
+                "dhat = {:.3} mm (the contact tolerance)",
+                w.dhat() * 1e3
+            )),
+            newton(format!("CCD s = {:.2}; {counts}", w.settings.ccd_factor)),
+        ],
+        ContactMethod::Penalty => [
+            PreflightLine::IpcOnly(format!(
+                "dhat = {:.3} mm, CCD s = {:.2}: IPC only, unused by penalty",
+                w.dhat() * 1e3,
+                w.settings.ccd_factor
+            )),
+            newton(counts),
+        ],
+    }
+}
+
 /// A number field for a lane setting. A typed value takes effect on Enter or when the field loses focus, not
 /// on each key: typing 0.3 into μ would otherwise run (and record) μ = 0 for the ticks between the keys, and
 /// typing 0.002 into d̂ would try d̂ = 0 on the way.
-fn setting_field<Num: egui::emath::Numeric>(value: &mut Num) -> egui::DragValue<'_> {
-    egui::DragValue::new(value).update_while_editing(false)
+///
+/// Text that is no number, not finite, not whole for a whole-number setting, or outside `allowed` keeps the old
+/// value and is put in `refused` (egui would revert it silently, clamp it into the range, or read "nan" as ∞);
+/// the lane panel reports it. A number inside `allowed` goes to the sim, which checks it against the scene
+/// limits and reports a refusal itself.
+fn setting_field<'a, Num: egui::emath::Numeric>(
+    value: &'a mut Num,
+    setting: &'static str,
+    allowed: std::ops::RangeInclusive<f64>,
+    refused: &Refusals,
+) -> egui::DragValue<'a> {
+    let kept = crate::text::number(value.to_f64());
+    let refused = refused.clone();
+    egui::DragValue::new(value)
+        .update_while_editing(false)
+        .range(allowed.clone())
+        // A value from a scene file outside the drag range is shown as it is, not changed by drawing it.
+        .clamp_existing_to_range(false)
+        .custom_parser(
+            move |text| match parse_setting(text, &allowed, Num::INTEGRAL) {
+                Ok(number) => Some(number),
+                Err(problem) => {
+                    *refused.borrow_mut() = Some(RefusedText {
+                        setting,
+                        typed: text.to_string(),
+                        problem,
+                        kept: kept.clone(),
+                    });
+                    None
+                }
+            },
+        )
+}
+
+/// Every value a number of type `Num` can hold, as a setting field's allowed range.
+fn any<Num: egui::emath::Numeric>() -> std::ops::RangeInclusive<f64> {
+    Num::MIN.to_f64()..=Num::MAX.to_f64()
+}
+
+/// Where the setting fields of one panel put the text they refuse.
+type Refusals = std::rc::Rc<std::cell::RefCell<Option<RefusedText>>>;
+
+/// Text typed into a setting field and not taken.
+#[derive(Clone, Debug, PartialEq)]
+struct RefusedText {
+    /// The setting as its field is labelled.
+    setting: &'static str,
+    typed: String,
+    /// Why, e.g. "is not a number".
+    problem: String,
+    /// The value the setting keeps, as a message quotes it.
+    kept: String,
+}
+
+impl RefusedText {
+    /// The message in the UI, e.g. `lane 'ipc': k [N/m]: "abc" is not a number; kept 10000`.
+    fn message(&self, lane: &str) -> String {
+        format!(
+            "lane '{}': {}: \"{}\" {}; kept {}",
+            displayable(lane),
+            self.setting,
+            crate::text::abbreviate(self.typed.trim(), 40),
+            self.problem,
+            self.kept
+        )
+    }
+}
+
+/// A typed setting as egui reads numbers (spaces ignored, '−' as '-'), or why it is refused: no number, not
+/// finite, not whole when `integral`, or outside `allowed`.
+fn parse_setting(
+    text: &str,
+    allowed: &std::ops::RangeInclusive<f64>,
+    integral: bool,
+) -> Result<f64, String> {
+    let cleaned: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| if c == '−' { '-' } else { c })
+        .collect();
+    let number: f64 = cleaned.parse().map_err(|_| "is not a number".to_string())?;
+    if !number.is_finite() {
+        return Err("is not a finite number".into());
+    }
+    if integral && number.fract() != 0.0 {
+        return Err("is not a whole number".into());
+    }
+    if !allowed.contains(&number) {
+        return Err(format!(
+            "is outside {} to {}",
+            crate::text::number(*allowed.start()),
+            crate::text::number(*allowed.end())
+        ));
+    }
+    Ok(number)
 }
 
 /// Why the lane is paused, if it is (a non-finite state, SPEC §7).
@@ -1029,8 +1316,23 @@ fn plots_panel(
     ui: &mut egui::Ui,
     lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
     sorted: &[Entity],
+    colors: &LaneColors,
 ) {
-    let width = (ui.available_width() - 20.0) / 3.0;
+    // One legend for the three plots, above them: in each plot a legend of four lanes covered the curves and,
+    // with long lane names, ran off the plot's edge.
+    ui.horizontal_wrapped(|ui| {
+        for &entity in sorted {
+            if let Ok((_, lane, _, _)) = lanes.get(entity) {
+                ui.label(
+                    egui::RichText::new(format!("━ {}", displayable(&lane.world.name)))
+                        .small()
+                        .color(colors.of(entity)),
+                );
+            }
+        }
+    });
+    let spacing = ui.spacing().item_spacing.x;
+    let width = ((ui.available_width() - 2.0 * spacing) / 3.0 - 1.0).max(60.0);
     let height = ui.available_height() - 20.0;
     type Extract = fn(&crate::sim::DiagnosticSample) -> Option<f64>;
     let charts: [(&str, Extract); 3] = [
@@ -1060,7 +1362,6 @@ fn plots_panel(
                     .set_margin_fraction(egui::Vec2::new(0.05, 0.12))
                     // The time axis in simulated seconds, said on its ticks.
                     .x_axis_formatter(|mark, _| format!("{} s", mark.value))
-                    .legend(Legend::default().text_style(egui::TextStyle::Small))
                     .allow_scroll(false)
                     .show(ui, |plot| {
                         // Thinned to columns as wide as the plot's pixels as last drawn (egui_plot's transform),
@@ -1082,7 +1383,7 @@ fn plots_panel(
                             );
                             plot.line(
                                 Line::new(lane.world.name.clone(), PlotPoints::from(points))
-                                    .color(method_color32(lane.world.settings.method)),
+                                    .color(colors.of(entity)),
                             );
                         }
                     });
@@ -1228,7 +1529,8 @@ fn landscape_panel(
     let fmt = |m: Option<f64>| m.map(|x| format!("{x:.4} m")).unwrap_or_else(|| "—".into());
     let gap = barrier.minimiser.map(|x| face - x);
     ui.small(format!(
-        "x_t = {x_start:.3} m · penalty argmin {} · IPC argmin {} (gap {})",
+        "Newton starts at x_t = {x_start:.3} m, a fixed point 30 mm before the wall's face (not the ball's \
+         position) · penalty argmin {} · IPC argmin {} (gap {})",
         fmt(penalty.minimiser),
         fmt(barrier.minimiser),
         match gap {
@@ -1238,58 +1540,99 @@ fn landscape_panel(
             None => "—".into(),
         }
     ));
-    let cap = penalty
-        .points
-        .iter()
-        .map(|p| p[1])
-        .fold(0.0, f64::max)
-        .max(1e-9);
+    let cap = penalty.points().map(|p| p[1]).fold(0.0, f64::max).max(1e-9);
     let clip =
         |pts: &[[f64; 2]]| -> Vec<[f64; 2]> { pts.iter().map(|p| [p[0], p[1].min(cap)]).collect() };
+    let ipc_color = method_color32(ContactMethod::Ipc);
+    let penalty_color = method_color32(ContactMethod::Penalty);
+    let ipc_name = format!("IPC dhat = {:.2} mm", dhat * 1e3);
+    let penalty_name = format!("penalty k = {}", crate::text::number(penalty_k));
+    let grey = egui::Color32::from_gray(150);
+    let x_tilde = ui_state.landscape_x_tilde;
     Plot::new("landscape")
-        .height(200.0)
-        .legend(Legend::default())
+        .height(170.0)
+        // Two entries (a curve and its minimiser share a name); small, so they cover little of the curves.
+        .legend(
+            Legend::default()
+                .text_style(egui::TextStyle::Small)
+                .position(egui_plot::Corner::LeftBottom),
+        )
         .allow_scroll(false)
         .show(ui, |plot| {
-            plot.line(
-                Line::new(
-                    format!("penalty k={penalty_k:.0e}"),
-                    PlotPoints::from(clip(&penalty.points)),
-                )
-                .color(method_color32(ContactMethod::Penalty)),
+            // The wall, unnamed so it adds no legend entry; its label sits in it.
+            plot.span(
+                egui_plot::Span::new("", face..=hi.x)
+                    .fill(grey.gamma_multiply(0.2))
+                    .border_color(grey),
             );
-            plot.line(
-                Line::new(
-                    format!("IPC dhat={:.1}mm", dhat * 1e3),
-                    PlotPoints::from(clip(&barrier.points)),
+            // IPC's E is +∞ where the ball would be inside the wall: no curve is drawn there, and it says so.
+            for &(a, b) in &barrier.infinite {
+                plot.text(
+                    egui_plot::Text::new(
+                        "",
+                        egui_plot::PlotPoint::new(0.5 * (a + b), cap),
+                        egui::RichText::new("IPC: E = ∞").small().color(ipc_color),
+                    )
+                    .anchor(egui::Align2::CENTER_TOP),
+                );
+            }
+            // IPC under penalty, wider: away from the wall the two energies are equal, and each must show.
+            // Each piece is its own line, so none joins the samples either side of E = ∞.
+            for piece in &barrier.pieces {
+                plot.line(
+                    Line::new(ipc_name.clone(), PlotPoints::from(clip(piece)))
+                        .color(ipc_color)
+                        .width(4.0),
+                );
+            }
+            for piece in &penalty.pieces {
+                plot.line(
+                    Line::new(penalty_name.clone(), PlotPoints::from(clip(piece)))
+                        .color(penalty_color)
+                        .width(1.5),
+                );
+            }
+            plot.vline(VLine::new("", x_tilde).color(egui::Color32::from_rgb(170, 110, 255)));
+            plot.text(
+                egui_plot::Text::new(
+                    "",
+                    egui_plot::PlotPoint::new(x_tilde, cap),
+                    egui::RichText::new(" x~").color(egui::Color32::from_rgb(170, 110, 255)),
                 )
-                .color(method_color32(ContactMethod::Ipc)),
+                .anchor(egui::Align2::LEFT_TOP),
             );
             plot.vline(
-                VLine::new("x~", ui_state.landscape_x_tilde)
-                    .color(egui::Color32::from_rgb(170, 110, 255)),
+                VLine::new("", x_start)
+                    .color(grey)
+                    .style(egui_plot::LineStyle::dotted_dense()),
             );
-            plot.vline(VLine::new("wall front", face).color(egui::Color32::GRAY));
-            plot.vline(VLine::new("wall back", hi.x).color(egui::Color32::GRAY));
-            for (curve, method) in [
-                (&penalty, ContactMethod::Penalty),
-                (&barrier, ContactMethod::Ipc),
+            plot.text(
+                egui_plot::Text::new(
+                    "",
+                    egui_plot::PlotPoint::new(x_start, 0.0),
+                    egui::RichText::new(" x_t").small().color(grey),
+                )
+                .anchor(egui::Align2::LEFT_BOTTOM),
+            );
+            for (curve, name, color, radius) in [
+                (&barrier, &ipc_name, ipc_color, 7.0),
+                (&penalty, &penalty_name, penalty_color, 4.5),
             ] {
                 if let Some(x) = curve.minimiser {
                     let y = curve
-                        .points
-                        .iter()
+                        .points()
                         .min_by(|a, b| (a[0] - x).abs().total_cmp(&(b[0] - x).abs()))
                         .map(|p| p[1].min(cap))
                         .unwrap_or(0.0);
                     plot.points(
-                        Points::new(format!("{} argmin", method.label()), vec![[x, y]])
-                            .radius(6.0)
-                            .color(method_color32(method)),
+                        Points::new(name.clone(), vec![[x, y]])
+                            .radius(radius)
+                            .color(color),
                     );
                 }
             }
         });
+    ui.small("dots: each model's minimiser (where Newton from x_t ends); grey band: the wall.");
 }
 
 #[cfg(test)]
@@ -1315,6 +1658,13 @@ mod tests {
             });
         };
         frame(vec![], &mut value);
+        let key = |key| egui::Event::Key {
+            key,
+            physical_key: None,
+            pressed: true,
+            repeat: false,
+            modifiers: egui::Modifiers::NONE,
+        };
         let button = |pressed| egui::Event::PointerButton {
             pos: at.get(),
             button: egui::PointerButton::Primary,
@@ -1327,21 +1677,131 @@ mod tests {
         );
         frame(vec![button(false)], &mut value);
         frame(vec![], &mut value);
+        // The field's text "0" out of the way, so what is typed is the whole text.
+        frame(vec![key(egui::Key::Backspace)], &mut value);
         let mut after_each_key = Vec::new();
         for c in typed.chars() {
             frame(vec![egui::Event::Text(c.to_string())], &mut value);
             after_each_key.push(value);
         }
-        let enter = egui::Event::Key {
-            key: egui::Key::Enter,
-            physical_key: None,
-            pressed: true,
-            repeat: false,
-            modifiers: egui::Modifiers::NONE,
-        };
-        frame(vec![enter], &mut value);
+        frame(vec![key(egui::Key::Enter)], &mut value);
         frame(vec![], &mut value);
         (after_each_key, value)
+    }
+
+    #[test]
+    fn lanes_of_one_method_have_colours_of_their_own() {
+        use ContactMethod::{Ipc, Penalty};
+        let lanes = |methods: &[ContactMethod]| {
+            let colors = LaneColors::new(
+                methods
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| (Entity::from_raw_u32(i as u32 + 1).expect("an index"), *m)),
+            );
+            colors.0.iter().map(|(_, c)| *c).collect::<Vec<_>>()
+        };
+        let distinct = |colors: &[egui::Color32]| {
+            colors
+                .iter()
+                .enumerate()
+                .all(|(i, a)| colors[i + 1..].iter().all(|b| a != b))
+        };
+        // The slope: two IPC lanes and two penalty lanes.
+        let slope = lanes(&[Ipc, Ipc, Penalty, Penalty]);
+        assert!(distinct(&slope), "{slope:?}");
+        // A method's first lane keeps the method's colour, the balls' colour on the canvas.
+        assert_eq!(slope[0], method_color32(Ipc));
+        assert_eq!(slope[2], method_color32(Penalty));
+        // The wall throw with its penalty lane switched to IPC.
+        assert!(distinct(&lanes(&[Ipc, Ipc])));
+        assert!(distinct(&lanes(&[Penalty, Penalty, Penalty, Penalty])));
+    }
+
+    #[test]
+    fn the_selected_ball_shows_its_nearest_wall_and_ball() {
+        use crate::physics::geometry::{Ball, Wall};
+        use crate::physics::world::{ContactSettings, LaneWorld};
+        let wall = |x: f64, y: f64, hx: f64, hy: f64| Wall {
+            center: DVec2::new(x, y),
+            half_extents: DVec2::new(hx, hy),
+            angle: 0.0,
+        };
+        let ball = |x: f64, y: f64| Ball {
+            position: DVec2::new(x, y),
+            velocity: DVec2::ZERO,
+            radius: 0.05,
+            mass: 1.0,
+        };
+        // A floor (wall 0, top at y = 0), a far side wall (wall 1); a pile: ball 2 rests 5 µm over ball 1,
+        // 88.57 mm above the floor.
+        let world = LaneWorld::new(
+            "pit",
+            ContactSettings::default(),
+            vec![wall(0.0, -0.5, 5.0, 0.5), wall(3.0, 1.0, 0.5, 2.0)],
+            vec![
+                ball(-1.0, 0.05),
+                ball(0.0, 0.13857 - 0.10 - 5e-6),
+                ball(0.0, 0.13857),
+            ],
+        );
+        let (near_wall, near_ball) = nearest_gaps(&world, 2, world.balls[2].position, 0.05);
+        let (k, to_wall) = near_wall.expect("a wall");
+        assert_eq!(k, 0);
+        assert!((to_wall - 0.08857).abs() < 1e-12, "{to_wall}");
+        let (j, to_ball) = near_ball.expect("a ball");
+        assert_eq!(j, 1, "the ball below, not itself or the far one");
+        assert!((to_ball - 5e-6).abs() < 1e-12, "{to_ball}");
+        assert_eq!(gap_text(to_ball), "5.000 µm");
+        assert_eq!(gap_text(to_wall), "88.57 mm");
+        assert_eq!(gap_text(-2e-6), "-2.000 µm");
+        // A ball alone in a lane without walls has neither.
+        let alone = LaneWorld::new(
+            "alone",
+            ContactSettings::default(),
+            vec![],
+            vec![ball(0.0, 0.0)],
+        );
+        assert_eq!(nearest_gaps(&alone, 0, DVec2::ZERO, 0.05), (None, None));
+    }
+
+    #[test]
+    fn a_penalty_lane_shows_dhat_and_the_ccd_factor_as_ipc_only() {
+        use crate::physics::world::{ContactSettings, LaneWorld};
+        let lane = |method| {
+            LaneWorld::new(
+                "lane",
+                ContactSettings {
+                    method,
+                    dhat: Some(1e-3),
+                    ..ContactSettings::default()
+                },
+                vec![],
+                vec![],
+            )
+        };
+        let [dhat, newton] = contact_preflight(&lane(ContactMethod::Penalty), 0);
+        assert_eq!(
+            dhat,
+            PreflightLine::IpcOnly(
+                "dhat = 1.000 mm, CCD s = 0.90: IPC only, unused by penalty".into()
+            )
+        );
+        assert_eq!(
+            newton,
+            PreflightLine::Applies("Newton last 0, max 0, mean 0.00, spikes 0".into())
+        );
+        let [dhat, newton] = contact_preflight(&lane(ContactMethod::Ipc), 3);
+        assert_eq!(
+            dhat,
+            PreflightLine::Applies("dhat = 1.000 mm (the contact tolerance)".into())
+        );
+        assert_eq!(
+            newton,
+            PreflightLine::Warning(
+                "CCD s = 0.90; Newton last 0, max 0, mean 0.00, spikes 3".into()
+            )
+        );
     }
 
     #[test]
@@ -1353,9 +1813,52 @@ mod tests {
             "the harness did not type: {keys:?}"
         );
         // A setting field holds its value until Enter, then takes the whole number.
-        let (keys, entered) = type_into(setting_field, "5");
+        let refused = Refusals::default();
+        let (keys, entered) = type_into(|v| setting_field(v, "k", any::<f64>(), &refused), "5");
         assert!(keys.iter().all(|&v| v == 0.0), "{keys:?}");
-        assert_ne!(entered, 0.0);
+        assert_eq!(entered, 5.0);
+        assert_eq!(refused.take(), None);
+    }
+
+    #[test]
+    fn bad_typed_settings_keep_the_old_value_and_say_what_was_typed() {
+        let typed_into =
+            |setting: &'static str, allowed: std::ops::RangeInclusive<f64>, typed: &str| {
+                let refused = Refusals::default();
+                let (_, entered) = type_into(
+                    |v| setting_field(v, setting, allowed.clone(), &refused),
+                    typed,
+                );
+                (entered, refused.take())
+            };
+        for (setting, allowed, typed, problem) in [
+            ("k [N/m]", any::<f64>(), "abc", "is not a number"),
+            ("k [N/m]", any::<f64>(), "a-5", "is not a number"),
+            // egui read "nan" as NaN and clamped it to +∞, and the sim then refused "inf".
+            ("k [N/m]", any::<f64>(), "nan", "is not a finite number"),
+            ("k [N/m]", any::<f64>(), "inf", "is not a finite number"),
+            // egui clamped a typed μ = −1 to 0 without a word.
+            ("friction μ", 0.0..=10.0, "-1", "is outside 0 to 10"),
+        ] {
+            let (entered, refusal) = typed_into(setting, allowed, typed);
+            assert_eq!(entered, 0.0, "{typed}: the old value is kept");
+            let refusal = refusal.unwrap_or_else(|| panic!("{typed} was refused without a word"));
+            let message = refusal.message("penalty k=1e4");
+            assert_eq!(
+                message,
+                format!("lane 'penalty k=1e4': {setting}: \"{typed}\" {problem}; kept 0"),
+            );
+        }
+        // A number inside the field's range goes on to the sim (which checks the scene limits and says so).
+        assert_eq!(typed_into("k [N/m]", any::<f64>(), "-5"), (-5.0, None));
+        assert_eq!(typed_into("friction μ", 0.0..=10.0, " 0.3 "), (0.3, None));
+        // Whole-number settings take whole numbers only.
+        assert_eq!(parse_setting("12", &any::<u32>(), true), Ok(12.0));
+        assert_eq!(
+            parse_setting("2.5", &any::<u32>(), true),
+            Err("is not a whole number".into())
+        );
+        assert!(parse_setting("-5", &any::<u32>(), true).is_err());
     }
 
     use super::*;
