@@ -72,6 +72,8 @@ pub struct UiState {
     pub throw_h: f64,
     pub throw_log10_k: f64,
     pub throw_dhat_mm: f64,
+    /// The lanes' `(h, penalty k, IPC d̂)` the throw sliders last followed (an inspector edit moves them too).
+    pub throw_followed: Option<(f64, Option<f64>, Option<f64>)>,
     /// Radius and mass of balls spawned by the mouse and by rain.
     pub spawn_radius: f64,
     pub spawn_mass: f64,
@@ -149,6 +151,7 @@ impl Default for UiState {
             throw_h: 0.01,
             throw_log10_k: 4.0,
             throw_dhat_mm: 1.0,
+            throw_followed: None,
             spawn_radius: 0.01,
             spawn_mass: 1.0,
             landscape_x_tilde: 0.47,

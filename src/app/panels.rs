@@ -599,6 +599,12 @@ fn wall_throw_panel(
     actions: &mut Actions,
 ) {
     ui.strong("Wall throw (seed §2)");
+    let worlds: Vec<&LaneWorld> = sorted
+        .iter()
+        .filter_map(|&e| lanes.get(e).ok())
+        .map(|(_, lane, ..)| &lane.world)
+        .collect();
+    follow_lane_settings(ui_state, &worlds);
     ui.add(
         egui::Slider::new(&mut ui_state.throw_v0, 0.5..=60.0)
             .logarithmic(true)
@@ -642,6 +648,32 @@ fn wall_throw_panel(
         ));
     }
     gap_inset(ui, lanes, sorted, colors);
+}
+
+/// The throw's h, penalty k and IPC d̂ sliders follow the lanes when their settings change (an edit in the lane
+/// panel, a restart), so that they show what runs and a Throw keeps it. Moving a slider changes no lane, so the
+/// slider keeps the value until Throw.
+fn follow_lane_settings(ui_state: &mut UiState, lanes: &[&LaneWorld]) {
+    let Some(first) = lanes.first() else {
+        return;
+    };
+    let of = |method: ContactMethod| lanes.iter().find(|w| w.settings.method == method);
+    let now = (
+        first.settings.h,
+        of(ContactMethod::Penalty).map(|w| w.settings.stiffness),
+        of(ContactMethod::Ipc).map(|w| w.dhat()),
+    );
+    if ui_state.throw_followed == Some(now) {
+        return;
+    }
+    ui_state.throw_followed = Some(now);
+    ui_state.throw_h = now.0;
+    if let Some(k) = now.1 {
+        ui_state.throw_log10_k = k.log10();
+    }
+    if let Some(dhat) = now.2 {
+        ui_state.throw_dhat_mm = dhat * 1e3;
+    }
 }
 
 /// The gap is far below a pixel: a magnified view of the first ball of each lane against the first wall's face.
@@ -2000,5 +2032,37 @@ mod tests {
         lane.step().expect("steps");
         assert_eq!(lane.balls[0].velocity.x, 0.0);
         assert!((lane.balls[1].velocity.x - 0.11).abs() < 1e-9);
+    }
+
+    /// The throw sliders show what the lanes run: an edit of a lane's d̂ or k (or h) moves them, while a slider
+    /// moved by hand keeps its value until the lanes change again (a Throw took the slider's 1 mm back).
+    #[test]
+    fn the_throw_sliders_follow_the_lanes_settings_and_keep_a_hand_set_value() {
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped scene loads");
+        let mut worlds = scene.build();
+        let mut ui_state = UiState::default();
+        fn refs(worlds: &[LaneWorld]) -> Vec<&LaneWorld> {
+            worlds.iter().collect()
+        }
+        follow_lane_settings(&mut ui_state, &refs(&worlds));
+        assert_eq!(
+            (
+                ui_state.throw_h,
+                ui_state.throw_log10_k,
+                ui_state.throw_dhat_mm
+            ),
+            (0.01, 4.0, 1.0)
+        );
+        worlds[1].settings.dhat = Some(0.01);
+        worlds[0].settings.stiffness = 1e6;
+        follow_lane_settings(&mut ui_state, &refs(&worlds));
+        assert_eq!(
+            (ui_state.throw_log10_k, ui_state.throw_dhat_mm),
+            (6.0, 10.0)
+        );
+        ui_state.throw_dhat_mm = 2.0;
+        follow_lane_settings(&mut ui_state, &refs(&worlds));
+        assert_eq!(ui_state.throw_dhat_mm, 2.0, "a slider set by hand stays");
     }
 }
