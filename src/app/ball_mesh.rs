@@ -128,18 +128,10 @@ impl Discs {
     }
 }
 
-fn spawn_ball_batch(
-    mut commands: Commands,
-    mut meshes: ResMut<Assets<Mesh>>,
-    mut materials: ResMut<Assets<BallMaterial>>,
-) {
-    let mesh = meshes.add(Mesh::new(
-        PrimitiveTopology::TriangleList,
-        RenderAssetUsages::default(),
-    ));
+/// Spawns the balls' entity without a mesh: [`draw_balls`] gives it one with the first balls there are to draw.
+fn spawn_ball_batch(mut commands: Commands, mut materials: ResMut<Assets<BallMaterial>>) {
     commands.spawn((
         BallBatch,
-        Mesh2d(mesh),
         MeshMaterial2d(materials.add(BallMaterial::default())),
         Transform::from_xyz(0.0, 0.0, BALL_Z),
         // The mesh changes every frame; culling it would first recompute its bounds over every vertex.
@@ -163,22 +155,39 @@ fn in_another_lane(p: Vec2, own: Entity, areas: &[(Entity, [f32; 4], Rect)]) -> 
 /// Rebuilds the balls' mesh: each ball's centre is its (interpolated) translation, its radius the render
 /// plugin's size rule ([`drawn_radius`]) and its colour its lane's method's, faint inside another lane's area
 /// ([`in_another_lane`]).
+///
+/// The mesh is never handed to the renderer without vertices: bevy_render's mesh allocator gives a mesh with no
+/// vertex data no room, yet still copies its data in, and logs two "Use-after-free" errors for each upload. With
+/// no balls to draw (the rod drop has none) the batch is hidden and its mesh left as it was, unmodified; the
+/// mesh itself is only created with the first balls.
+#[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query, resource or buffer
 pub fn draw_balls(
+    mut commands: Commands,
     camera: Query<&Projection, With<MainCamera>>,
     lanes: Query<(Entity, &Lane)>,
     balls: Query<(&Ball, &Transform, &LaneMember)>,
     mut meshes: ResMut<Assets<Mesh>>,
-    mut batch: Query<(&Mesh2d, &mut Visibility), With<BallBatch>>,
+    mut batch: Query<(Entity, Option<&Mesh2d>, &mut Visibility), With<BallBatch>>,
     mut discs: Local<Discs>,
     mut lanes_drawn: Local<Vec<(Entity, [f32; 4], Rect)>>,
 ) {
-    let (Ok(projection), Ok((mesh, mut visibility))) = (camera.single(), batch.single_mut()) else {
+    let (Ok(projection), Ok((batch_entity, mesh, mut visibility))) =
+        (camera.single(), batch.single_mut())
+    else {
         return;
     };
-    let Some(mut mesh) = meshes.get_mut(&mesh.0) else {
+    if balls.is_empty() {
+        visibility.set_if_neq(Visibility::Hidden);
         return;
-    };
-    discs.take_back(&mut mesh);
+    }
+    let mesh_id = mesh.map(|mesh| mesh.id());
+    // Taking last frame's buffers back (to reuse their memory) is no change worth uploading: the mesh is marked
+    // modified below, as it gets this frame's balls.
+    if let Some(mesh) = mesh_id.and_then(|id| meshes.get_mut_untracked(id)) {
+        discs.take_back(mesh);
+    } else {
+        discs.clear();
+    }
     lanes_drawn.clear();
     lanes_drawn.extend(lanes.iter().map(|(entity, lane)| {
         let color = method_color(lane.world.settings.method).to_linear();
@@ -201,17 +210,157 @@ pub fn draw_balls(
         }
         discs.push(centre, drawn_radius(ball.radius, px), margin, color);
     }
-    visibility.set_if_neq(if discs.is_empty() {
-        Visibility::Hidden
-    } else {
-        Visibility::Inherited
-    });
+    if discs.is_empty() {
+        visibility.set_if_neq(Visibility::Hidden);
+        return;
+    }
+    visibility.set_if_neq(Visibility::Inherited);
+    if let Some(mut mesh) = mesh_id.and_then(|id| meshes.get_mut(id)) {
+        discs.move_into(&mut mesh);
+        return;
+    }
+    let mut mesh = Mesh::new(
+        PrimitiveTopology::TriangleList,
+        RenderAssetUsages::default(),
+    );
     discs.move_into(&mut mesh);
+    commands
+        .entity(batch_entity)
+        .insert(Mesh2d(meshes.add(mesh)));
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use bevy::asset::AssetPlugin;
+
     use super::*;
+    use crate::physics::DVec2;
+    use crate::scene::Scene;
+    use crate::sim::{lane_bounds, lane_offsets};
+
+    /// The lanes of a shipped scene, laid out as the sim lays them out, without their bodies.
+    fn lanes_of(path: &str) -> Vec<Lane> {
+        let scene = Scene::load(Path::new(path)).expect("a built-in scene loads");
+        let worlds = scene.build();
+        let bounds: Vec<(DVec2, DVec2)> = worlds.iter().map(lane_bounds).collect();
+        let offsets = lane_offsets(&bounds);
+        worlds
+            .into_iter()
+            .zip(bounds)
+            .zip(offsets)
+            .enumerate()
+            .map(|(index, ((world, bounds), offset))| Lane {
+                index,
+                world,
+                offset,
+                bounds,
+                ball_entities: Vec::new(),
+                rod_entities: Vec::new(),
+                wall_entities: Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Every mesh the renderer would be asked to upload (added or modified this frame), with its vertex data's
+    /// size in bytes at the end of the frame, when the render world extracts it.
+    #[derive(Resource, Default)]
+    struct Uploads(Vec<(AssetId<Mesh>, usize)>);
+
+    fn record_uploads(
+        mut events: MessageReader<AssetEvent<Mesh>>,
+        meshes: Res<Assets<Mesh>>,
+        mut uploads: ResMut<Uploads>,
+    ) {
+        for event in events.read() {
+            if let AssetEvent::Added { id } | AssetEvent::Modified { id } = *event {
+                let bytes = meshes.get(id).map_or(0, Mesh::get_vertex_buffer_size);
+                uploads.0.push((id, bytes));
+            }
+        }
+    }
+
+    /// The ball batch alone: the asset plugin, a camera at 1 unit per pixel, `draw_balls`, and the lanes of
+    /// `scene`; returns the app and the lane entities.
+    fn ball_batch_app(scene: &str) -> (App, Vec<Entity>) {
+        let mut app = App::new();
+        app.add_plugins((MinimalPlugins, AssetPlugin::default()))
+            .init_asset::<Mesh>()
+            .init_asset::<BallMaterial>()
+            .init_resource::<Uploads>()
+            .add_systems(Startup, spawn_ball_batch)
+            .add_systems(Update, draw_balls)
+            .add_systems(Last, record_uploads);
+        app.world_mut().spawn((
+            MainCamera,
+            Projection::Orthographic(OrthographicProjection::default_2d()),
+        ));
+        let lanes = lanes_of(scene)
+            .into_iter()
+            .map(|lane| app.world_mut().spawn(lane).id())
+            .collect();
+        (app, lanes)
+    }
+
+    fn batch_state(app: &mut App) -> (Option<usize>, Visibility) {
+        let (mesh, visibility) = app
+            .world_mut()
+            .query_filtered::<(Option<&Mesh2d>, &Visibility), With<BallBatch>>()
+            .single(app.world())
+            .map(|(mesh, visibility)| (mesh.map(|m| m.id()), *visibility))
+            .expect("one ball batch");
+        let vertices = mesh.and_then(|id| {
+            app.world()
+                .resource::<Assets<Mesh>>()
+                .get(id)
+                .map(Mesh::count_vertices)
+        });
+        (vertices, visibility)
+    }
+
+    #[test]
+    fn the_renderer_is_never_handed_an_empty_ball_mesh() {
+        // The rod drop has no balls: nothing to upload, frame after frame (each empty upload logged two
+        // "Use-after-free" errors from bevy_render's slab allocator).
+        let (mut app, lanes) = ball_batch_app("assets/scenes/rod_drop.ron");
+        for _ in 0..5 {
+            app.update();
+        }
+        assert!(app.world().resource::<Uploads>().0.is_empty());
+        assert_eq!(batch_state(&mut app), (None, Visibility::Hidden));
+
+        // A ball dropped in: its quad is uploaded and shown.
+        let ball = app
+            .world_mut()
+            .spawn((
+                Ball {
+                    index: 0,
+                    radius: 0.05,
+                    mass: 1.0,
+                },
+                Transform::from_xyz(0.0, 500.0, 1.0),
+                LaneMember(lanes[0]),
+            ))
+            .id();
+        app.update();
+        assert_eq!(batch_state(&mut app), (Some(4), Visibility::Inherited));
+        app.update();
+
+        // Gone again (a restart): hidden, and the mesh is left as it was rather than emptied.
+        app.world_mut().despawn(ball);
+        for _ in 0..3 {
+            app.update();
+        }
+        assert_eq!(batch_state(&mut app).1, Visibility::Hidden);
+        let uploads = &app.world().resource::<Uploads>().0;
+        assert_eq!(
+            uploads.len(),
+            2,
+            "one upload per frame with the ball: {uploads:?}"
+        );
+        assert!(uploads.iter().all(|&(_, bytes)| bytes > 0), "{uploads:?}");
+    }
 
     #[test]
     fn each_disc_is_a_counter_clockwise_quad_around_its_centre() {
