@@ -6,6 +6,9 @@
 //! for every triangle it sets up: the 2 000-ball pit drew with the UI hidden at 27–30 fps with a 12-gon per ball
 //! (a fan of 10 triangles), as one mesh entity per ball or all in one mesh alike, and at 51 fps with no balls at
 //! all. Two triangles per ball cost a fifth of the 12-gon's set-up, and the disc is exact at every size.
+//!
+//! Each lane's balls are clipped to its band ([`lane_bands`]): a quad that crosses the band's edge is cut there
+//! (its uv cut with it, so the disc is cut, not squeezed), and a ball entirely beyond is left to a marker.
 
 use bevy::asset::{RenderAssetUsages, embedded_asset, embedded_path};
 use bevy::camera::visibility::NoFrustumCulling;
@@ -15,8 +18,10 @@ use bevy::render::render_resource::AsBindGroup;
 use bevy::shader::ShaderRef;
 use bevy::sprite_render::{AlphaMode2d, Material2d, Material2dPlugin};
 
+use super::lane_bands::{self, LaneBands, StrayBall, StrayBalls, edge_towards};
 use super::method_color;
 use super::render::{MainCamera, camera_scale, drawn_radius};
+use crate::physics::DVec2;
 use crate::sim::{Ball, Lane, LaneMember, UNITS_PER_METRE};
 
 /// Depth of the balls above the walls (the walls sit at 0).
@@ -94,6 +99,44 @@ impl Discs {
             .extend_from_slice(&[first, first + 1, first + 2, first, first + 2, first + 3]);
     }
 
+    /// Adds the disc as [`Discs::push`] does, cut to `clip`: the quad is cut to the rectangle it shares with
+    /// `clip` and its uv with it (uv stays the offset from `centre` in radii), so the shader draws the part of the
+    /// disc inside `clip`. Returns false, adding nothing, when the quad lies wholly outside `clip`.
+    pub fn push_clipped(
+        &mut self,
+        centre: Vec2,
+        radius: f32,
+        margin: f32,
+        color: [f32; 4],
+        clip: Rect,
+    ) -> bool {
+        let half = Vec2::splat(radius + margin);
+        let (lo, hi) = (centre - half, centre + half);
+        if clip.min.cmple(lo).all() && hi.cmple(clip.max).all() {
+            // Every ball of a lane that stays in its band: the same quad as ever.
+            self.push(centre, radius, margin, color);
+            return true;
+        }
+        let (lo, hi) = (lo.max(clip.min), hi.min(clip.max));
+        if !(lo.x < hi.x && lo.y < hi.y) {
+            return false;
+        }
+        let first = self.positions.len() as u32;
+        let per_radius = 1.0 / radius.max(f32::MIN_POSITIVE);
+        for [x, y] in CORNERS {
+            let p = Vec2::new(
+                if x < 0.0 { lo.x } else { hi.x },
+                if y < 0.0 { lo.y } else { hi.y },
+            );
+            self.positions.push([p.x, p.y, 0.0]);
+            self.uvs.push(((p - centre) * per_radius).into());
+            self.colors.push(color);
+        }
+        self.indices
+            .extend_from_slice(&[first, first + 1, first + 2, first, first + 2, first + 3]);
+        true
+    }
+
     pub fn is_empty(&self) -> bool {
         self.indices.is_empty()
     }
@@ -128,18 +171,10 @@ impl Discs {
     }
 }
 
-fn spawn_ball_batch(
-    mut commands: Commands,
-    mut meshes: ResMut<Assets<Mesh>>,
-    mut materials: ResMut<Assets<BallMaterial>>,
-) {
-    let mesh = meshes.add(Mesh::new(
-        PrimitiveTopology::TriangleList,
-        RenderAssetUsages::default(),
-    ));
+/// Spawns the balls' entity without a mesh: [`draw_balls`] gives it one with the first balls there are to draw.
+fn spawn_ball_batch(mut commands: Commands, mut materials: ResMut<Assets<BallMaterial>>) {
     commands.spawn((
         BallBatch,
-        Mesh2d(mesh),
         MeshMaterial2d(materials.add(BallMaterial::default())),
         Transform::from_xyz(0.0, 0.0, BALL_Z),
         // The mesh changes every frame; culling it would first recompute its bounds over every vertex.
@@ -148,70 +183,249 @@ fn spawn_ball_batch(
     ));
 }
 
-/// Opacity of a ball drawn over another lane's area ([`in_another_lane`]).
-const STRAY_ALPHA: f32 = 0.3;
-
-/// Whether `p` (render units) lies in the drawn area of a lane other than `own`: a ball that has flown out of
-/// its own lane (a penalty ball through a wall, an IPC ball rebounding) is drawn faint over its neighbour,
-/// where it would otherwise pass for one of that lane's balls.
-fn in_another_lane(p: Vec2, own: Entity, areas: &[(Entity, [f32; 4], Rect)]) -> bool {
-    areas
-        .iter()
-        .any(|(lane, _, area)| *lane != own && area.contains(p))
+/// What [`draw_balls`] needs of a lane to draw its balls.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneLook {
+    lane: Entity,
+    color: Color,
+    /// `color` as the mesh's vertices hold it (linear RGBA).
+    vertex_color: [f32; 4],
+    band: Rect,
+    offset: DVec2,
 }
 
 /// Rebuilds the balls' mesh: each ball's centre is its (interpolated) translation, its radius the render
-/// plugin's size rule ([`drawn_radius`]) and its colour its lane's method's, faint inside another lane's area
-/// ([`in_another_lane`]).
+/// plugin's size rule ([`drawn_radius`]) and its colour its lane's method's, cut to its lane's band
+/// ([`Discs::push_clipped`]). A ball wholly beyond its band is drawn nowhere and listed in [`StrayBalls`], for
+/// the render plugin's edge marker and the labels' position text.
+///
+/// The mesh is never handed to the renderer without vertices: bevy_render's mesh allocator gives a mesh with no
+/// vertex data no room, yet still copies its data in, and logs two "Use-after-free" errors for each upload. With
+/// nothing to draw (the rod drop has no balls) the batch is hidden and its mesh not marked modified; the mesh
+/// itself is only created with the first balls.
+#[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query, resource or buffer
 pub fn draw_balls(
+    mut commands: Commands,
     camera: Query<&Projection, With<MainCamera>>,
     lanes: Query<(Entity, &Lane)>,
+    bands: Res<LaneBands>,
     balls: Query<(&Ball, &Transform, &LaneMember)>,
     mut meshes: ResMut<Assets<Mesh>>,
-    mut batch: Query<(&Mesh2d, &mut Visibility), With<BallBatch>>,
+    mut batch: Query<(Entity, Option<&Mesh2d>, &mut Visibility), With<BallBatch>>,
+    mut strays: ResMut<StrayBalls>,
     mut discs: Local<Discs>,
-    mut lanes_drawn: Local<Vec<(Entity, [f32; 4], Rect)>>,
+    mut lanes_drawn: Local<Vec<LaneLook>>,
 ) {
-    let (Ok(projection), Ok((mesh, mut visibility))) = (camera.single(), batch.single_mut()) else {
+    strays.0.clear();
+    let (Ok(projection), Ok((batch_entity, mesh, mut visibility))) =
+        (camera.single(), batch.single_mut())
+    else {
         return;
     };
-    let Some(mut mesh) = meshes.get_mut(&mesh.0) else {
+    if balls.is_empty() {
+        visibility.set_if_neq(Visibility::Hidden);
         return;
-    };
-    discs.take_back(&mut mesh);
+    }
+    let mesh_id = mesh.map(|mesh| mesh.id());
+    // Taking last frame's buffers back (to reuse their memory) is no change worth uploading: the mesh is marked
+    // modified below, as it gets this frame's balls.
+    if let Some(mesh) = mesh_id.and_then(|id| meshes.get_mut_untracked(id)) {
+        discs.take_back(mesh);
+    } else {
+        discs.clear();
+    }
     lanes_drawn.clear();
     lanes_drawn.extend(lanes.iter().map(|(entity, lane)| {
-        let color = method_color(lane.world.settings.method).to_linear();
-        let (lo, hi) = lane.bounds;
-        let corner =
-            |p: crate::physics::DVec2| ((p + lane.offset) * f64::from(UNITS_PER_METRE)).as_vec2();
-        let area = Rect::from_corners(corner(lo), corner(hi));
-        (entity, color.to_f32_array(), area)
+        LaneLook {
+            lane: entity,
+            color: method_color(lane.world.settings.method),
+            vertex_color: method_color(lane.world.settings.method)
+                .to_linear()
+                .to_f32_array(),
+            band: bands.of(entity),
+            offset: lane.offset,
+        }
     }));
     let px = camera_scale(projection);
     let margin = EDGE_MARGIN_PX * px;
+    let unknown = LaneLook {
+        lane: Entity::PLACEHOLDER,
+        color: Color::WHITE,
+        vertex_color: [1.0; 4],
+        band: lane_bands::EVERYWHERE,
+        offset: DVec2::ZERO,
+    };
     for (ball, transform, member) in &balls {
         let centre = transform.translation.truncate();
-        let mut color = lanes_drawn
+        let look = lanes_drawn
             .iter()
-            .find(|(lane, _, _)| *lane == member.0)
-            .map_or([1.0; 4], |&(_, color, _)| color);
-        if in_another_lane(centre, member.0, &lanes_drawn) {
-            color[3] = STRAY_ALPHA;
+            .find(|look| look.lane == member.0)
+            .unwrap_or(&unknown);
+        let radius = drawn_radius(ball.radius, px);
+        if !discs.push_clipped(centre, radius, margin, look.vertex_color, look.band) {
+            let (edge, direction) = edge_towards(centre, look.band);
+            strays.0.push(StrayBall {
+                lane: member.0,
+                edge,
+                direction,
+                position: centre.as_dvec2() / f64::from(UNITS_PER_METRE) - look.offset,
+                color: look.color,
+            });
         }
-        discs.push(centre, drawn_radius(ball.radius, px), margin, color);
     }
-    visibility.set_if_neq(if discs.is_empty() {
-        Visibility::Hidden
-    } else {
-        Visibility::Inherited
-    });
+    if discs.is_empty() {
+        visibility.set_if_neq(Visibility::Hidden);
+        return;
+    }
+    visibility.set_if_neq(Visibility::Inherited);
+    if let Some(mut mesh) = mesh_id.and_then(|id| meshes.get_mut(id)) {
+        discs.move_into(&mut mesh);
+        return;
+    }
+    let mut mesh = Mesh::new(
+        PrimitiveTopology::TriangleList,
+        RenderAssetUsages::default(),
+    );
     discs.move_into(&mut mesh);
+    commands
+        .entity(batch_entity)
+        .insert(Mesh2d(meshes.add(mesh)));
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use bevy::asset::AssetPlugin;
+
     use super::*;
+    use crate::physics::world::ContactMethod;
+    use crate::scene::Scene;
+    use crate::sim::{lane_bounds, lane_offsets};
+
+    /// The lanes of a shipped scene, laid out as the sim lays them out, without their bodies.
+    fn lanes_of(path: &str) -> Vec<Lane> {
+        let scene = Scene::load(Path::new(path)).expect("a built-in scene loads");
+        let worlds = scene.build();
+        let bounds: Vec<(DVec2, DVec2)> = worlds.iter().map(lane_bounds).collect();
+        let offsets = lane_offsets(&bounds);
+        worlds
+            .into_iter()
+            .zip(bounds)
+            .zip(offsets)
+            .enumerate()
+            .map(|(index, ((world, bounds), offset))| Lane {
+                index,
+                world,
+                offset,
+                bounds,
+                ball_entities: Vec::new(),
+                rod_entities: Vec::new(),
+                wall_entities: Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Every mesh the renderer would be asked to upload (added or modified this frame), with its vertex data's
+    /// size in bytes at the end of the frame, when the render world extracts it.
+    #[derive(Resource, Default)]
+    struct Uploads(Vec<(AssetId<Mesh>, usize)>);
+
+    fn record_uploads(
+        mut events: MessageReader<AssetEvent<Mesh>>,
+        meshes: Res<Assets<Mesh>>,
+        mut uploads: ResMut<Uploads>,
+    ) {
+        for event in events.read() {
+            if let AssetEvent::Added { id } | AssetEvent::Modified { id } = *event {
+                let bytes = meshes.get(id).map_or(0, Mesh::get_vertex_buffer_size);
+                uploads.0.push((id, bytes));
+            }
+        }
+    }
+
+    /// The ball batch alone: the asset plugin, a camera at 1 unit per pixel, `draw_balls`, and the lanes of
+    /// `scene`; returns the app and the lane entities.
+    fn ball_batch_app(scene: &str) -> (App, Vec<Entity>) {
+        let mut app = App::new();
+        app.add_plugins((MinimalPlugins, AssetPlugin::default()))
+            .init_asset::<Mesh>()
+            .init_asset::<BallMaterial>()
+            .init_resource::<Uploads>()
+            .init_resource::<LaneBands>()
+            .init_resource::<StrayBalls>()
+            .add_systems(Startup, spawn_ball_batch)
+            .add_systems(Update, (lane_bands::update_lane_bands, draw_balls).chain())
+            .add_systems(Last, record_uploads);
+        app.world_mut().spawn((
+            MainCamera,
+            Projection::Orthographic(OrthographicProjection::default_2d()),
+        ));
+        let lanes = lanes_of(scene)
+            .into_iter()
+            .map(|lane| app.world_mut().spawn(lane).id())
+            .collect();
+        (app, lanes)
+    }
+
+    fn batch_state(app: &mut App) -> (Option<usize>, Visibility) {
+        let (mesh, visibility) = app
+            .world_mut()
+            .query_filtered::<(Option<&Mesh2d>, &Visibility), With<BallBatch>>()
+            .single(app.world())
+            .map(|(mesh, visibility)| (mesh.map(|m| m.id()), *visibility))
+            .expect("one ball batch");
+        let vertices = mesh.and_then(|id| {
+            app.world()
+                .resource::<Assets<Mesh>>()
+                .get(id)
+                .map(Mesh::count_vertices)
+        });
+        (vertices, visibility)
+    }
+
+    #[test]
+    fn the_renderer_is_never_handed_an_empty_ball_mesh() {
+        // The rod drop has no balls: nothing to upload, frame after frame (each empty upload logged two
+        // "Use-after-free" errors from bevy_render's slab allocator).
+        let (mut app, lanes) = ball_batch_app("assets/scenes/rod_drop.ron");
+        for _ in 0..5 {
+            app.update();
+        }
+        assert!(app.world().resource::<Uploads>().0.is_empty());
+        assert_eq!(batch_state(&mut app), (None, Visibility::Hidden));
+
+        // A ball dropped in: its quad is uploaded and shown.
+        let ball = app
+            .world_mut()
+            .spawn((
+                Ball {
+                    index: 0,
+                    radius: 0.05,
+                    mass: 1.0,
+                },
+                Transform::from_xyz(0.0, 500.0, 1.0),
+                LaneMember(lanes[0]),
+            ))
+            .id();
+        app.update();
+        assert_eq!(batch_state(&mut app), (Some(4), Visibility::Inherited));
+        app.update();
+
+        // Gone again (a restart): hidden, and the mesh is left as it was rather than emptied.
+        app.world_mut().despawn(ball);
+        for _ in 0..3 {
+            app.update();
+        }
+        assert_eq!(batch_state(&mut app).1, Visibility::Hidden);
+        let uploads = &app.world().resource::<Uploads>().0;
+        assert_eq!(
+            uploads.len(),
+            2,
+            "one upload per frame with the ball: {uploads:?}"
+        );
+        assert!(uploads.iter().all(|&(_, bytes)| bytes > 0), "{uploads:?}");
+    }
 
     #[test]
     fn each_disc_is_a_counter_clockwise_quad_around_its_centre() {
@@ -249,20 +463,103 @@ mod tests {
     }
 
     #[test]
-    fn a_ball_in_another_lanes_area_is_told_apart_and_one_in_its_own_or_outside_all_is_not() {
-        let (left, right) = (Entity::from_raw_u32(1), Entity::from_raw_u32(2));
-        let (left, right) = (left.expect("an entity"), right.expect("an entity"));
-        let areas = [
-            (left, [1.0; 4], Rect::new(0.0, 0.0, 10.0, 10.0)),
-            (right, [1.0; 4], Rect::new(12.0, 0.0, 22.0, 10.0)),
-        ];
-        // A left-lane ball that flew through its wall into the right lane's box.
-        assert!(in_another_lane(Vec2::new(15.0, 5.0), left, &areas));
-        // In its own lane, in the gap between the lanes, or far away: drawn.
-        assert!(!in_another_lane(Vec2::new(5.0, 5.0), left, &areas));
-        assert!(!in_another_lane(Vec2::new(11.0, 5.0), left, &areas));
-        assert!(!in_another_lane(Vec2::new(100.0, 5.0), left, &areas));
-        assert!(!in_another_lane(Vec2::new(15.0, 5.0), right, &areas));
+    fn a_disc_across_its_band_edge_is_cut_there_and_one_beyond_adds_nothing() {
+        let band = Rect::new(f32::NEG_INFINITY, -140.0, f32::INFINITY, -10.0);
+        let color = [1.0; 4];
+        // Wholly inside: the same quad as an unclipped push.
+        let (mut clipped, mut plain) = (Discs::default(), Discs::default());
+        assert!(clipped.push_clipped(Vec2::new(3.0, -50.0), 2.0, 0.5, color, band));
+        plain.push(Vec2::new(3.0, -50.0), 2.0, 0.5, color);
+        assert_eq!(clipped, plain);
+
+        // Centre 1 below the top edge, radius 2, margin 0.5: the quad's top 1.5 is cut off, and its uv with it,
+        // so the shader's disc (|uv| <= 1) is cut at the edge rather than squeezed under it.
+        let mut discs = Discs::default();
+        let centre = Vec2::new(3.0, -11.0);
+        assert!(discs.push_clipped(centre, 2.0, 0.5, color, band));
+        let ys: Vec<f32> = discs.positions.iter().map(|p| p[1]).collect();
+        assert_eq!(ys, vec![-13.5, -13.5, -10.0, -10.0]);
+        for (p, uv) in discs.positions.iter().zip(&discs.uvs) {
+            let offset = Vec2::new(p[0], p[1]) - centre;
+            assert!((Vec2::from(*uv) * 2.0 - offset).length() < 1e-6);
+        }
+        assert_eq!(discs.indices, vec![0, 1, 2, 0, 2, 3]);
+
+        // Wholly beyond (its lowest pixel just above the edge): nothing is added.
+        assert!(!discs.push_clipped(Vec2::new(3.0, -7.4), 2.0, 0.5, color, band));
+        assert_eq!(discs.positions.len(), 4);
+    }
+
+    #[test]
+    fn a_ball_that_leaves_its_lane_is_drawn_nowhere_in_another_lane_and_marked_at_its_own_edge() {
+        // The wall throw: penalty lane on top, IPC lane below. An IPC ball that glanced off the top end of its
+        // wall has risen to y = 0.62 m, which lies in the penalty lane's drawn area.
+        let (mut app, lanes) = ball_batch_app("assets/scenes/wall_throw.ron");
+        let offsets: Vec<DVec2> = lanes
+            .iter()
+            .map(|&lane| app.world().get::<Lane>(lane).expect("a lane").offset)
+            .collect();
+        let at = |lane: usize, local: DVec2| {
+            let p = ((local + offsets[lane]) * f64::from(UNITS_PER_METRE)).as_vec2();
+            Transform::from_xyz(p.x, p.y, 1.0)
+        };
+        let ball = |lane: usize| Ball {
+            index: lane,
+            radius: 0.01,
+            mass: 1.0,
+        };
+        let risen = DVec2::new(0.3, 0.62);
+        app.world_mut()
+            .spawn((ball(0), at(0, DVec2::ZERO), LaneMember(lanes[0])));
+        app.world_mut()
+            .spawn((ball(1), at(1, risen), LaneMember(lanes[1])));
+        app.update();
+
+        let bands = app.world().resource::<LaneBands>().clone();
+        let (penalty, ipc) = (bands.of(lanes[0]), bands.of(lanes[1]));
+        let risen_drawn = at(1, risen).translation.truncate();
+        assert!(penalty.contains(risen_drawn) && !ipc.contains(risen_drawn));
+
+        // Only the penalty ball is in the mesh, inside its band, in its colour.
+        let mesh_id = app
+            .world_mut()
+            .query_filtered::<&Mesh2d, With<BallBatch>>()
+            .single(app.world())
+            .expect("the batch has its mesh")
+            .id();
+        let meshes = app.world().resource::<Assets<Mesh>>();
+        let mesh = meshes.get(mesh_id).expect("the mesh");
+        use bevy::mesh::VertexAttributeValues as Values;
+        let Some(Values::Float32x3(positions)) = mesh.attribute(Mesh::ATTRIBUTE_POSITION) else {
+            panic!("positions");
+        };
+        assert_eq!(positions.len(), 4);
+        assert!(
+            positions
+                .iter()
+                .all(|p| penalty.contains(Vec2::new(p[0], p[1])))
+        );
+
+        // The IPC ball is marked on its band's top edge, straight below it, in green, with its position.
+        let strays = &app.world().resource::<StrayBalls>().0;
+        assert_eq!(strays.len(), 1, "{strays:?}");
+        let stray = strays[0];
+        assert_eq!(stray.lane, lanes[1]);
+        assert_eq!(stray.edge, Vec2::new(risen_drawn.x, ipc.max.y));
+        assert_eq!(stray.direction, Vec2::Y);
+        assert!((stray.position - risen).length() < 1e-6, "{stray:?}");
+        assert_eq!(stray.color, method_color(ContactMethod::Ipc));
+
+        // Back inside its band (falling back down), it is drawn again and no longer marked.
+        let mut balls = app.world_mut().query::<(&Ball, &mut Transform)>();
+        for (ball, mut transform) in balls.iter_mut(app.world_mut()) {
+            if ball.index == 1 {
+                *transform = at(1, DVec2::new(0.3, 0.1));
+            }
+        }
+        app.update();
+        assert!(app.world().resource::<StrayBalls>().0.is_empty());
+        assert_eq!(batch_state(&mut app), (Some(8), Visibility::Inherited));
     }
 
     #[test]

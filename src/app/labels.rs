@@ -1,5 +1,6 @@
 //! Each lane's name and contact method above its top-left corner, and the fault that paused it below, drawn in
-//! the scene by the main camera.
+//! the scene by the main camera; and beside the marker of each ball beyond its lane's band (see `lane_bands`),
+//! that ball's position.
 //!
 //! They are scene text rather than egui so that they stay when the UI is hidden (Tab) without keeping the UI
 //! camera running: under a software renderer its full-window pass is about a tenth of a frame.
@@ -7,6 +8,7 @@
 use bevy::prelude::*;
 use bevy::sprite::Anchor;
 
+use super::lane_bands::StrayBalls;
 use super::method_color;
 use super::render::{MainCamera, camera_scale};
 use crate::physics::DVec2;
@@ -32,7 +34,7 @@ impl Plugin for LabelsPlugin {
         app.init_resource::<LabelScale>().add_systems(
             PostUpdate,
             // The text is laid out in the frame it changes.
-            label_lanes
+            (label_lanes, label_strays)
                 .before(bevy::transform::TransformSystems::Propagate)
                 .before(bevy::sprite::update_text2d_layout),
         );
@@ -176,6 +178,171 @@ fn label_lanes(
     }
 }
 
+/// Height of a stray ball's position text [logical px].
+const STRAY_PX: f32 = 12.0;
+/// Stray balls labelled with their position, per lane; the rest are counted on the first label. One: the
+/// labels of balls that left near each other would overlap.
+const STRAY_LABELS_PER_LANE: usize = 1;
+/// Width of a character of the labels' monospace font, as a fraction of its size, to keep text apart before it
+/// is laid out.
+const CHAR_WIDTH: f32 = 0.6;
+
+/// A text entity that shows the position of a ball beyond its lane's band (see `lane_bands`), beside its marker.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StrayLabel;
+
+/// The text a stray ball is labelled with: its lane-local position, and how many more of its lane's balls are
+/// beyond the band unlabelled.
+fn stray_text(position: DVec2, more: usize) -> String {
+    let at = format!("({:.3}, {:.3}) m", position.x, position.y);
+    if more > 0 {
+        format!("{at}, +{more} more beyond")
+    } else {
+        at
+    }
+}
+
+/// Where a stray ball's label goes, beside its marker and inside its lane's band: `edge` and `direction` as in
+/// [`StrayBall`](super::lane_bands::StrayBall), at `px` world units per pixel and the labels' `scale`. A label
+/// that would cover the lane's `title` (its box, world units) goes just inside the lane's top edge instead,
+/// below the title; `text_chars` is the label's length.
+fn stray_place(
+    edge: Vec2,
+    direction: Vec2,
+    title: Option<Rect>,
+    text_chars: usize,
+    px: f32,
+    scale: f32,
+) -> (Vec2, Anchor) {
+    let s = scale * px;
+    if let Some(title) = title
+        && direction.y > 0.0
+        && direction.y >= direction.x.abs()
+    {
+        let at = edge - direction * 10.0 * s + Vec2::new(10.0 * s, 0.0);
+        let half_height = 0.5 * STRAY_PX * s;
+        let width = text_chars as f32 * CHAR_WIDTH * STRAY_PX * s;
+        let label = Rect::new(at.x, at.y - half_height, at.x + width, at.y + half_height);
+        if !label.intersect(title).is_empty() {
+            // The title sits TITLE_GAP_PX above the lane's top edge.
+            let lane_top = title.min.y - TITLE_GAP_PX * s;
+            return (Vec2::new(at.x, lane_top - 10.0 * s), Anchor::CENTER_LEFT);
+        }
+    }
+    if direction.x.abs() > direction.y.abs() {
+        // Beyond the left or right edge: above the marker, on the band's side of the edge.
+        let anchor = if direction.x > 0.0 {
+            Anchor::BOTTOM_RIGHT
+        } else {
+            Anchor::BOTTOM_LEFT
+        };
+        (edge - direction * 4.0 * s + Vec2::new(0.0, 6.0 * s), anchor)
+    } else {
+        // Beyond the top or bottom edge: right of the marker, just inside the edge.
+        (
+            edge - direction * 10.0 * s + Vec2::new(10.0 * s, 0.0),
+            Anchor::CENTER_LEFT,
+        )
+    }
+}
+
+/// Labels the balls beyond their lanes' bands with their positions (at most [`STRAY_LABELS_PER_LANE`] a lane),
+/// reusing one text entity per label shown and hiding the rest.
+#[allow(clippy::type_complexity)]
+fn label_strays(
+    mut commands: Commands,
+    strays: Option<Res<StrayBalls>>,
+    lanes: Query<&Lane>,
+    camera: Query<&Projection, With<MainCamera>>,
+    scale: Res<LabelScale>,
+    mut labels: Query<
+        (
+            &mut Text2d,
+            &mut TextColor,
+            &mut Transform,
+            &mut Anchor,
+            &mut Visibility,
+        ),
+        With<StrayLabel>,
+    >,
+    mut wanted: Local<Vec<(String, Color, Transform, Anchor)>>,
+) {
+    let px = camera.single().map(camera_scale).unwrap_or(1.0);
+    wanted.clear();
+    if let Some(strays) = strays {
+        let mut seen: Vec<(Entity, usize)> = Vec::new();
+        for (k, stray) in strays.0.iter().enumerate() {
+            let shown = match seen.iter_mut().find(|(lane, _)| *lane == stray.lane) {
+                Some((_, shown)) => shown,
+                None => {
+                    seen.push((stray.lane, 0));
+                    &mut seen.last_mut().expect("just pushed").1
+                }
+            };
+            if *shown == STRAY_LABELS_PER_LANE {
+                continue;
+            }
+            let more = if *shown == 0 {
+                let of_lane = strays.0[k..]
+                    .iter()
+                    .filter(|s| s.lane == stray.lane)
+                    .count();
+                of_lane.saturating_sub(STRAY_LABELS_PER_LANE)
+            } else {
+                0
+            };
+            *shown += 1;
+            let text = stray_text(stray.position, more);
+            let title = lanes.get(stray.lane).ok().and_then(|lane| {
+                let (title, _, place) = line_look(lane, LabelLine::Title, px, scale.0)?;
+                let s = scale.0 * px;
+                let width = title.chars().count() as f32 * CHAR_WIDTH * TITLE_PX * s;
+                let at = place.translation.truncate();
+                Some(Rect::new(at.x, at.y, at.x + width, at.y + TITLE_PX * s))
+            });
+            let (at, anchor) = stray_place(
+                stray.edge,
+                stray.direction,
+                title,
+                text.chars().count(),
+                px,
+                scale.0,
+            );
+            let place =
+                Transform::from_translation(at.extend(LABEL_Z)).with_scale(Vec3::new(px, px, 1.0));
+            wanted.push((text, stray.color, place, anchor));
+        }
+    }
+    let mut wanted_iter = wanted.drain(..);
+    for (mut text, mut color, mut transform, mut anchor, mut visibility) in &mut labels {
+        let Some((want_text, want_color, want_place, want_anchor)) = wanted_iter.next() else {
+            visibility.set_if_neq(Visibility::Hidden);
+            continue;
+        };
+        visibility.set_if_neq(Visibility::Inherited);
+        if text.0 != want_text {
+            text.0 = want_text;
+        }
+        color.set_if_neq(TextColor(want_color));
+        transform.set_if_neq(want_place);
+        anchor.set_if_neq(want_anchor);
+    }
+    for (text, color, place, anchor) in wanted_iter {
+        commands.spawn((
+            StrayLabel,
+            Text2d::new(text),
+            TextFont {
+                font_size: FontSize::Px(STRAY_PX * scale.0),
+                ..default()
+            },
+            TextColor(color),
+            place,
+            anchor,
+            Visibility::Inherited,
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,5 +471,32 @@ mod tests {
         assert_eq!(fonts[0].1, FontSize::Px(10.0));
         assert_eq!(fonts[0].2, corner_y + 5.0);
         assert_eq!(fonts[1].1, FontSize::Px(8.75));
+    }
+
+    #[test]
+    fn a_stray_ball_is_labelled_with_its_position_inside_its_band_and_clear_of_the_lane_title() {
+        assert_eq!(stray_text(DVec2::new(0.3, 0.62), 0), "(0.300, 0.620) m");
+        assert_eq!(
+            stray_text(DVec2::new(-1.0, 2.5), 2),
+            "(-1.000, 2.500) m, +2 more beyond"
+        );
+        // At 2 units per pixel, a ball above its band's top edge at y = 100: the label is right of the marker,
+        // 10 px below the edge, inside the band.
+        let (at, anchor) = stray_place(Vec2::new(500.0, 100.0), Vec2::Y, None, 15, 2.0, 1.0);
+        assert_eq!((at, anchor), (Vec2::new(520.0, 80.0), Anchor::CENTER_LEFT));
+        // Below the band's bottom edge: 10 px above it.
+        let (at, _) = stray_place(Vec2::new(500.0, -100.0), Vec2::NEG_Y, None, 15, 2.0, 1.0);
+        assert_eq!(at, Vec2::new(520.0, -80.0));
+        // Beyond the right edge: above the marker, ending at the edge's band side.
+        let (at, anchor) = stray_place(Vec2::new(300.0, 0.0), Vec2::X, None, 15, 2.0, 1.0);
+        assert_eq!((at, anchor), (Vec2::new(292.0, 12.0), Anchor::BOTTOM_RIGHT));
+        // A lane title 20 px below the edge (the lane's top 4 px under it) is in the way: the label goes 10 px
+        // inside the lane's top instead; a title further along the edge is not.
+        let title = Rect::new(400.0, 48.0, 700.0, 80.0);
+        let (at, _) = stray_place(Vec2::new(500.0, 100.0), Vec2::Y, Some(title), 15, 2.0, 1.0);
+        assert_eq!(at, Vec2::new(520.0, 40.0 - 20.0));
+        let far = Rect::new(2000.0, 48.0, 2300.0, 80.0);
+        let (at, _) = stray_place(Vec2::new(500.0, 100.0), Vec2::Y, Some(far), 15, 2.0, 1.0);
+        assert_eq!(at, Vec2::new(520.0, 80.0));
     }
 }

@@ -26,6 +26,7 @@ pub mod input;
 pub mod inspector;
 pub mod labels;
 pub mod landscape;
+pub mod lane_bands;
 pub mod panels;
 pub mod render;
 pub mod screenshot;

@@ -1,10 +1,12 @@
 //! Drawing: walls as rectangles and balls (all in one mesh, [`ball_mesh`]), rods, velocity and
 //! impulse arrows and contact markers as gizmos, and a camera that frames every lane (auto-fit until the user
-//! zooms or pans).
+//! zooms or pans). Each lane's bodies are drawn inside its band only ([`lane_bands`]); a ball beyond it is marked
+//! on the band's edge.
 
 use bevy::prelude::*;
 use bevy::render::renderer::RenderAdapterInfo;
 
+use super::lane_bands::{self, LaneBands, StrayBalls, clip_segment, edge_towards, lane_area};
 use super::{UiState, WALL_RGB, ball_mesh, method_color};
 use crate::physics::DVec2;
 use crate::physics::rod_flight::RodEnd;
@@ -28,6 +30,14 @@ const ROD_WIDTH_PX: f32 = 6.0;
 #[derive(Default, Reflect, GizmoConfigGroup)]
 pub struct RodGizmos;
 
+/// The marker of a ball beyond its lane's band: an arrow this long [px] pointing at the band's edge, its tip
+/// this far inside [px].
+const STRAY_ARROW_PX: f32 = 14.0;
+const STRAY_ARROW_INSET_PX: f32 = 2.0;
+
+/// The faint line where one lane's band ends and the next begins.
+const BAND_EDGE_COLOR: Color = Color::srgba(0.6, 0.62, 0.7, 0.25);
+
 /// Impulse arrows stay on screen this long after an impact [s of simulated time].
 const IMPULSE_ARROW_SECONDS: f32 = 0.6;
 
@@ -46,6 +56,8 @@ impl Plugin for RenderPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<CameraView>()
             .init_resource::<RecentImpulses>()
+            .init_resource::<LaneBands>()
+            .init_resource::<StrayBalls>()
             .add_plugins(ball_mesh::BallMeshPlugin)
             .insert_gizmo_config(
                 RodGizmos,
@@ -63,8 +75,14 @@ impl Plugin for RenderPlugin {
                 (
                     attach_meshes,
                     collect_impulses,
-                    (fit_camera, keep_sizes_visible, ball_mesh::draw_balls).chain(),
-                    draw_gizmos,
+                    (
+                        fit_camera,
+                        keep_sizes_visible,
+                        lane_bands::update_lane_bands,
+                        ball_mesh::draw_balls,
+                        draw_gizmos,
+                    )
+                        .chain(),
                 )
                     .after(SimSet::Interpolate),
             )
@@ -298,6 +316,14 @@ fn collect_impulses(
     });
 }
 
+/// What the selection ring needs of the selected body.
+type SelectedBody<'a> = (
+    &'a Transform,
+    Option<&'a Ball>,
+    Option<&'a Rod>,
+    Option<&'a LaneMember>,
+);
+
 /// Rods, velocity arrows, impulse arrows, contact markers, the rod floor and the selection ring.
 #[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
 fn draw_gizmos(
@@ -307,9 +333,11 @@ fn draw_gizmos(
     lanes: Query<&Lane>,
     rods: Query<(&Rod, &BodyState, &Transform, &LaneMember)>,
     balls: Query<(&Ball, &BodyState, &Transform, &LaneMember)>,
-    selected: Query<(&Transform, Option<&Ball>, Option<&Rod>)>,
+    selected: Query<SelectedBody>,
     recent: Res<RecentImpulses>,
     ui: Res<UiState>,
+    bands: Res<LaneBands>,
+    strays: Res<StrayBalls>,
 ) {
     let Ok(projection) = camera.single() else {
         return;
@@ -329,6 +357,17 @@ fn draw_gizmos(
             );
         }
     }
+    let areas: Vec<Rect> = lanes.iter().map(lane_area).collect();
+    for (a, b) in bands.boundaries(&areas) {
+        gizmos.line_2d(a, b, BAND_EDGE_COLOR);
+    }
+    for stray in &strays.0 {
+        let tip = stray.edge - stray.direction * STRAY_ARROW_INSET_PX * px;
+        let tail = tip - stray.direction * STRAY_ARROW_PX * px;
+        gizmos
+            .arrow_2d(tail, tip, stray.color)
+            .with_tip_length(6.0 * px);
+    }
     for (rod, state, transform, member) in &rods {
         let centre = transform.translation.truncate();
         let angle = transform.rotation.to_euler(EulerRot::XYZ).2;
@@ -337,7 +376,19 @@ fn draw_gizmos(
             .get(member.0)
             .map(|l| method_color(l.world.settings.method))
             .unwrap_or(Color::WHITE);
-        rod_gizmos.line_2d(centre - half, centre + half, Color::srgb(0.35, 0.6, 1.0));
+        // A rod is cut at its lane's band, as the balls are; beyond it, only its centre's marker shows.
+        let band = bands.of(member.0);
+        if let Some((a, b)) = clip_segment(centre - half, centre + half, band) {
+            rod_gizmos.line_2d(a, b, Color::srgb(0.35, 0.6, 1.0));
+        }
+        if !band.contains(centre) {
+            let (edge, direction) = edge_towards(centre, band);
+            let tip = edge - direction * STRAY_ARROW_INSET_PX * px;
+            gizmos
+                .arrow_2d(tip - direction * STRAY_ARROW_PX * px, tip, color)
+                .with_tip_length(6.0 * px);
+            continue;
+        }
         gizmos.circle_2d(Isometry2d::from_translation(centre), 3.0 * px, color);
         // Velocity arrow: 0.1 s of travel.
         let v = state.velocity.as_vec2() * 0.1 * u;
@@ -374,26 +425,32 @@ fn draw_gizmos(
         let fade = 1.0 - age / IMPULSE_ARROW_SECONDS;
         gizmos.arrow_2d(p, p + j, Color::srgba(1.0, 0.35, 0.9, fade));
     }
-    for (ball, state, transform, _) in &balls {
+    for (ball, state, transform, member) in &balls {
         let centre = transform.translation.truncate();
         let v = state.velocity.as_vec2() * 0.02 * u;
-        if v.length() > 3.0 * px && ball.radius >= 0.0 {
+        if v.length() > 3.0 * px && ball.radius >= 0.0 && bands.of(member.0).contains(centre) {
             gizmos.arrow_2d(centre, centre + v, arrow_color.with_alpha(0.6));
         }
     }
     if let Some(entity) = ui.selected
-        && let Ok((transform, ball, rod)) = selected.get(entity)
+        && let Ok((transform, ball, rod, member)) = selected.get(entity)
     {
-        let r = match (ball, rod) {
-            (Some(b), _) => drawn_radius(b.radius, px) + 4.0 * px,
-            (_, Some(r)) => r.length as f32 * u / 2.0 + 4.0 * px,
-            _ => 10.0 * px,
+        let centre = transform.translation.truncate();
+        let band = member.map_or(lane_bands::EVERYWHERE, |m| bands.of(m.0));
+        let (at, r) = if band.contains(centre) {
+            let r = match (ball, rod) {
+                (Some(b), _) => drawn_radius(b.radius, px) + 4.0 * px,
+                (_, Some(r)) => r.length as f32 * u / 2.0 + 4.0 * px,
+                _ => 10.0 * px,
+            };
+            (centre, r)
+        } else {
+            // Beyond its lane's band the body is drawn as its marker: the ring goes round that.
+            let (edge, direction) = edge_towards(centre, band);
+            let marker = edge - direction * (STRAY_ARROW_INSET_PX + STRAY_ARROW_PX / 2.0) * px;
+            (marker, STRAY_ARROW_PX * px)
         };
-        gizmos.circle_2d(
-            Isometry2d::from_translation(transform.translation.truncate()),
-            r,
-            Color::WHITE,
-        );
+        gizmos.circle_2d(Isometry2d::from_translation(at), r, Color::WHITE);
     }
 }
 
