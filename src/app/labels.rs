@@ -9,7 +9,7 @@ use bevy::prelude::*;
 use bevy::sprite::Anchor;
 
 use super::lane_bands::StrayBalls;
-use super::lane_color;
+use super::method_color;
 use super::render::{MainCamera, camera_scale};
 use crate::physics::DVec2;
 use crate::sim::{Lane, UNITS_PER_METRE};
@@ -88,14 +88,13 @@ fn line_text(lane: &Lane, line: LabelLine) -> Option<String> {
 /// labels' `scale`.
 fn line_look(
     lane: &Lane,
-    title_color: Color,
     line: LabelLine,
     px: f32,
     scale: f32,
 ) -> Option<(String, Color, Transform)> {
     let text = line_text(lane, line)?;
     let (rgb, gap) = match line {
-        LabelLine::Title => (title_color, TITLE_GAP_PX),
+        LabelLine::Title => (method_color(lane.world.settings.method), TITLE_GAP_PX),
         LabelLine::Fault => (
             Color::srgb_u8(FAULT_RGB[0], FAULT_RGB[1], FAULT_RGB[2]),
             -FAULT_GAP_PX,
@@ -135,8 +134,7 @@ fn label_lanes(
             (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
             (LabelLine::Fault, Anchor::TOP_LEFT, FAULT_PX),
         ] {
-            let color = lane_color(lane, lanes.iter().map(|(_, l)| l));
-            let (text, rgb, place, visibility) = match line_look(lane, color, line, px, scale.0) {
+            let (text, rgb, place, visibility) = match line_look(lane, line, px, scale.0) {
                 Some((text, rgb, place)) => (text, rgb, place, Visibility::Inherited),
                 None => (
                     String::new(),
@@ -167,8 +165,7 @@ fn label_lanes(
             commands.entity(entity).despawn();
             continue;
         };
-        let title = lane_color(lane, lanes.iter().map(|(_, l)| l));
-        let Some((wanted, rgb, place)) = line_look(lane, title, label.line, px, scale.0) else {
+        let Some((wanted, rgb, place)) = line_look(lane, label.line, px, scale.0) else {
             visibility.set_if_neq(Visibility::Hidden);
             continue;
         };
@@ -297,8 +294,7 @@ fn label_strays(
             *shown += 1;
             let text = stray_text(stray.position, more);
             let title = lanes.get(stray.lane).ok().and_then(|lane| {
-                let (title, _, place) =
-                    line_look(lane, Color::WHITE, LabelLine::Title, px, scale.0)?;
+                let (title, _, place) = line_look(lane, LabelLine::Title, px, scale.0)?;
                 let s = scale.0 * px;
                 let width = title.chars().count() as f32 * CHAR_WIDTH * TITLE_PX * s;
                 let at = place.translation.truncate();

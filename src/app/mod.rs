@@ -40,7 +40,7 @@ use bevy_egui::EguiPlugin;
 
 use crate::physics::world::ContactMethod;
 use crate::sim::{
-    ActiveScene, BUILT_IN_SCENES, DEFAULT_SCENE, Lane, SceneCatalogue, SimLog, SimPlugin, Stepping,
+    ActiveScene, BUILT_IN_SCENES, DEFAULT_SCENE, SceneCatalogue, SimLog, SimPlugin, Stepping,
 };
 
 /// Ball colour of penalty lanes (sRGB 8-bit; `.ci/gui-check` looks for it).
@@ -58,18 +58,6 @@ pub fn method_color(method: ContactMethod) -> Color {
         ContactMethod::Penalty => PENALTY_RGB,
         ContactMethod::Ipc => IPC_RGB,
     };
-    Color::srgb_u8(r, g, b)
-}
-
-/// A lane's colour on the canvas and in the panels: its method's, in the shade of its rank among the lanes of
-/// that method in lane order ([`panels::lane_rgb`]), so that two IPC lanes can be told apart.
-pub fn lane_color<'a>(lane: &Lane, lanes: impl IntoIterator<Item = &'a Lane>) -> Color {
-    let method = lane.world.settings.method;
-    let rank = lanes
-        .into_iter()
-        .filter(|l| l.index < lane.index && l.world.settings.method == method)
-        .count();
-    let [r, g, b] = panels::lane_rgb(method, rank);
     Color::srgb_u8(r, g, b)
 }
 
@@ -276,7 +264,7 @@ pub fn run_gui() -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Color, Lane, StepRate, lane_color, method_color};
+    use super::StepRate;
 
     #[test]
     fn the_step_rate_is_steps_over_the_last_second_of_real_time() {
@@ -303,38 +291,5 @@ mod tests {
         rate.record(16.7, 12);
         let restarted = rate.steps_per_second().expect("0.6 s window");
         assert!((restarted - 20.0).abs() < 1e-9, "{restarted}");
-    }
-
-    /// On the canvas, as in the panels, the lanes of one method have shades of their own, the first lane of a
-    /// method its method's colour (which `.ci/gui-check` looks for).
-    #[test]
-    fn lanes_of_one_method_are_drawn_in_colours_of_their_own() {
-        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/slope.ron"))
-            .expect("the shipped scene loads");
-        let lanes: Vec<Lane> = scene
-            .build()
-            .into_iter()
-            .enumerate()
-            .map(|(index, world)| Lane {
-                index,
-                world,
-                offset: crate::physics::DVec2::ZERO,
-                bounds: Default::default(),
-                ball_entities: Vec::new(),
-                rod_entities: Vec::new(),
-                wall_entities: Vec::new(),
-            })
-            .collect();
-        let colors: Vec<Color> = lanes.iter().map(|l| lane_color(l, &lanes)).collect();
-        for (i, lane) in lanes.iter().enumerate() {
-            let method = lane.world.settings.method;
-            let first = lanes.iter().position(|l| l.world.settings.method == method);
-            if first == Some(i) {
-                assert_eq!(colors[i], method_color(method), "lane {i}");
-            }
-            for j in 0..i {
-                assert_ne!(colors[i], colors[j], "lanes {j} and {i}");
-            }
-        }
     }
 }

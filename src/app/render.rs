@@ -7,7 +7,7 @@ use bevy::prelude::*;
 use bevy::render::renderer::RenderAdapterInfo;
 
 use super::lane_bands::{self, LaneBands, StrayBalls, clip_segment, edge_towards, lane_area};
-use super::{UiState, WALL_RGB, ball_mesh, lane_color};
+use super::{UiState, WALL_RGB, ball_mesh, method_color};
 use crate::physics::DVec2;
 use crate::physics::rod_flight::RodEnd;
 use crate::sim::{Ball, BodyState, Lane, LaneMember, Rod, SimSet, UNITS_PER_METRE, Wall};
@@ -374,7 +374,7 @@ fn draw_gizmos(
         let half = Vec2::new(angle.cos(), angle.sin()) * (rod.length as f32 * u / 2.0);
         let color = lanes
             .get(member.0)
-            .map(|l| lane_color(l, lanes.iter()))
+            .map(|l| method_color(l.world.settings.method))
             .unwrap_or(Color::WHITE);
         // A rod is cut at its lane's band, as the balls are; beyond it, only its centre's marker shows.
         let band = bands.of(member.0);
