@@ -223,6 +223,19 @@ pub(crate) mod seed_listing {
     }
 }
 
+/// The seed listing's parameters for the throw `a` with penalty stiffness `k`.
+fn seed_params(a: &ThrowArgs, k: f64) -> seed_listing::Params {
+    seed_listing::Params {
+        m: a.mass,
+        h: a.h,
+        wall: a.wall,
+        w: a.thickness,
+        dhat: a.dhat,
+        kappa: a.kappa,
+        k,
+    }
+}
+
 #[test]
 fn throw_agrees_with_the_seed_listing_on_parameters_the_seed_never_printed() {
     let cases: [(&str, &str, &str, &str, &str, &str, &str); 6] = [
@@ -255,15 +268,7 @@ fn throw_agrees_with_the_seed_listing_on_parameters_the_seed_never_printed() {
         let rows = run_throws(&a).expect("runs");
         for row in rows {
             for (k, outcome) in &row.penalty {
-                let p = seed_listing::Params {
-                    m: a.mass,
-                    h: a.h,
-                    wall: a.wall,
-                    w: a.thickness,
-                    dhat: a.dhat,
-                    kappa: a.kappa,
-                    k: *k,
-                };
+                let p = seed_params(&a, *k);
                 let (through, depth, _) = seed_listing::throw(&p, row.v0, false, a.steps as u32);
                 match outcome {
                     Outcome::Through { .. } => {
@@ -292,15 +297,7 @@ fn throw_agrees_with_the_seed_listing_on_parameters_the_seed_never_printed() {
                 }
                 compared += 1;
             }
-            let p = seed_listing::Params {
-                m: a.mass,
-                h: a.h,
-                wall: a.wall,
-                w: a.thickness,
-                dhat: a.dhat,
-                kappa: a.kappa,
-                k: 1.0,
-            };
+            let p = seed_params(&a, 1.0);
             let (through, xmax_minus_wall, newton) =
                 seed_listing::throw(&p, row.v0, true, a.steps as u32);
             assert!(!through);
@@ -362,15 +359,7 @@ fn penalty_agrees_with_the_seed_listing_on_thick_walls_and_mid_plane_ties() {
         ]);
         for row in run_throws(&a).expect("runs") {
             for (k, outcome) in &row.penalty {
-                let p = seed_listing::Params {
-                    m: a.mass,
-                    h: a.h,
-                    wall: a.wall,
-                    w: a.thickness,
-                    dhat: a.dhat,
-                    kappa: a.kappa,
-                    k: *k,
-                };
+                let p = seed_params(&a, *k);
                 let (through, depth, _) = seed_listing::throw(&p, row.v0, false, a.steps as u32);
                 let case = format!("wall {wall} thickness {thickness} v0 {} k {k}", row.v0);
                 match outcome {
