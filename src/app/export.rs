@@ -1219,6 +1219,11 @@ fn lzw_encode(indices: &[u8], min_code_size: u8, trie: &mut [u16]) -> Vec<u8> {
         current = k as u16;
     }
     emit(current, width, &mut out);
+    // Reading that code, the decoder adds the entry this encoder would have added next; if that fills the
+    // present width, it reads the closing clear one bit wider.
+    if max_code + 1 >= 1 << width && width < 12 && max_code > clear + 1 {
+        width += 1;
+    }
     emit(clear, width, &mut out);
     emit(clear + 1, min_code_size + 1, &mut out);
     if nbits > 0 {
@@ -1728,6 +1733,38 @@ mod tests {
             frames.push(canvas.clone());
         }
         frames
+    }
+
+    /// Frames of every length from 1 to 700 pixels in 2, 4 and 5 colours, through the `gif` crate's decoder:
+    /// the stream's last codes must be read at the width the decoder has reached. Where the decoder's table had
+    /// just filled a width (its next code `2^w`), it read the closing clear code one bit wider than it was written
+    /// and failed with `LzwError(InvalidCode)`.
+    #[test]
+    fn every_frame_length_decodes_to_its_pixels() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % u64::from(n)) as u32
+        };
+        for colours in [2u32, 4, 5] {
+            for width in 1..=700usize {
+                let pixels: Vec<u32> = (0..width).map(|_| next(colours) * 0x30_2010).collect();
+                let rgba: Vec<u8> = pixels
+                    .iter()
+                    .flat_map(|p| {
+                        let [_, r, g, b] = p.to_be_bytes();
+                        [r, g, b, 255]
+                    })
+                    .collect();
+                let mut writer = GifWriter::new(Vec::new(), width as u16, 1).expect("header");
+                writer.frame(&rgba, 5).expect("a frame");
+                let bytes = writer.finish().expect("trailer");
+                let frames = decode_gif(&bytes);
+                assert_eq!(frames, vec![pixels], "{colours} colours, {width} pixels");
+            }
+        }
     }
 
     #[test]
