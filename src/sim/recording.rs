@@ -321,8 +321,9 @@ pub fn replay_messages(
     active: Option<Res<ActiveScene>>,
     mut fixed: ResMut<Time<Fixed>>,
 ) {
+    let mut replay = replay;
     if stops.read().count() > 0
-        && let Some(mut replay) = replay
+        && let Some(replay) = replay.as_deref_mut()
     {
         commands.remove_resource::<Replay>();
         for entity in lanes.iter().map(|(e, ..)| e).chain(members.iter()) {
@@ -355,13 +356,15 @@ pub fn replay_messages(
                         let mut sorted: Vec<(&Lane, &LaneDiagnostics)> =
                             lanes.iter().map(|(_, lane, d)| (lane, d)).collect();
                         sorted.sort_by_key(|(lane, _)| lane.index);
-                        let before = SandboxSnapshot {
+                        // A replay started over another keeps the sandbox from before the first.
+                        let earlier = replay.as_deref_mut().and_then(|r| r.before.take());
+                        let before = earlier.unwrap_or_else(|| SandboxSnapshot {
                             worlds: sorted.iter().map(|(lane, _)| lane.world.clone()).collect(),
                             histories: sorted.iter().map(|(_, d)| (*d).clone()).collect(),
                             stop_at_step: control.stop_at_step,
                             paused: control.paused,
                             timestep: fixed.timestep(),
-                        };
+                        });
                         control.paused = false;
                         control.stop_at_step = None;
                         let mut replay = Replay::new(player);

@@ -1104,6 +1104,12 @@ fn stopping_a_replay_restores_the_sandbox_as_it_was() {
         app.update();
     }
     assert_ne!(ecs_hash(&mut app), before.0, "the replay is on screen");
+    // A replay opened over the first one: stopping still returns to the sandbox from before both.
+    app.world_mut()
+        .write_message(StartReplay(PathBuf::from(SHIPPED_DEMO)));
+    for _ in 0..10 {
+        app.update();
+    }
     app.world_mut()
         .write_message(contact_sandbox::sim::StopReplay);
     app.update();
