@@ -347,10 +347,13 @@ fn sandbox_ui(
             });
     }
 
+    // In the window's logical pixels, as the cursor and `input::floating_rects` are: egui's points times its
+    // zoom (Ctrl + / −).
     let canvas = viewport_ui.available_rect_before_wrap();
+    let zoom = ctx.zoom_factor();
     ui_state.canvas = Some((
-        Vec2::new(canvas.min.x, canvas.min.y),
-        Vec2::new(canvas.max.x, canvas.max.y),
+        Vec2::new(canvas.min.x, canvas.min.y) * zoom,
+        Vec2::new(canvas.max.x, canvas.max.y) * zoom,
     ));
     if replay_edits != ReplayEdits::default()
         && let Some(replay) = demo.replay.as_deref_mut()
