@@ -14,7 +14,7 @@ use bevy::prelude::*;
 use super::{
     ActiveScene, DiagnosticSample, HISTORY_LEN, Lane, LaneDiagnostics, LaneMember, LaneSettings,
     RestartScene, SimControl, SimLog, build_lanes, drop_surplus_bodies, push_sample, sample,
-    spawn_lane_entities, spawn_lane_entities_with_history,
+    spawn_lane_entities_with_history,
 };
 use crate::demo::{
     Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, Player, TickHash, TimedAction, Verdict,
@@ -388,6 +388,7 @@ fn sync_lanes(
     lanes: &mut Query<(Entity, &mut Lane, &mut LaneSettings, &mut LaneDiagnostics)>,
     members: &Query<Entity, With<LaneMember>>,
     fixed: &mut Time<Fixed>,
+    histories: Vec<LaneDiagnostics>,
 ) {
     let session = &replay.player.session;
     if replay.synced_generation != Some(session.generation) {
@@ -398,7 +399,7 @@ fn sync_lanes(
             commands.entity(entity).despawn();
         }
         fixed.set_timestep_hz(replay.player.demo.fixed_hz);
-        spawn_lane_entities(commands, session.lanes.clone());
+        spawn_lane_entities_with_history(commands, session.lanes.clone(), histories);
         replay.synced_generation = Some(session.generation);
         return;
     }
@@ -462,7 +463,14 @@ pub fn seek_replay(
     let first_sync = replay.synced_generation.is_none();
     let Some(tick) = replay.seek.take() else {
         if first_sync {
-            sync_lanes(&mut commands, replay, &mut lanes, &members, &mut fixed);
+            sync_lanes(
+                &mut commands,
+                replay,
+                &mut lanes,
+                &members,
+                &mut fixed,
+                Vec::new(),
+            );
         }
         return;
     };
@@ -501,22 +509,20 @@ pub fn seek_replay(
     }
     if same_run {
         for (_, lane, _, mut diagnostics) in lanes.iter_mut() {
-            if let Some(history) = histories.get(lane.index) {
-                *diagnostics = history.clone();
+            if let Some(history) = histories.get_mut(lane.index) {
+                *diagnostics = std::mem::take(history);
             }
         }
-        sync_lanes(&mut commands, replay, &mut lanes, &members, &mut fixed);
-    } else {
-        for (entity, ..) in lanes.iter() {
-            commands.entity(entity).despawn();
-        }
-        for entity in &members {
-            commands.entity(entity).despawn();
-        }
-        fixed.set_timestep_hz(replay.player.demo.fixed_hz);
-        spawn_lane_entities_with_history(&mut commands, session.lanes.clone(), histories);
-        replay.synced_generation = Some(generation);
     }
+    // Another run: the lanes are rebuilt, with the plots of the ticks the seek stepped through.
+    sync_lanes(
+        &mut commands,
+        replay,
+        &mut lanes,
+        &members,
+        &mut fixed,
+        histories,
+    );
 }
 
 /// FixedUpdate (Step): advances the player by `speed` ticks per fixed tick while playing.
@@ -562,6 +568,13 @@ pub fn drive_replay(
         }
     }
     if advanced {
-        sync_lanes(&mut commands, replay, &mut lanes, &members, &mut fixed);
+        sync_lanes(
+            &mut commands,
+            replay,
+            &mut lanes,
+            &members,
+            &mut fixed,
+            Vec::new(),
+        );
     }
 }
