@@ -314,15 +314,7 @@ mod tests {
             .zip(bounds)
             .zip(offsets)
             .enumerate()
-            .map(|(index, ((world, bounds), offset))| Lane {
-                index,
-                world,
-                offset,
-                bounds,
-                ball_entities: Vec::new(),
-                rod_entities: Vec::new(),
-                wall_entities: Vec::new(),
-            })
+            .map(|(index, ((world, bounds), offset))| Lane::new(index, world, offset, bounds))
             .collect()
     }
 

@@ -591,15 +591,12 @@ mod tests {
                 crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
                     .expect("the shipped scene loads");
             let world = scene.build().into_iter().next().expect("a lane");
-            app.world_mut().spawn(Lane {
-                index: 0,
+            app.world_mut().spawn(Lane::new(
+                0,
                 world,
-                offset: DVec2::ZERO,
-                bounds: (DVec2::new(-1.0, -1.0), DVec2::new(1.0, 1.0)),
-                ball_entities: Vec::new(),
-                rod_entities: Vec::new(),
-                wall_entities: Vec::new(),
-            });
+                DVec2::ZERO,
+                (DVec2::new(-1.0, -1.0), DVec2::new(1.0, 1.0)),
+            ));
             if replaying {
                 let demo = crate::demo::Demo::load(std::path::Path::new(
                     "assets/demos/wall_throw.demo.ron",

@@ -352,15 +352,12 @@ mod tests {
     fn lane_from(path: &str, index: usize, offset: DVec2) -> Lane {
         let scene = Scene::load(Path::new(path)).expect("a built-in scene loads");
         let world = scene.build().remove(index);
-        Lane {
+        Lane::new(
             index,
             world,
             offset,
-            bounds: (DVec2::new(-1.0, 0.0), DVec2::new(2.0, 1.5)),
-            ball_entities: Vec::new(),
-            rod_entities: Vec::new(),
-            wall_entities: Vec::new(),
-        }
+            (DVec2::new(-1.0, 0.0), DVec2::new(2.0, 1.5)),
+        )
     }
 
     fn labels_of(app: &mut App, lane: Entity) -> Vec<(LabelLine, String, Visibility, Transform)> {

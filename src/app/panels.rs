@@ -1994,15 +1994,8 @@ mod tests {
         let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/rod_drop.ron"))
             .expect("the shipped scene loads");
         let world = scene.build().into_iter().next().expect("one lane");
-        app.world_mut().spawn(Lane {
-            index: 0,
-            world,
-            offset: DVec2::ZERO,
-            bounds: (DVec2::ZERO, DVec2::ZERO),
-            ball_entities: Vec::new(),
-            rod_entities: Vec::new(),
-            wall_entities: Vec::new(),
-        });
+        app.world_mut()
+            .spawn(Lane::new(0, world, DVec2::ZERO, (DVec2::ZERO, DVec2::ZERO)));
         app.update();
         assert!(app.world().resource::<RodImpactLog>().0.is_empty());
     }

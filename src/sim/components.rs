@@ -34,6 +34,21 @@ pub struct Lane {
     pub wall_entities: Vec<Entity>,
 }
 
+impl Lane {
+    /// A lane drawn at `offset` within `bounds`, with no entities mirroring its bodies yet.
+    pub fn new(index: usize, world: LaneWorld, offset: DVec2, bounds: (DVec2, DVec2)) -> Lane {
+        Lane {
+            index,
+            world,
+            offset,
+            bounds,
+            ball_entities: Vec::new(),
+            rod_entities: Vec::new(),
+            wall_entities: Vec::new(),
+        }
+    }
+}
+
 /// The editable contact settings of a lane. Edits are validated with [`crate::scene::check_contact`] before the
 /// next step and only then copied into the lane's world; an invalid edit is reverted and reported.
 #[derive(Component, Clone, Debug, PartialEq)]

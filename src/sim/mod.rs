@@ -483,15 +483,8 @@ pub(crate) fn spawn_lane_entities_with_history(
             wall_entities.push(entity.id());
         }
         let settings = LaneSettings(world.settings.clone());
-        let mut lane = Lane {
-            index,
-            world,
-            offset,
-            bounds,
-            ball_entities: Vec::new(),
-            rod_entities: Vec::new(),
-            wall_entities,
-        };
+        let mut lane = Lane::new(index, world, offset, bounds);
+        lane.wall_entities = wall_entities;
         mirror_new_bodies(commands, lane_entity, &mut lane);
         commands.entity(lane_entity).insert((
             Name::new(format!("lane {index}: {}", lane.world.name)),
