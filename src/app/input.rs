@@ -14,11 +14,12 @@ use bevy_egui::input::{egui_wants_any_keyboard_input, egui_wants_any_pointer_inp
 
 use super::UiState;
 use super::demo_panel::ReplayEdits;
+use super::lane_bands::LaneBands;
 use super::render::{CameraView, MainCamera, camera_scale};
 use crate::physics::DVec2;
 use crate::sim::{
-    Ball, BodyState, CycleScene, Lane, LaneMember, Replay, RestartScene, Rod, SimControl, SimSet,
-    SpawnBall, SpawnRod, UNITS_PER_METRE,
+    Ball, BodyState, CycleScene, Lane, LaneMember, Replay, RestartScene, Rod, SimControl, SimLog,
+    SimSet, SpawnBall, SpawnRod, UNITS_PER_METRE,
 };
 
 /// Bodies a click can select: their transform, lane and kind.
@@ -194,6 +195,8 @@ fn mouse_buttons(
     mut spawn: MessageWriter<SpawnBall>,
     mut spawn_rod: MessageWriter<SpawnRod>,
     replay: Option<Res<Replay>>,
+    bands: Option<Res<LaneBands>>,
+    mut log: Option<ResMut<SimLog>>,
 ) {
     // A replay owns the lanes: a click still selects a body, but nothing is spawned or thrown.
     let replaying = replay.is_some();
@@ -217,9 +220,15 @@ fn mouse_buttons(
         && let Some((_, local)) = lane_at(&lanes, world_from)
     {
         if from.distance(to) < CLICK_SLOP_PX {
-            // Click: select what is under the cursor, else drop a ball at rest.
+            // Click: select what is under the cursor, else drop a ball at rest. Only the part of a body drawn
+            // inside its own lane's band can be clicked: beyond it, the body is hidden (`lane_bands`).
             let hit = bodies
                 .iter()
+                .filter(|(_, _, member, _, _)| {
+                    bands
+                        .as_ref()
+                        .is_none_or(|bands| bands.of(member.0).contains(world_from))
+                })
                 .filter_map(|(e, t, _, ball, rod)| {
                     let reach = match (ball, rod) {
                         (Some(b), _) => (b.radius as f32 * UNITS_PER_METRE).max(8.0 * px),
@@ -272,6 +281,16 @@ fn mouse_buttons(
         let moved = drag.pan_moved;
         let from = drag.pan_from.take();
         let has_rods = lanes.iter().any(|(_, l)| !l.world.rods.is_empty());
+        if !moved
+            && !has_rods
+            && !replaying
+            && from.is_some()
+            && let Some(log) = log.as_mut()
+        {
+            log.info(
+                "a right click drops a rod only in a scene with rods (rod drop); right-drag pans",
+            );
+        }
         if !moved
             && has_rods
             && !replaying
@@ -641,6 +660,101 @@ mod tests {
             "a click drops a ball and a drag throws one"
         );
         assert_eq!(spawned(true), 0, "a replay's lanes got a spawn");
+    }
+
+    /// A click at `cursor` (press and release in place) in `app`.
+    fn click(app: &mut App, button: MouseButton) {
+        app.world_mut()
+            .resource_mut::<ButtonInput<MouseButton>>()
+            .press(button);
+        app.update();
+        let mut buttons = app.world_mut().resource_mut::<ButtonInput<MouseButton>>();
+        buttons.clear();
+        buttons.release(button);
+        app.update();
+        app.world_mut()
+            .resource_mut::<ButtonInput<MouseButton>>()
+            .clear();
+    }
+
+    /// A ball drawn beyond its lane's band is hidden there (`lane_bands`), so a click on the spot it would occupy
+    /// does not select it: the click drops a ball instead. Inside its band the same click selects it.
+    #[test]
+    fn a_click_selects_a_ball_only_where_its_lane_draws_it() {
+        // The cursor (700, 400) of a 1 600 × 900 window is the scene point (−100, 50) render units.
+        let cursor = Vec2::new(700.0, 400.0);
+        let outcome = |band_top: f32| {
+            let mut app = app_with_cursor(cursor, true);
+            let lane = app
+                .world_mut()
+                .spawn(Lane::new(
+                    0,
+                    crate::physics::world::LaneWorld::new(
+                        "empty",
+                        Default::default(),
+                        vec![],
+                        vec![],
+                    ),
+                    DVec2::ZERO,
+                    (DVec2::new(-1.0, -1.0), DVec2::new(1.0, 1.0)),
+                ))
+                .id();
+            let ball = app
+                .world_mut()
+                .spawn((
+                    Transform::from_xyz(-100.0, 50.0, 0.0),
+                    LaneMember(lane),
+                    Ball {
+                        index: 0,
+                        radius: 0.05,
+                        mass: 1.0,
+                    },
+                    BodyState::default(),
+                ))
+                .id();
+            let band = Rect {
+                min: Vec2::NEG_INFINITY,
+                max: Vec2::new(f32::INFINITY, band_top),
+            };
+            app.insert_resource(LaneBands(vec![(lane, band)]));
+            click(&mut app, MouseButton::Left);
+            let spawned = app
+                .world_mut()
+                .resource_mut::<Messages<SpawnBall>>()
+                .drain()
+                .count();
+            let selected = app.world().resource::<UiState>().selected;
+            (selected == Some(ball), spawned)
+        };
+        assert_eq!(outcome(100.0), (true, 0), "inside its band");
+        assert_eq!(outcome(0.0), (false, 1), "beyond its band");
+    }
+
+    /// A right click (no drag) drops a rod where the scene has rods; elsewhere it says so rather than doing
+    /// nothing.
+    #[test]
+    fn a_right_click_without_rods_says_what_it_would_do() {
+        let mut app = app_with_cursor(Vec2::new(700.0, 400.0), true);
+        app.init_resource::<SimLog>();
+        app.world_mut().spawn(Lane::new(
+            0,
+            crate::physics::world::LaneWorld::new("empty", Default::default(), vec![], vec![]),
+            DVec2::ZERO,
+            (DVec2::new(-1.0, -1.0), DVec2::new(1.0, 1.0)),
+        ));
+        click(&mut app, MouseButton::Right);
+        let info = app.world().resource::<SimLog>().info.clone();
+        assert!(
+            info.as_deref().is_some_and(|i| i.contains("rod")),
+            "{info:?}"
+        );
+        assert_eq!(
+            app.world_mut()
+                .resource_mut::<Messages<SpawnRod>>()
+                .drain()
+                .count(),
+            0
+        );
     }
 
     /// P, O and R play, step and rewind a replaying demo; the run control they drive otherwise is untouched.
