@@ -869,6 +869,19 @@ struct Controls<'w> {
     replay: Option<Res<'w, Replay>>,
 }
 
+/// One message for the spawns of a frame that were refused (`refused`, of `asked`): the refusal itself when it is
+/// the only one, else how many there were and the first reason.
+fn refused_spawns(refused: &[String], asked: usize) -> Option<String> {
+    match refused {
+        [] => None,
+        [one] => Some(one.clone()),
+        [first, ..] => Some(format!(
+            "{} of {asked} balls refused; the first: {first}",
+            refused.len()
+        )),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn apply_messages(
     mut commands: Commands,
@@ -1101,7 +1114,11 @@ fn apply_messages(
     }
     let mut sorted: Vec<Mut<Lane>> = lanes.iter_mut().map(|(_, lane)| lane).collect();
     sorted.sort_by_key(|lane| lane.index);
+    // Refusals are gathered so that a burst (Rain drops ten balls in one frame) gives one message, not one each.
+    let mut refused: Vec<String> = Vec::new();
+    let mut asked = 0;
     for spawn in spawns.read() {
+        asked += 1;
         let ball = BallSpec {
             position: spawn.position,
             velocity: spawn.velocity,
@@ -1114,8 +1131,11 @@ fn apply_messages(
                 c.recorder.record(tick, Action::Spawn(ball));
                 extend_run(&mut c.control, active.as_deref(), &sorted);
             }
-            Err(message) => c.log.error(message),
+            Err(message) => refused.push(message),
         }
+    }
+    if let Some(message) = refused_spawns(&refused, asked) {
+        c.log.error(message);
     }
     for spawn in rods.read() {
         let rod = RodSpec {

@@ -248,6 +248,40 @@ fn a_spawn_inside_the_ipc_wall_is_refused_with_a_message_and_no_lane_changes() {
     assert!(lanes(&mut app).iter().all(|l| l.3 >= 4));
 }
 
+/// A burst of spawns in one frame (the Rain button drops ten) gives one message for its refusals, with their
+/// count and the first reason, and still spawns the balls that fit.
+#[test]
+fn a_burst_of_refused_spawns_gives_one_message() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    let raised = app.world().resource::<SimLog>().raised;
+    for position in [
+        DVec2::new(0.513, 0.0),
+        DVec2::new(0.2, 0.0),
+        DVec2::new(0.515, 0.0),
+        DVec2::new(0.517, 0.0),
+    ] {
+        app.world_mut().write_message(SpawnBall {
+            position,
+            velocity: DVec2::ZERO,
+            radius: 0.0,
+            mass: 1.0,
+        });
+    }
+    run_updates(&mut app, 2);
+    let log = app.world().resource::<SimLog>();
+    assert_eq!(log.raised, raised + 1, "{:?}", log.errors);
+    let error = log.error.clone().expect("a readable refusal");
+    assert!(
+        error.starts_with("3 of 4 balls refused; the first: "),
+        "{error}"
+    );
+    assert!(error.contains("wall"), "{error}");
+    for l in lanes(&mut app) {
+        assert_eq!(l.4, 2, "lane {} got the ball that fits", l.1);
+    }
+}
+
 /// A refusal shown for the old lanes goes when the lanes are rebuilt (a restart, a throw, another scene); a
 /// refusal raised in the same frame as the rebuild stays.
 #[test]
