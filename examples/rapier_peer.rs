@@ -137,6 +137,7 @@ fn main() -> Result<(), String> {
         peak_rss_mb: peak_rss_mb(),
         escaped: escaped(positions),
         profile_ms_per_step: None,
+        factorisations_per_step: None,
         median_ms_runs: Vec::new(),
     };
     println!(

@@ -283,8 +283,10 @@ fn positive(place: &str, value: f64) -> Result<(), FieldError> {
 /// touching, so a rod laid on the floor at an angle is not refused for a rounding error.
 pub const ROD_START_SLOP: f64 = 1e-8;
 
-/// Most steps a scene (its `steps`) or `run --steps` asks for.
-pub const MAX_RUN_STEPS: u64 = 100_000_000;
+/// Most steps a scene (its `steps`), `run --steps` or `throw --steps` asks for, and the longest demo in ticks
+/// ([`crate::demo::MAX_TICKS`]): one limit, so that any run the sandbox accepts can also be recorded (about
+/// 46 hours at 60 Hz).
+pub const MAX_RUN_STEPS: u64 = 10_000_000;
 
 /// Longest time step [s].
 pub const MAX_STEP: f64 = 10.0;

@@ -71,6 +71,9 @@ pub struct BenchRun {
     /// Where our engines' time went, in ms per step averaged over the run (`null` for rapier2d).
     #[serde(default)]
     pub profile_ms_per_step: Option<Profile>,
+    /// How many sparse factorisations a step took, on average (`null` for rapier2d).
+    #[serde(default)]
+    pub factorisations_per_step: Option<Factorisations>,
     /// Each run's median when `--repeat` asked for several, in the order they ran (`median_ms` is their
     /// median).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -104,13 +107,37 @@ pub struct Profile {
     /// Outside the Newton loops: islands, `x̃`, friction set-up, diagnostics (gaps, tunnelling, energy).
     pub outside_newton: f64,
     pub total: f64,
-    /// Symbolic (ordering + analysis) and numeric sparse factorisations per step.
-    pub symbolic_per_step: f64,
-    pub numeric_per_step: f64,
+}
+
+/// Sparse factorisations per step, on average over the run (and over the runs with `--repeat`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Factorisations {
+    /// Symbolic: an ordering and a pattern analysis.
+    pub symbolic: f64,
+    /// Numeric: the factor's values.
+    pub numeric: f64,
+}
+
+impl Factorisations {
+    fn from_counters(c: LinearCounters, steps: usize) -> Factorisations {
+        Factorisations {
+            symbolic: c.symbolic as f64 / steps.max(1) as f64,
+            numeric: c.numeric as f64 / steps.max(1) as f64,
+        }
+    }
+
+    /// The mean of `runs` (repeated runs of one pit).
+    fn mean(runs: &[Factorisations]) -> Factorisations {
+        let k = runs.len().max(1) as f64;
+        Factorisations {
+            symbolic: runs.iter().map(|f| f.symbolic).sum::<f64>() / k,
+            numeric: runs.iter().map(|f| f.numeric).sum::<f64>() / k,
+        }
+    }
 }
 
 impl Profile {
-    fn from_times(t: &PhaseTimes, c: LinearCounters, total_s: f64, steps: usize) -> Profile {
+    fn from_times(t: &PhaseTimes, total_s: f64, steps: usize) -> Profile {
         let ms = |s: f64| s * 1e3 / steps.max(1) as f64;
         let phases =
             t.broad_phase + t.contacts + t.assembly + t.linear_solve + t.ccd + t.line_search;
@@ -124,8 +151,6 @@ impl Profile {
             newton_other: ms(t.newton_total - phases),
             outside_newton: ms(total_s - t.newton_total),
             total: ms(total_s),
-            symbolic_per_step: c.symbolic as f64 / steps.max(1) as f64,
-            numeric_per_step: c.numeric as f64 / steps.max(1) as f64,
         }
     }
 
@@ -143,8 +168,6 @@ impl Profile {
             newton_other: mean(|p| p.newton_other),
             outside_newton: mean(|p| p.outside_newton),
             total: mean(|p| p.total),
-            symbolic_per_step: mean(|p| p.symbolic_per_step),
-            numeric_per_step: mean(|p| p.numeric_per_step),
         }
     }
 
@@ -307,8 +330,11 @@ pub fn bench_ours(method: ContactMethod, n: usize, steps: usize) -> BenchRun {
         escaped: escaped(lane.balls.iter().map(|b| b.position)),
         profile_ms_per_step: Some(Profile::from_times(
             &lane.phase_times(),
-            lane.linear_counters(),
             times.iter().sum::<f64>() * 1e-3,
+            times.len(),
+        )),
+        factorisations_per_step: Some(Factorisations::from_counters(
+            lane.linear_counters(),
             times.len(),
         )),
         median_ms_runs: Vec::new(),
@@ -367,11 +393,17 @@ pub fn combine_runs(runs: &[BenchRun]) -> Result<BenchRun> {
         .iter()
         .filter_map(|r| r.profile_ms_per_step.clone())
         .collect();
+    let factorisations: Vec<Factorisations> = runs
+        .iter()
+        .filter_map(|r| r.factorisations_per_step)
+        .collect();
     Ok(BenchRun {
         median_ms: median(&medians),
         p95_ms: median(&p95s),
         peak_rss_mb: runs.iter().filter_map(|r| r.peak_rss_mb).reduce(f64::max),
         profile_ms_per_step: (profiles.len() == runs.len()).then(|| Profile::mean(&profiles)),
+        factorisations_per_step: (factorisations.len() == runs.len())
+            .then(|| Factorisations::mean(&factorisations)),
         median_ms_runs: medians,
         ..first.clone()
     })
@@ -676,10 +708,11 @@ pub fn format_table(runs: &[BenchRun]) -> String {
                 for (_, ms) in p.parts() {
                     out.push_str(&format!(" | {ms:9.3}"));
                 }
-                out.push_str(&format!(
-                    " | {:9.3} | {:.1} / {:.1}\n",
-                    p.total, p.symbolic_per_step, p.numeric_per_step
-                ));
+                out.push_str(&format!(" | {:9.3} | ", p.total));
+                out.push_str(&match r.factorisations_per_step {
+                    Some(f) => format!("{:.1} / {:.1}\n", f.symbolic, f.numeric),
+                    None => "-\n".to_string(),
+                });
             }
         }
     }

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, MAX_LENGTH, MAX_SPEED};
 use crate::scene::{
-    BallSpec, DHAT_RANGE, KAPPA_RANGE, LaneSpec, MAX_LANES, STIFFNESS_RANGE, Scene, WallSpec,
+    BallSpec, DHAT_RANGE, KAPPA_RANGE, LaneSpec, MAX_LANES, MAX_RUN_STEPS, STIFFNESS_RANGE, Scene,
+    WallSpec,
 };
 
 use super::compact_number;
@@ -204,9 +205,9 @@ impl ThrowArgs {
         if self.v0.is_empty() {
             bail!("invalid --v0: give at least one speed");
         }
-        if self.steps == 0 || self.steps > 10_000_000 {
+        if !(1..=MAX_RUN_STEPS).contains(&self.steps) {
             bail!(
-                "invalid --steps: must be between 1 and 10000000, got {}",
+                "invalid --steps: must be between 1 and {MAX_RUN_STEPS}, got {}",
                 self.steps
             );
         }

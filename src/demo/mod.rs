@@ -23,8 +23,8 @@ use crate::scene::{Scene, SceneError, read_bounded_text};
 pub const DEMO_VERSION: u32 = 1;
 /// Most actions in one demo.
 pub const MAX_ACTIONS: usize = 1_000_000;
-/// Longest demo, in ticks (about 46 hours at 60 Hz).
-pub const MAX_TICKS: u64 = 10_000_000;
+/// Longest demo, in ticks: the longest run (about 46 hours at 60 Hz).
+pub const MAX_TICKS: u64 = crate::scene::MAX_RUN_STEPS;
 /// Most stored hashes in one demo.
 pub const MAX_HASHES: usize = 1_000_000;
 /// Default spacing of stored hashes, in ticks.

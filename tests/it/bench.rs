@@ -2,8 +2,8 @@
 //! No timing is asserted here: this machine is shared and noisy.
 
 use contact_sandbox::cli::bench::{
-    BenchArgs, BenchRun, PIT_WIDTH, Profile, bench_ours, combine_runs, parse_report, pit_balls,
-    pit_lane, ratios, run_bench,
+    BenchArgs, BenchRun, Factorisations, PIT_WIDTH, Profile, bench_ours, combine_runs,
+    parse_report, pit_balls, pit_lane, ratios, run_bench,
 };
 use contact_sandbox::physics::world::ContactMethod;
 use proptest::prelude::*;
@@ -74,10 +74,10 @@ fn the_bench_profile_accounts_for_the_step_time() {
     assert!((sum - p.total).abs() <= 1e-9 * p.total.max(1.0), "{p:?}");
     assert!(p.total > 0.0 && p.linear_solve > 0.0 && p.ccd > 0.0);
     // Every Newton iteration of a coupled island factorises once; 20 steps of a landing pit couple some.
-    assert!(
-        p.numeric_per_step > 0.0 && p.symbolic_per_step > 0.0,
-        "{p:?}"
-    );
+    let f = run
+        .factorisations_per_step
+        .expect("our engines count their factorisations");
+    assert!(f.numeric > 0.0 && f.symbolic > 0.0, "{f:?}");
 }
 
 /// Every float of a report, as bits.
@@ -93,11 +93,10 @@ fn report_bits(run: &BenchRun) -> Vec<u64> {
     }
     if let Some(p) = &run.profile_ms_per_step {
         bits.extend(p.parts().map(|(_, ms)| ms.to_bits()));
-        bits.extend([
-            p.total.to_bits(),
-            p.symbolic_per_step.to_bits(),
-            p.numeric_per_step.to_bits(),
-        ]);
+        bits.push(p.total.to_bits());
+    }
+    if let Some(f) = &run.factorisations_per_step {
+        bits.extend([f.symbolic.to_bits(), f.numeric.to_bits()]);
     }
     bits
 }
@@ -119,6 +118,10 @@ fn report(values: [f64; 6]) -> BenchRun {
             linear_solve: values[5],
             total: values[0] + values[5],
             ..Profile::default()
+        }),
+        factorisations_per_step: Some(Factorisations {
+            symbolic: values[5] * 3.0,
+            numeric: values[5] * 7.0,
         }),
         median_ms_runs: Vec::new(),
     }
@@ -200,6 +203,14 @@ fn repeated_runs_report_the_median_of_their_medians_and_the_spread() {
     let profile = combined.profile_ms_per_step.expect("a mean profile");
     assert_eq!(profile.linear_solve, 2.0);
     assert_eq!(profile.total, 4.0);
+    // The factorisation counts are kept apart from the times, and averaged the same way.
+    assert_eq!(
+        combined.factorisations_per_step,
+        Some(Factorisations {
+            symbolic: 6.0,
+            numeric: 14.0
+        })
+    );
     // The deterministic fields are the runs' own.
     assert_eq!(combined.mean_newton, runs[0].mean_newton);
     assert_eq!(combined.min_gap_m, runs[0].min_gap_m);
@@ -246,6 +257,7 @@ fn ratios_pair_each_run_with_the_peer_run_of_its_round() {
         mean_newton: None,
         max_newton: None,
         profile_ms_per_step: None,
+        factorisations_per_step: None,
         ..timed("rapier2d", median, 2.0, 33.0, 0.0)
     };
     let rapier = combine_runs(&[peer(1.0), peer(2.0), peer(1.25)]).expect("peer runs agree");

@@ -102,7 +102,7 @@ fn malformed_scenes_name_the_file_the_place_and_the_problem() {
         (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 1e-300")), "lanes[0].contact.h: must be at least 1e-6 s"),
         (
             format!("Scene(name: \"t\", steps: Some(1000000000000), lanes: [{GOOD_LANE}])"),
-            "bad.ron: steps: must be between 1 and 100000000, got 1000000000000",
+            "bad.ron: steps: must be between 1 and 10000000, got 1000000000000",
         ),
         (
             scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, gravity: (0.0, -1e308)")),
