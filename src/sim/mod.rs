@@ -451,16 +451,24 @@ impl KeptSettings {
 
 /// Spawns one lane entity per world, with wall, ball and rod entities, laid out side by side.
 fn spawn_lane_entities(commands: &mut Commands, worlds: Vec<LaneWorld>) {
-    spawn_lane_entities_with_history(commands, worlds, Vec::new());
+    spawn_lane_entities_with_history(commands, worlds, Vec::new(), None);
 }
 
-/// [`spawn_lane_entities`], the lanes' plots starting from `histories` (by lane; a missing one is empty).
+/// [`spawn_lane_entities`], the lanes' plots starting from `histories` (by lane; a missing one is empty), laid
+/// out by `layout`: each lane's bounds as its run was built (one per world), which the layout and the view keep
+/// for the whole run. `None` (or a layout for other lanes) lays the lanes out by what they hold now, as a fresh
+/// build does. A replay or a restored sandbox shows lanes in the middle of a run, whose balls may have left:
+/// laid out by their present positions they moved, or turned from one above the other to side by side.
 pub(crate) fn spawn_lane_entities_with_history(
     commands: &mut Commands,
     worlds: Vec<LaneWorld>,
     histories: Vec<LaneDiagnostics>,
+    layout: Option<Vec<(DVec2, DVec2)>>,
 ) {
-    let bounds: Vec<(DVec2, DVec2)> = worlds.iter().map(lane_bounds).collect();
+    let bounds: Vec<(DVec2, DVec2)> = match layout {
+        Some(layout) if layout.len() == worlds.len() => layout,
+        _ => worlds.iter().map(lane_bounds).collect(),
+    };
     let offsets = lane_offsets(&bounds);
     let mut histories = histories.into_iter();
     for (index, ((world, bounds), offset)) in

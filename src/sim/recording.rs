@@ -13,13 +13,14 @@ use bevy::prelude::*;
 
 use super::{
     ActiveScene, DiagnosticSample, HISTORY_LEN, Lane, LaneDiagnostics, LaneMember, LaneSettings,
-    RestartScene, SimControl, SimLog, build_lanes, drop_surplus_bodies, push_sample, sample,
-    spawn_lane_entities_with_history,
+    RestartScene, SimControl, SimLog, build_lanes, drop_surplus_bodies, lane_bounds, push_sample,
+    sample, spawn_lane_entities_with_history,
 };
 use crate::demo::{
     Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, Player, TickHash, TimedAction, Verdict,
     hash_hex, hash_lanes,
 };
+use crate::physics::DVec2;
 use crate::physics::world::LaneWorld;
 use crate::scene::Scene;
 
@@ -234,6 +235,8 @@ pub struct Replay {
 /// The lanes, their plots and the run control at the start of a replay.
 struct SandboxSnapshot {
     worlds: Vec<LaneWorld>,
+    /// The lanes' bounds as their run was built (the layout on screen).
+    layout: Vec<(DVec2, DVec2)>,
     histories: Vec<LaneDiagnostics>,
     stop_at_step: Option<u64>,
     paused: bool,
@@ -334,7 +337,12 @@ pub fn replay_messages(
             control.stop_at_step = before.stop_at_step;
             control.paused = before.paused;
             fixed.set_timestep(before.timestep);
-            spawn_lane_entities_with_history(&mut commands, before.worlds, before.histories);
+            spawn_lane_entities_with_history(
+                &mut commands,
+                before.worlds,
+                before.histories,
+                Some(before.layout),
+            );
             log.info("replay stopped; the sandbox is back as it was");
         } else if let Some(active) = active {
             build_lanes(&mut commands, &active.current, &mut control, &mut fixed);
@@ -360,6 +368,7 @@ pub fn replay_messages(
                         let earlier = replay.as_deref_mut().and_then(|r| r.before.take());
                         let before = earlier.unwrap_or_else(|| SandboxSnapshot {
                             worlds: sorted.iter().map(|(lane, _)| lane.world.clone()).collect(),
+                            layout: sorted.iter().map(|(lane, _)| lane.bounds).collect(),
                             histories: sorted.iter().map(|(_, d)| (*d).clone()).collect(),
                             stop_at_step: control.stop_at_step,
                             paused: control.paused,
@@ -399,7 +408,9 @@ fn sync_lanes(
             commands.entity(entity).despawn();
         }
         fixed.set_timestep_hz(replay.player.demo.fixed_hz);
-        spawn_lane_entities_with_history(commands, session.lanes.clone(), histories);
+        // Laid out as the run on screen was built (its scene), not by where its balls are at this tick.
+        let layout = session.scene.build().iter().map(lane_bounds).collect();
+        spawn_lane_entities_with_history(commands, session.lanes.clone(), histories, Some(layout));
         replay.synced_generation = Some(session.generation);
         return;
     }

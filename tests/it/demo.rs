@@ -1062,6 +1062,55 @@ fn seeking_a_replay_keeps_the_plots_and_the_lanes_of_the_run_on_screen() {
     }
 }
 
+/// Each lane's place and extent on screen: its offset and its bounds, by lane.
+fn layout(app: &mut App) -> Vec<(DVec2, (DVec2, DVec2))> {
+    let mut query = app.world_mut().query::<&Lane>();
+    let mut lanes: Vec<&Lane> = query.iter(app.world()).collect();
+    lanes.sort_by_key(|lane| lane.index);
+    lanes
+        .iter()
+        .map(|lane| (lane.offset, lane.bounds))
+        .collect()
+}
+
+/// A replay lays its lanes out as their run was built, wherever the balls are at the tick it lands on. A seek
+/// past a restart once laid wall throw's lanes out from the ball's position at that tick: with the ball off the
+/// lane's left edge, the lanes turned from one above the other to side by side.
+#[test]
+fn a_replay_lays_its_lanes_out_as_their_run_was_built() {
+    let script = Script::parse(
+        "Script(ticks: 200, hash_every: 10, actions: [(tick: 99, action: Restart)])",
+        "restart script",
+    )
+    .expect("parses");
+    let demo =
+        record_script(&scene(WALL_THROW), &script, "restart script", |_, _| {}).expect("records");
+    let path = scratch("restart.demo.ron");
+    demo.save(&path).expect("saves");
+    let mut fresh = headless(WALL_THROW);
+    fresh.update();
+    let built = layout(&mut fresh);
+    let mut app = headless(WALL_THROW);
+    app.world_mut().write_message(StartReplay(path));
+    app.update();
+    app.world_mut().resource_mut::<Replay>().playing = false;
+    for tick in [150, 60, 199] {
+        app.world_mut().resource_mut::<Replay>().seek = Some(tick);
+        app.update();
+        app.update();
+        assert_eq!(app.world().resource::<Replay>().player.tick(), tick);
+        let balls = {
+            let mut query = app.world_mut().query::<&Lane>();
+            query
+                .iter(app.world())
+                .map(|lane| lane.world.balls[0].position.x)
+                .collect::<Vec<f64>>()
+        };
+        assert!(balls.iter().all(|&x| x > 0.01), "tick {tick}: {balls:?}");
+        assert_eq!(layout(&mut app), built, "tick {tick}");
+    }
+}
+
 /// Stopping a replay brings the sandbox back as it was when the replay started: the lanes with their bodies,
 /// edits and plots, and the run control (it used to restart the scene with the file's settings).
 #[test]
@@ -1097,6 +1146,7 @@ fn stopping_a_replay_restores_the_sandbox_as_it_was() {
     };
     let before = (ecs_hash(&mut app), plotted(&mut app));
     assert!(before.1.iter().all(|&n| n > 20), "{:?}", before.1);
+    let laid_out = layout(&mut app);
 
     app.world_mut()
         .write_message(StartReplay(PathBuf::from(SHIPPED_DEMO)));
@@ -1116,6 +1166,8 @@ fn stopping_a_replay_restores_the_sandbox_as_it_was() {
     app.update();
     assert!(app.world().get_resource::<Replay>().is_none());
     assert_eq!((ecs_hash(&mut app), plotted(&mut app)), before);
+    // Laid out as before, not by where the balls are now.
+    assert_eq!(layout(&mut app), laid_out);
     assert!(app.world().resource::<SimControl>().paused);
     let mut query = app.world_mut().query::<(&Lane, &LaneSettings)>();
     for (lane, settings) in query.iter(app.world()) {
