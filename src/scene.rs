@@ -125,6 +125,132 @@ impl fmt::Display for SceneError {
     }
 }
 
+/// Where a RON read failed: the line and column, and the field being read with the text written there, e.g.
+/// `line 6, column 111 (newton_max_iterations: -3)`, so that "Integer is out of bounds" names what it is about.
+pub fn ron_place(text: &str, error: &ron::error::SpannedError) -> String {
+    let at = error.span.start;
+    let place = format!("line {}, column {}", at.line, at.col);
+    // The error's position as a character offset (RON counts both from 1, columns in characters).
+    let offset = text
+        .split_inclusive('\n')
+        .take(at.line.saturating_sub(1))
+        .map(|line| line.chars().count())
+        .sum::<usize>()
+        + at.col.saturating_sub(1);
+    // The field is looked for in the lines just before the error (a file may hold 64 MB).
+    let window_start = offset.saturating_sub(4_000);
+    let mut before: Vec<char> = text
+        .chars()
+        .skip(window_start)
+        .take(offset - window_start)
+        .collect();
+    if window_start > 0
+        && let Some(newline) = before.iter().position(|&c| c == '\n')
+    {
+        before.drain(..=newline);
+    }
+    match field_before(&before) {
+        Some((field, value_from)) => {
+            let after_colon = offset - before.len() + value_from;
+            let value = value_text(
+                &text
+                    .chars()
+                    .skip(after_colon)
+                    .take(200)
+                    .collect::<Vec<char>>(),
+            );
+            if value.is_empty() {
+                format!("{place} ({field})")
+            } else {
+                format!("{place} ({field}: {value})")
+            }
+        }
+        None => place,
+    }
+}
+
+/// The last `name:` in `before` (outside strings and not `::`), and the offset just after its colon.
+fn field_before(before: &[char]) -> Option<(String, usize)> {
+    let mut in_string = false;
+    let mut last = None;
+    let mut k = 0;
+    while k < before.len() {
+        let c = before[k];
+        if in_string {
+            if c == '\\' {
+                k += 1;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if c == ':' && before.get(k + 1) != Some(&':') && (k == 0 || before[k - 1] != ':') {
+            let mut end = k;
+            while end > 0 && before[end - 1].is_whitespace() {
+                end -= 1;
+            }
+            let mut start = end;
+            while start > 0 && (before[start - 1].is_alphanumeric() || before[start - 1] == '_') {
+                start -= 1;
+            }
+            if start < end {
+                last = Some((before[start..end].iter().collect(), k + 1));
+            }
+        }
+        k += 1;
+    }
+    last
+}
+
+/// The value written at the start of `rest`: up to the first `,` or closing bracket outside its own brackets
+/// and strings, and never past the line's end; trimmed, at most 40 characters, control characters escaped so the
+/// message stays one line.
+fn value_text(rest: &[char]) -> String {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut end = rest.len();
+    for (k, &c) in rest.iter().enumerate() {
+        match c {
+            '\n' | '\r' => {
+                end = k;
+                break;
+            }
+            '"' => in_string = !in_string,
+            _ if in_string => {}
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' if depth == 0 => {
+                end = k;
+                break;
+            }
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                end = k;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let value: String = rest[..end].iter().collect();
+    let value = value.trim();
+    let shown: String = value
+        .chars()
+        .take(40)
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_debug().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect();
+    if value.chars().count() > 40 {
+        format!("{shown}…")
+    } else {
+        shown
+    }
+}
+
 impl Scene {
     /// Reads, parses and validates a scene file.
     pub fn load(path: &Path) -> Result<Scene, SceneError> {
@@ -140,7 +266,7 @@ impl Scene {
             .from_str(text)
             .map_err(|e| SceneError {
                 file: file.to_string(),
-                place: format!("line {}, column {}", e.span.start.line, e.span.start.col),
+                place: ron_place(text, &e),
                 problem: e.code.to_string(),
             })?;
         scene.validate(file)?;
@@ -334,6 +460,15 @@ pub const STIFFNESS_RANGE: ValueRange = ValueRange {
     high: MAX_STIFFNESS,
     unit: "N/m",
 };
+/// The friction mollifier's speed ε_v [m/s]. Its displacement ε_v h enters squared: at 10⁻¹⁶⁰ m/s that underflowed
+/// and every IPC step of a friction lane returned its start with no fault (found by an independent check). A
+/// nanometre a second is already far below any sliding speed the sandbox shows; above 10³ m/s friction acts like
+/// a weak drag on every ball it touches.
+pub const FRICTION_EPSILON_V_RANGE: ValueRange = ValueRange {
+    low: 1e-9,
+    high: 1e3,
+    unit: "m/s",
+};
 /// Barrier stiffness κ: > 0, at most [`MAX_STIFFNESS`].
 pub const KAPPA_RANGE: ValueRange = ValueRange {
     low: 0.0,
@@ -504,7 +639,9 @@ pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
             format!("must be >= 0, got {}", number(c.friction)),
         ));
     }
-    positive("contact.friction_epsilon_v", c.friction_epsilon_v)?;
+    if let Err(problem) = FRICTION_EPSILON_V_RANGE.check(c.friction_epsilon_v) {
+        return Err(("contact.friction_epsilon_v".into(), problem));
+    }
     if c.friction_iterations == 0 || c.friction_iterations > 20 {
         return Err((
             "contact.friction_iterations".into(),

@@ -106,7 +106,7 @@ impl Demo {
         }
         let demo: Demo = lenient.from_str(text).map_err(|e| SceneError {
             file: file.to_string(),
-            place: format!("line {}, column {}", e.span.start.line, e.span.start.col),
+            place: crate::scene::ron_place(text, &e),
             problem: e.code.to_string(),
         })?;
         demo.validate(file)?;

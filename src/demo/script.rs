@@ -53,7 +53,7 @@ impl Script {
             .from_str(text)
             .map_err(|e| SceneError {
                 file: file.to_string(),
-                place: format!("line {}, column {}", e.span.start.line, e.span.start.col),
+                place: crate::scene::ron_place(text, &e),
                 problem: e.code.to_string(),
             })?;
         script.validate(file)?;

@@ -26,7 +26,15 @@ pub const MAX_LENGTH: f64 = 1e6;
 /// Largest velocity component a lane accepts [m/s]: a step of 1 s at this speed stays within [`MAX_LENGTH`].
 pub const MAX_SPEED: f64 = 1e6;
 const WITHIN_LENGTH: &str = "within ±1e6 m (gaps of micrometres are not resolved beyond that)";
-const WITHIN_SPEED: &str = "within ±1e6 m/s (gaps of micrometres are not resolved beyond that)";
+const WITHIN_SPEED: &str =
+    "within ±1e6 m/s (one second at that speed reaches the ±1e6 m a lane resolves)";
+/// Lightest and heaviest ball a lane accepts [kg]. The contact stiffnesses (k, κ ≤ 1e12) are fixed per lane,
+/// so the masses set the Newton system's scale: a checker's ball of 1e300 kg on a floor was accepted and
+/// stepped with gaps squeezed to 4e-17 m and its line search stalled on most steps.
+pub const MIN_MASS: f64 = 1e-6;
+pub const MAX_MASS: f64 = 1e6;
+const WITHIN_MASS: &str =
+    "between 1e-6 kg and 1e6 kg (the contact stiffnesses cannot hold balls outside that range)";
 
 /// The contact model of a lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -673,10 +681,10 @@ pub fn check_ball(ball: &Ball) -> Result<(), SpawnError> {
             });
         }
     }
-    if ball.mass <= 0.0 {
+    if !(MIN_MASS..=MAX_MASS).contains(&ball.mass) {
         return Err(SpawnError::Invalid {
             field: "mass",
-            requirement: "> 0",
+            requirement: WITHIN_MASS,
             value: ball.mass,
         });
     }

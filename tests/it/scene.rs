@@ -75,6 +75,39 @@ fn a_good_scene_parses() {
     Scene::parse(&scene_with(GOOD_LANE), "good.ron").unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// A value RON itself refuses (a negative count, a string for a number, a tuple for a float) is named with its
+/// field and the text written, not by its line and column alone.
+#[test]
+fn values_the_reader_refuses_are_named_with_their_field_and_text() {
+    for (from, to, expected) in [
+        (
+            "h: 0.01",
+            "h: 0.01, newton_max_iterations: -3",
+            "(newton_max_iterations: -3): ",
+        ),
+        ("mass: 1.0", "mass: \"1.0\"", "(mass: \"1.0\"): "),
+        (
+            "radius: 0.1",
+            "radius: (0.05, 0.0)",
+            "(radius: (0.05, 0.0)): ",
+        ),
+        (
+            "h: 0.01",
+            "h: 0.01, friction_iterations: 100000000000",
+            "(friction_iterations: 100000000000): ",
+        ),
+    ] {
+        let message = error_of(&scene_with(&GOOD_LANE.replace(from, to)));
+        assert!(message.starts_with("bad.ron: line "), "{message}");
+        assert!(
+            message.contains(expected),
+            "expected {expected:?} in {message:?}"
+        );
+    }
+    let message = error_of("Scene(name: \"t\", steps: Some(-5), lanes: [])");
+    assert!(message.contains("(steps: Some(-5)): "), "{message}");
+}
+
 #[test]
 fn malformed_scenes_name_the_file_the_place_and_the_problem() {
     let cases: Vec<(String, &str)> = vec![
@@ -128,6 +161,16 @@ fn malformed_scenes_name_the_file_the_place_and_the_problem() {
             )),
             "lanes[0].rods[0].omega",
         ),
+        // An ε_v of 1e-200 m/s underflowed in the friction terms, and the lane froze without a fault.
+        (
+            scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, friction: 0.5, friction_epsilon_v: 1e-200")),
+            "lanes[0].contact.friction_epsilon_v: must be between 1e-9 m/s and 1000 m/s, got 1e-200 m/s",
+        ),
+        (
+            scene_with(&GOOD_LANE.replace("mass: 1.0", "mass: 1e300")),
+            "lanes[0].balls[0].mass: must be between 1e-6 kg and 1e6 kg",
+        ),
+        (scene_with(&GOOD_LANE.replace("mass: 1.0", "mass: 1e-300")), "lanes[0].balls[0].mass"),
         (format!("Scene(name: \"t\", lanes: [{}])", vec![GOOD_LANE; 65].join(",")), "at most 64"),
         ("Scene(name: \"t\", lanes: [])".to_string(), "at least one lane"),
         (String::new(), "line"),
