@@ -187,6 +187,7 @@ fn sandbox_ui(
             .layer_id(egui::LayerId::background())
             .max_rect(ctx.viewport_rect()),
     );
+    let limits = PanelLimits::for_window(ctx.viewport_rect().size());
     // While a demo replays, the lanes are the demo's: its scene is the one to describe, not the one loaded.
     let shown = demo
         .replay
@@ -218,6 +219,7 @@ fn sandbox_ui(
         .frame(unfilled_panel(&ctx))
         .resizable(true)
         .default_size(330.0)
+        .size_range(limits.side)
         .show_inside(&mut viewport_ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
                 scene_menu(
@@ -294,6 +296,7 @@ fn sandbox_ui(
         .frame(unfilled_panel(&ctx))
         .resizable(true)
         .default_size(400.0)
+        .size_range(limits.side)
         .show_inside(&mut viewport_ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
                 for &entity in &sorted {
@@ -340,8 +343,8 @@ fn sandbox_ui(
             .resizable(true)
             // At least tall enough to read the curves under their legend (sized to its content the panel left
             // the plots 45 px tall).
-            .min_size(170.0)
             .default_size(200.0)
+            .size_range(limits.bottom)
             .show_inside(&mut viewport_ui, |ui| {
                 plots_panel(ui, &lanes, &sorted, &colors)
             });
@@ -361,6 +364,38 @@ fn sandbox_ui(
         replay_edits.apply(replay);
     }
     Ok(())
+}
+
+/// The sizes the panels may take in a window of `size` (egui points), so that the canvas keeps most of the
+/// window whatever the user drags and however the window is resized: each side panel at most 30 % of the width,
+/// the plots at most 40 % of the height. Without a limit, a window shrunk to 800 × 450 and grown back kept plots
+/// over 95 % of the middle column.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PanelLimits {
+    side: egui::Rangef,
+    bottom: egui::Rangef,
+}
+
+impl PanelLimits {
+    fn for_window(size: egui::Vec2) -> PanelLimits {
+        let side_max = (0.3 * size.x).max(1.0);
+        let bottom_max = (0.4 * size.y).max(1.0);
+        PanelLimits {
+            // The side panels' text needs about 200 points, the plots 170 under their legend; a window too small
+            // for both gets the limits' maxima.
+            side: egui::Rangef::new(200.0f32.min(side_max), side_max),
+            bottom: egui::Rangef::new(170.0f32.min(bottom_max), bottom_max),
+        }
+    }
+}
+
+/// The height of a plot under its title: `below_legend`, the panel's height left under the legend, less what the
+/// title took (`title_top`, the column's cursor before the title; `ui`, the column after it). The plots fill the
+/// panel exactly, so the panel keeps the size it was given: content taller than the panel made it grow each
+/// frame, and shorter content makes it shrink. (Inside the row of plots, a column's own available height is the
+/// row's, not the panel's.)
+fn plot_height(ui: &egui::Ui, below_legend: f32, title_top: f32) -> f32 {
+    (below_legend - (ui.cursor().min.y - title_top)).max(40.0)
 }
 
 /// A panel frame without fill: the clear colour shows under the panels, and the scene is clipped to the canvas
@@ -1368,7 +1403,7 @@ fn plots_panel(
     });
     let spacing = ui.spacing().item_spacing.x;
     let width = ((ui.available_width() - 2.0 * spacing) / 3.0 - 1.0).max(60.0);
-    let height = ui.available_height() - 20.0;
+    let below_legend = ui.available_height();
     type Extract = fn(&crate::sim::DiagnosticSample) -> Option<f64>;
     let charts: [(&str, Extract); 3] = [
         ("min gap, log scale (negative = penetration)", |s| {
@@ -1383,6 +1418,7 @@ fn plots_panel(
         for (title, extract) in charts {
             ui.vertical(|ui| {
                 ui.set_width(width);
+                let title_top = ui.cursor().min.y;
                 ui.small(title);
                 let mut chart = Plot::new(title);
                 if title.starts_with("min gap") {
@@ -1391,7 +1427,7 @@ fn plots_panel(
                         .y_axis_formatter(|mark, _| gap_axis_text(mark.value));
                 }
                 chart
-                    .height(height.max(60.0))
+                    .height(plot_height(ui, below_legend, title_top))
                     // Room above and below the curves: a lane whose value holds still (the slope's IPC gap)
                     // would otherwise run along the frame's edge.
                     .set_margin_fraction(egui::Vec2::new(0.05, 0.12))
@@ -1897,6 +1933,96 @@ mod tests {
     }
 
     use super::*;
+
+    /// The plots' panel, laid out as `sandbox_ui` lays it (its limits, a legend line, three titled plots of
+    /// [`plot_height`]), through a window shrunk to 800 × 450 and grown back, three frames at each size. Returns
+    /// its height after each frame.
+    fn plots_panel_heights(sizes: &[(f32, f32)]) -> Vec<f32> {
+        let ctx = egui::Context::default();
+        let mut heights = Vec::new();
+        for &(w, h) in sizes {
+            for _ in 0..3 {
+                let input = egui::RawInput {
+                    screen_rect: Some(egui::Rect::from_min_size(
+                        egui::Pos2::ZERO,
+                        egui::vec2(w, h),
+                    )),
+                    ..Default::default()
+                };
+                let mut height = 0.0;
+                let _ = ctx.run_ui(input, |ui| {
+                    let limits = PanelLimits::for_window(ui.ctx().viewport_rect().size());
+                    let response = egui::Panel::bottom("plots")
+                        .resizable(true)
+                        .default_size(200.0)
+                        .size_range(limits.bottom)
+                        .show_inside(ui, |ui| {
+                            ui.label("━ lane a   ━ lane b");
+                            let below_legend = ui.available_height();
+                            ui.horizontal(|ui| {
+                                for title in ["a", "b", "c"] {
+                                    ui.vertical(|ui| {
+                                        ui.set_width(100.0);
+                                        let title_top = ui.cursor().min.y;
+                                        ui.small(title);
+                                        Plot::new(title)
+                                            .height(plot_height(ui, below_legend, title_top))
+                                            .show(ui, |_| {});
+                                    });
+                                }
+                            });
+                        });
+                    height = response.response.rect.height();
+                });
+                heights.push(height);
+            }
+        }
+        heights
+    }
+
+    #[test]
+    fn the_plots_panel_keeps_its_size_and_stays_within_its_limit_through_a_small_window() {
+        let heights = plots_panel_heights(&[
+            (1600.0, 900.0),
+            (800.0, 450.0),
+            (1280.0, 720.0),
+            (1600.0, 900.0),
+        ]);
+        let at_start = heights[2];
+        assert!((195.0..=205.0).contains(&at_start), "{heights:?}");
+        // Steady within a window size: no growth from frame to frame.
+        for frames in heights.chunks(3) {
+            assert!(
+                frames.windows(2).all(|w| (w[1] - w[0]).abs() < 0.5),
+                "{heights:?}"
+            );
+        }
+        // At 800 × 450 at most 40 % of the height; grown back, the canvas gets the new room (egui keeps the
+        // panel's size as clamped), where the plots once took nearly all of the middle column.
+        assert!(
+            heights[3..6].iter().all(|&h| h <= 0.4 * 450.0 + 0.5),
+            "{heights:?}"
+        );
+        assert!(
+            heights[6..]
+                .iter()
+                .all(|&h| (170.0..=at_start + 0.5).contains(&h)),
+            "{heights:?}"
+        );
+    }
+
+    #[test]
+    fn the_side_panels_leave_the_canvas_at_least_forty_percent_of_the_width() {
+        for width in [640.0, 800.0, 1600.0, 3840.0] {
+            let limits = PanelLimits::for_window(egui::vec2(width, 900.0));
+            assert!(
+                width - 2.0 * limits.side.max >= 0.4 * width - 1e-3,
+                "{width}"
+            );
+            assert!(limits.side.min <= limits.side.max);
+        }
+    }
+
     use crate::physics::DVec2;
 
     #[test]
