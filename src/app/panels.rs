@@ -272,7 +272,7 @@ fn sandbox_ui(
                         );
                         ui.separator();
                     }
-                    spawn_panel(ui, &mut ui_state, &lanes, &mut actions);
+                    spawn_panel(ui, &mut ui_state, &lanes, &mut actions, &mut log);
                 }
                 if !rod_log.0.is_empty() {
                     ui.separator();
@@ -812,6 +812,7 @@ fn spawn_panel(
     ui_state: &mut UiState,
     lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
     actions: &mut Actions,
+    log: &mut SimLog,
 ) {
     ui.strong("Spawning (every lane, mirrored)");
     let mut radius_mm = ui_state.spawn_radius * 1e3;
@@ -827,16 +828,50 @@ fn spawn_panel(
             .text("mass [kg]"),
     );
     if ui.button("Rain (10 balls)").clicked() {
+        let worlds: Vec<&LaneWorld> = lanes.iter().map(|l| &l.1.world).collect();
         let Some(lane) = lanes.iter().map(|l| l.1).min_by_key(|l| l.index) else {
             return;
         };
-        let (lo, hi) = lane.bounds;
-        let no_gravity = lane.world.settings.gravity.length() < 1e-9;
-        for _ in 0..10 {
-            let (a, b) = (
-                next_unit(&mut ui_state.rain_seed),
-                next_unit(&mut ui_state.rain_seed),
-            );
+        let (balls, missing) = rain(
+            &worlds,
+            lane.bounds,
+            ui_state.spawn_radius,
+            ui_state.spawn_mass,
+            &mut ui_state.rain_seed,
+        );
+        actions.spawn.write_batch(balls);
+        if missing > 0 {
+            log.error(format!(
+                "rain: {missing} of {RAIN_BALLS} balls found no free place in every lane and were not dropped"
+            ));
+        }
+    }
+}
+
+/// Balls per press of the Rain button.
+const RAIN_BALLS: usize = 10;
+/// Places tried for each rain ball before it is given up.
+const RAIN_TRIES: usize = 100;
+
+/// Up to [`RAIN_BALLS`] balls of `radius` and `mass` for every lane in `worlds`, placed in `bounds` (the first
+/// lane's, lane-local): falling from near the top under gravity, or streaming in from the left edge without it.
+/// Each is placed where every lane would accept it (no overlap with a lane's balls, nor with an IPC lane's walls)
+/// and clear of the others of its batch, trying up to [`RAIN_TRIES`] random places; the second value counts the
+/// balls that found none. Rain once refused its own balls for overlapping each other.
+fn rain(
+    worlds: &[&LaneWorld],
+    (lo, hi): (DVec2, DVec2),
+    radius: f64,
+    mass: f64,
+    seed: &mut u64,
+) -> (Vec<SpawnBall>, usize) {
+    let no_gravity = worlds
+        .first()
+        .is_none_or(|w| w.settings.gravity.length() < 1e-9);
+    let mut placed: Vec<SpawnBall> = Vec::with_capacity(RAIN_BALLS);
+    for _ in 0..RAIN_BALLS {
+        for _ in 0..RAIN_TRIES {
+            let (a, b) = (next_unit(seed), next_unit(seed));
             let (position, velocity) = if no_gravity {
                 // A stream from the left edge toward +x at 3–30 m/s.
                 (
@@ -847,19 +882,35 @@ fn spawn_panel(
                 (
                     DVec2::new(
                         lo.x + (hi.x - lo.x) * (0.15 + 0.7 * a),
-                        hi.y - 0.05 * (hi.y - lo.y) * b,
+                        hi.y - 0.15 * (hi.y - lo.y) * b,
                     ),
                     DVec2::ZERO,
                 )
             };
-            actions.spawn.write(SpawnBall {
+            let ball = crate::physics::geometry::Ball {
                 position,
                 velocity,
-                radius: ui_state.spawn_radius,
-                mass: ui_state.spawn_mass,
+                radius,
+                mass,
+            };
+            // A clearance of a tenth of the radius (at least a micrometre) between the batch's balls.
+            let clearance = (0.1 * radius).max(1e-6);
+            let clear_of_batch = placed.iter().all(|other| {
+                (other.position - position).length() > other.radius + radius + clearance
             });
+            if clear_of_batch && worlds.iter().all(|w| w.check_spawn(&ball, None).is_ok()) {
+                placed.push(SpawnBall {
+                    position,
+                    velocity,
+                    radius,
+                    mass,
+                });
+                break;
+            }
         }
     }
+    let missing = RAIN_BALLS - placed.len();
+    (placed, missing)
 }
 
 fn next_unit(seed: &mut u64) -> f64 {
@@ -1933,6 +1984,41 @@ mod tests {
     }
 
     use super::*;
+
+    /// Rain's balls fit every lane and each other: it once refused its own balls for overlapping each other. In a
+    /// box with no room left it drops fewer and counts the rest.
+    #[test]
+    fn rain_places_balls_that_every_lane_accepts_and_counts_those_without_room() {
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/ball_pit.ron"))
+            .expect("the shipped scene loads");
+        let worlds = scene.build();
+        let views: Vec<&LaneWorld> = worlds.iter().collect();
+        let bounds = crate::sim::lane_bounds(&worlds[0]);
+        let mut seed = 0x2545_f491_4f6c_dd1d;
+        for radius in [0.0, 0.01, 0.03] {
+            let (balls, missing) = rain(&views, bounds, radius, 0.2, &mut seed);
+            assert_eq!((balls.len(), missing), (RAIN_BALLS, 0), "radius {radius}");
+            let mut lanes = worlds.clone();
+            for ball in &balls {
+                for lane in &mut lanes {
+                    lane.add_ball(crate::physics::geometry::Ball {
+                        position: ball.position,
+                        velocity: ball.velocity,
+                        radius: ball.radius,
+                        mass: ball.mass,
+                    })
+                    .unwrap_or_else(|e| panic!("radius {radius}: {e}"));
+                }
+            }
+        }
+        // The slider's largest balls (100 mm) in the pit's 1 m box: about five fit side by side in the band.
+        let (balls, missing) = rain(&views, bounds, 0.1, 0.2, &mut seed);
+        assert!(
+            missing > 0 && balls.len() + missing == RAIN_BALLS,
+            "{} placed",
+            balls.len()
+        );
+    }
 
     /// The plots' panel, laid out as `sandbox_ui` lays it (its limits, a legend line, three titled plots of
     /// [`plot_height`]), through a window shrunk to 800 × 450 and grown back, three frames at each size. Returns
