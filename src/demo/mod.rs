@@ -657,6 +657,13 @@ impl Player {
                     self.settled = false;
                 }
             }
+            // The last action applied before the point returned to (a seek back once kept showing one from
+            // after it).
+            self.last_action = self
+                .next_action
+                .checked_sub(1)
+                .and_then(|i| self.demo.actions.get(i))
+                .map(|a| (a.tick, a.action.label()));
         }
         self.settle()?;
         while self.session.tick < tick {

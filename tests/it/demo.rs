@@ -1062,6 +1062,40 @@ fn seeking_a_replay_keeps_the_plots_and_the_lanes_of_the_run_on_screen() {
     }
 }
 
+/// The viewer's "last action" after a seek is the last one applied before the tick it lands on, also when it
+/// seeks back past a checkpoint or to before every checkpoint; it kept showing one from later in the demo.
+#[test]
+fn a_seek_back_shows_the_last_action_before_its_tick() {
+    let script = Script::parse(
+        "Script(ticks: 700, hash_every: 50, actions: [
+            (tick: 10, action: Throw(v0: 1.0)),
+            (tick: 350, action: Throw(v0: 2.0)),
+            (tick: 650, action: Restart),
+        ])",
+        "last action script",
+    )
+    .expect("parses");
+    let demo = record_script(&scene(WALL_THROW), &script, "last action script", |_, _| {})
+        .expect("records");
+    let mut player = Player::new(demo, "last action");
+    player.start().expect("starts");
+    for (tick, expected) in [
+        (690, Some(650)),
+        (400, Some(350)),
+        (320, Some(10)),
+        (5, None),
+        (660, Some(650)),
+        (10, Some(10)),
+    ] {
+        player.seek(tick).expect("seeks");
+        assert_eq!(
+            player.last_action.as_ref().map(|(at, _)| *at),
+            expected,
+            "seek to {tick}"
+        );
+    }
+}
+
 /// Each lane's place and extent on screen: its offset and its bounds, by lane.
 fn layout(app: &mut App) -> Vec<(DVec2, (DVec2, DVec2))> {
     let mut query = app.world_mut().query::<&Lane>();
