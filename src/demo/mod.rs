@@ -193,6 +193,21 @@ impl Demo {
             }
             previous = Some(h.tick);
         }
+        // A recording stores a hash at its last tick, so a verification covers the whole demo. Without it the
+        // ticks after the last hash would pass unchecked: a demo whose `ticks` was raised from 300 to 10⁷ still
+        // verified as "match".
+        if let Some(last) = self.hashes.last()
+            && last.tick != self.ticks
+        {
+            return Err(fail(
+                "hashes".into(),
+                format!(
+                    "the last stored hash is at tick {}, but the demo runs to tick {} (ticks); a demo stores a hash \
+                     at its last tick, so the ticks after {} could not be checked",
+                    last.tick, self.ticks, last.tick
+                ),
+            ));
+        }
         Ok(())
     }
 

@@ -254,6 +254,17 @@ fn bad_demos_are_refused_with_the_file_the_field_and_the_problem() {
         &good.replacen("h: 0.01", "h: -0.01", 1),
         &["scene.lanes[0]", "contact.h"],
     );
+    // A longer run than its hashes cover: its last ticks would pass unchecked ("match" for 10⁷ ticks of which
+    // 300 were checked).
+    let ticks = format!("ticks: {},", demo.ticks);
+    expect_error(
+        &good.replacen(&ticks, "ticks: 10000000,", 1),
+        &[
+            "hashes",
+            &format!("last stored hash is at tick {}", demo.ticks),
+            "runs to tick 10000000",
+        ],
+    );
 }
 
 #[test]
