@@ -192,11 +192,9 @@ pub fn run_gui() -> anyhow::Result<()> {
     let mut catalogue = SceneCatalogue {
         paths: BUILT_IN_SCENES.iter().map(PathBuf::from).collect(),
     };
-    for path in [&active.path, &scene_path] {
-        if !catalogue.paths.contains(path) {
-            catalogue.paths.push(path.clone());
-        }
-    }
+    let mut active = active;
+    active.path = catalogue.add(&active.path);
+    catalogue.add(&scene_path);
 
     let mut app = App::new();
     app.add_plugins(

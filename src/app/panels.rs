@@ -389,6 +389,22 @@ impl PanelLimits {
     }
 }
 
+/// A y range the energy plot shows at least: a thousandth of the energy's size around its values (and at least
+/// a microjoule). A conserved energy differs from step to step only by rounding (12.5 J ± 10⁻¹⁵); fitted to that,
+/// the axis read "12.5000000000000" and the rounding looked like a trend. `None` without finite values.
+fn least_visible_span(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (lo, hi) =
+        values
+            .filter(|v| v.is_finite())
+            .fold(None, |range: Option<(f64, f64)>, v| {
+                let (lo, hi) = range.unwrap_or((v, v));
+                Some((lo.min(v), hi.max(v)))
+            })?;
+    let mid = 0.5 * (lo + hi);
+    let half = (0.5 * (hi - lo)).max(5e-4 * mid.abs()).max(5e-7);
+    Some((mid - half, mid + half))
+}
+
 /// The height of a plot under its title: `below_legend`, the panel's height left under the legend, less what the
 /// title took (`title_top`, the column's cursor before the title; `ui`, the column after it). The plots fill the
 /// panel exactly, so the panel keeps the size it was given: content taller than the panel made it grow each
@@ -1477,6 +1493,15 @@ fn plots_panel(
                         .y_grid_spacer(gap_grid_marks)
                         .y_axis_formatter(|mark, _| gap_axis_text(mark.value));
                 }
+                if title.starts_with("energy") {
+                    let values = sorted
+                        .iter()
+                        .filter_map(|&e| lanes.get(e).ok())
+                        .flat_map(|(_, _, _, d)| d.history.iter().filter_map(extract));
+                    if let Some((lo, hi)) = least_visible_span(values) {
+                        chart = chart.include_y(lo).include_y(hi);
+                    }
+                }
                 chart
                     .height(plot_height(ui, below_legend, title_top))
                     // Room above and below the curves: a lane whose value holds still (the slope's IPC gap)
@@ -1984,6 +2009,21 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_flat_energy_is_drawn_flat_on_a_readable_axis() {
+        // Rounding around 12.5 J: the plot spans at least a thousandth of it.
+        let flat = [12.5, 12.5 + 2e-15, 12.5 - 1e-15];
+        let (lo, hi) = least_visible_span(flat.into_iter()).expect("values");
+        assert!(
+            (hi - lo - 12.5e-3).abs() < 1e-12 && (lo + hi - 25.0).abs() < 1e-12,
+            "{lo} {hi}"
+        );
+        // A real change keeps its own range; zero energy still gets a microjoule; nothing finite, nothing.
+        assert_eq!(least_visible_span([1.0, 3.0].into_iter()), Some((1.0, 3.0)));
+        assert_eq!(least_visible_span([0.0].into_iter()), Some((-5e-7, 5e-7)));
+        assert_eq!(least_visible_span([f64::NAN].into_iter()), None);
+    }
 
     /// Rain's balls fit every lane and each other: it once refused its own balls for overlapping each other. In a
     /// box with no room left it drops fewer and counts the rest.

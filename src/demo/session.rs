@@ -222,7 +222,7 @@ pub fn refuse_ipc_into_overlap(
                 .unwrap_or_else(|| "two bodies touch".into());
             return Err(format!(
                 "lane '{}': method ipc needs a positive gap between every pair, but {overlap}; the edit was not \
-                 applied (switch once nothing overlaps, or restart)",
+                 applied (switch once nothing overlaps; a restart helps only where the scene starts apart)",
                 lane.name
             ));
         }

@@ -168,6 +168,26 @@ pub struct SceneCatalogue {
     pub paths: Vec<PathBuf>,
 }
 
+impl SceneCatalogue {
+    /// Adds `path` unless an entry names the same file (spelled the same, or resolving to the same file, as an
+    /// absolute path to a shipped scene does); returns the entry's path. A shipped scene opened by its absolute
+    /// path was listed twice.
+    pub fn add(&mut self, path: &std::path::Path) -> PathBuf {
+        let resolved = std::fs::canonicalize(path).ok();
+        let same = |entry: &PathBuf| {
+            entry == path
+                || resolved
+                    .as_ref()
+                    .is_some_and(|r| std::fs::canonicalize(entry).ok().as_ref() == Some(r))
+        };
+        if let Some(entry) = self.paths.iter().find(|entry| same(entry)) {
+            return entry.clone();
+        }
+        self.paths.push(path.to_path_buf());
+        path.to_path_buf()
+    }
+}
+
 /// Run control shared by keys, buttons and tests.
 #[derive(Resource, Clone, Debug, Default)]
 pub struct SimControl {

@@ -520,3 +520,31 @@ fn contact_stiffnesses_and_barrier_distances_beyond_their_bounds_are_refused() {
         Scene::parse(&text, "good.ron").unwrap_or_else(|e| panic!("{setting}: {e}"));
     }
 }
+
+/// A shipped scene opened by another spelling of its path (absolute, `./…`) is the catalogue's entry, not a second
+/// one; another file is added once.
+#[test]
+fn the_scene_menu_lists_a_file_once_however_its_path_is_spelled() {
+    use contact_sandbox::sim::{BUILT_IN_SCENES, SceneCatalogue};
+    let mut catalogue = SceneCatalogue {
+        paths: BUILT_IN_SCENES
+            .iter()
+            .map(std::path::PathBuf::from)
+            .collect(),
+    };
+    let shipped = Path::new("assets/scenes/ball_pit.ron");
+    let absolute = std::fs::canonicalize(shipped).expect("the shipped scene exists");
+    for spelling in [
+        absolute.clone(),
+        Path::new("./assets/scenes/ball_pit.ron").into(),
+    ] {
+        assert_eq!(catalogue.add(&spelling), shipped, "{}", spelling.display());
+        assert_eq!(catalogue.paths.len(), BUILT_IN_SCENES.len());
+    }
+    let other = std::env::temp_dir().join(format!("cs-catalogue-{}.ron", std::process::id()));
+    std::fs::write(&other, "").expect("a scratch file");
+    assert_eq!(catalogue.add(&other), other);
+    assert_eq!(catalogue.add(&other), other);
+    assert_eq!(catalogue.paths.len(), BUILT_IN_SCENES.len() + 1);
+    let _ = std::fs::remove_file(&other);
+}
