@@ -12,6 +12,7 @@ use std::time::Instant;
 use bevy::prelude::*;
 use bevy_egui::egui;
 
+use crate::demo::unused_path;
 use crate::sim::{
     ActiveScene, Recorder, Replay, SimControl, SimLog, StartRecording, StartReplay, StopRecording,
     StopReplay,
@@ -59,6 +60,8 @@ impl Default for DemoUi {
 struct ExportJob {
     child: Child,
     out: PathBuf,
+    /// The name asked for, when a file there made the export take a numbered one.
+    kept: Option<PathBuf>,
     started: Instant,
 }
 
@@ -85,6 +88,16 @@ pub fn fresh_demo_path(scene: &str) -> PathBuf {
     ))
 }
 
+/// "last saved: …", and when the "save as" name was taken, that the file there was kept.
+fn saved_note(saved: &Path, save_as: &str) -> String {
+    let asked = save_as.trim();
+    if asked.is_empty() || Path::new(asked) == saved {
+        format!("last saved: {}", saved.display())
+    } else {
+        format!("last saved: {} ({asked} exists, kept)", saved.display())
+    }
+}
+
 fn toggle_recording(
     recorder: &Recorder,
     ui: &mut DemoUi,
@@ -99,7 +112,7 @@ fn toggle_recording(
             .recording
             .as_ref()
             .map(|r| r.demo.scene.name.as_str());
-        let path = if ui.save_path.trim().is_empty() {
+        let asked = if ui.save_path.trim().is_empty() {
             fresh_demo_path(
                 started_in
                     .or(active.map(|a| a.current.name.as_str()))
@@ -107,6 +120,14 @@ fn toggle_recording(
             )
         } else {
             PathBuf::from(ui.save_path.trim())
+        };
+        // Never over an earlier recording: the field keeps its text, and fresh names are whole seconds.
+        let Some(path) = unused_path(&asked) else {
+            log.error(format!(
+                "{}: it and every numbered name beside it are taken; still recording",
+                asked.display()
+            ));
+            return;
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
             && let Err(e) = std::fs::create_dir_all(dir)
@@ -166,7 +187,12 @@ fn poll_export(mut ui: ResMut<DemoUi>, mut log: ResMut<SimLog>) {
             }
             let seconds = job.started.elapsed().as_secs_f64();
             let message = if status.success() {
-                format!("exported {} in {seconds:.1} s", job.out.display())
+                let kept = job
+                    .kept
+                    .as_ref()
+                    .map(|k| format!(" ({} exists, kept)", k.display()))
+                    .unwrap_or_default();
+                format!("exported {}{kept} in {seconds:.1} s", job.out.display())
             } else {
                 let reason = stderr
                     .lines()
@@ -188,7 +214,15 @@ fn poll_export(mut ui: ResMut<DemoUi>, mut log: ResMut<SimLog>) {
 }
 
 fn start_export(ui: &mut DemoUi, demo: &Path) {
-    let out = PathBuf::from(ui.export_out.trim());
+    let asked = PathBuf::from(ui.export_out.trim());
+    // The exporter refuses an existing clip (no --force): the window takes the next free name instead.
+    let Some(out) = unused_path(&asked) else {
+        ui.export_status = Some(format!(
+            "export: {} and every numbered name beside it are taken",
+            asked.display()
+        ));
+        return;
+    };
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
@@ -212,6 +246,7 @@ fn start_export(ui: &mut DemoUi, demo: &Path) {
             ui.export_status = None;
             ui.export = Some(ExportJob {
                 child,
+                kept: (out != asked).then_some(asked),
                 out,
                 started: Instant::now(),
             });
@@ -380,7 +415,7 @@ fn recorder_controls(
         );
     });
     if let Some(saved) = &recorder.last_saved {
-        ui.small(format!("last saved: {}", saved.display()));
+        ui.small(saved_note(saved, &demo_ui.save_path));
     }
     ui.separator();
     ui.horizontal(|ui| {
@@ -564,5 +599,49 @@ mod tests {
         let name = stops[0].display().to_string();
         assert!(name.contains("ball-pit-"), "{name}");
         let _ = std::fs::remove_dir(DEMO_DIR);
+    }
+
+    /// The "save as" field keeps its text: the next recording goes beside the last one, and the panel says so.
+    #[test]
+    fn a_recording_saved_as_a_taken_name_goes_beside_it() {
+        let dir = std::env::temp_dir().join(format!("cs-save-as-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        let taken = dir.join("mine.demo.ron");
+        std::fs::write(&taken, b"the first recording").expect("writes");
+        let mut recorder = Recorder::default();
+        let scene = Scene::load(Path::new("assets/scenes/wall_throw.ron")).expect("loads");
+        recorder.begin(scene, 100.0, 0);
+        let mut app = App::new();
+        app.insert_resource(recorder)
+            .insert_resource(DemoUi {
+                save_path: taken.display().to_string(),
+                ..default()
+            })
+            .init_resource::<ButtonInput<KeyCode>>()
+            .init_resource::<SimLog>()
+            .add_message::<StartRecording>()
+            .add_message::<StopRecording>()
+            .add_systems(Update, record_key);
+        app.world_mut()
+            .resource_mut::<ButtonInput<KeyCode>>()
+            .press(KeyCode::F5);
+        app.update();
+        let stops: Vec<PathBuf> = app
+            .world_mut()
+            .resource_mut::<Messages<StopRecording>>()
+            .drain()
+            .map(|s| s.0)
+            .collect();
+        let beside = dir.join("mine-2.demo.ron");
+        assert_eq!(stops, std::slice::from_ref(&beside));
+        assert_eq!(
+            saved_note(&beside, &taken.display().to_string()),
+            format!(
+                "last saved: {} ({} exists, kept)",
+                beside.display(),
+                taken.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).expect("removed");
     }
 }

@@ -29,7 +29,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::app::export::{ClipFormat, ExportPlan, Overlay, quiet_headless_gpu_probe, render_clip};
 use crate::demo::{
-    Demo, LinkError, OutputTarget, Player, follow_output_link, is_stream, same_file,
+    Demo, LinkError, OutputTarget, Player, follow_output_link, is_stream, publish_new, same_file,
 };
 
 use super::stdout::outln;
@@ -51,9 +51,12 @@ pub struct ExportArgs {
     /// The demo to render (RON; see docs/demos.md).
     pub demo: PathBuf,
     /// The clip: a .gif or .mp4 file, or a directory for PNG frames (a path ending in '/' or an existing
-    /// directory). Written atomically.
+    /// directory). Written atomically. An existing clip is refused unless --force is given.
     #[arg(long)]
     pub out: PathBuf,
+    /// Replace the clip at --out if there is one (a frames directory must still be new or empty).
+    #[arg(long)]
+    pub force: bool,
     /// Frames per second of the clip (1..=120); frame k shows tick round(k · fixed_hz / fps).
     #[arg(long, default_value = "30", value_parser = parse_fps)]
     pub fps: u32,
@@ -227,10 +230,10 @@ fn file_kind(file_type: fs::FileType) -> &'static str {
     }
 }
 
-/// Where `--out` leads: a symbolic link is followed to its target; a regular file, a missing path (or, for
-/// frames, a directory) is replaced; a character device or a FIFO takes a GIF or MP4 in place; anything else
-/// is refused.
-fn destination(out: &Path, kind: OutputKind) -> Result<Destination> {
+/// Where `--out` leads: a symbolic link is followed to its target; a missing path (or, for frames, a directory)
+/// is written, a regular file only with `replace` (`--force`); a character device or a FIFO takes a GIF or MP4
+/// in place; anything else is refused.
+fn destination(out: &Path, kind: OutputKind, replace: bool) -> Result<Destination> {
     // Without a trailing '/', so a frames path that names a file is seen as that file.
     let plain: PathBuf = out.components().collect();
     let found = follow_output_link(&plain).map_err(|e| {
@@ -258,6 +261,9 @@ fn destination(out: &Path, kind: OutputKind) -> Result<Destination> {
             out.display(),
             file_kind(file_type)
         ),
+        OutputKind::Gif | OutputKind::Mp4 if file_type.is_file() && !replace => {
+            bail!("{}", super::demo::already_exists(out))
+        }
         OutputKind::Gif | OutputKind::Mp4 if file_type.is_file() => Ok(Destination::Replace(path)),
         OutputKind::Gif | OutputKind::Mp4 if is_stream(file_type) => Ok(Destination::Stream(path)),
         OutputKind::Gif | OutputKind::Mp4 => bail!(
@@ -270,9 +276,9 @@ fn destination(out: &Path, kind: OutputKind) -> Result<Destination> {
 
 /// Checks before any work that the output can be created: its folder exists and is writable (for a device or
 /// FIFO: the temporary folder), a frames directory does not already hold files, and nothing but a regular file
-/// would be replaced ([`destination`]).
-fn check_output(out: &Path, kind: OutputKind) -> Result<Destination> {
-    let target = destination(out, kind)?;
+/// would be replaced, and that only with `replace` ([`destination`]).
+fn check_output(out: &Path, kind: OutputKind, replace: bool) -> Result<Destination> {
+    let target = destination(out, kind, replace)?;
     let path = match &target {
         Destination::Replace(path) => path.as_path(),
         Destination::Stream(_) => {
@@ -350,11 +356,13 @@ struct TempOutput {
     temp: PathBuf,
     target: Destination,
     dir: bool,
+    /// May a file that appeared at the target meanwhile be replaced (`--force`)?
+    replace: bool,
     keep: bool,
 }
 
 impl TempOutput {
-    fn create(target: &Destination, kind: OutputKind) -> Result<TempOutput> {
+    fn create(target: &Destination, kind: OutputKind, replace: bool) -> Result<TempOutput> {
         let temp = match target {
             Destination::Replace(path) => temp_path(path),
             Destination::Stream(path) => stream_temp_path(path),
@@ -374,6 +382,7 @@ impl TempOutput {
             temp,
             target: target.clone(),
             dir,
+            replace,
             keep: false,
         })
     }
@@ -398,24 +407,38 @@ impl TempOutput {
                     .is_some()
                     .then(|| "filled up".to_string())
             }
-            Ok(m) if !self.dir && m.is_file() => None,
+            Ok(m) if !self.dir && m.is_file() => (!self.replace).then(|| "was created".to_string()),
             Ok(m) => Some(format!("became a {}", file_kind(m.file_type()))),
         };
-        if let Some(change) = refusal {
-            self.keep = true;
-            bail!(
+        let refuse = |output: &mut TempOutput, change: &str| {
+            output.keep = true;
+            anyhow!(
                 "'{}' {change} during the export; not replacing it: the output is in '{}'",
                 target.display(),
-                self.temp.display()
-            );
-        }
-        fs::rename(&self.temp, &target).with_context(|| {
-            format!(
-                "cannot rename '{}' to '{}'",
-                self.temp.display(),
-                target.display()
+                output.temp.display()
             )
-        })?;
+        };
+        if let Some(change) = refusal {
+            return Err(refuse(&mut self, &change));
+        }
+        let moved = if self.dir || self.replace {
+            fs::rename(&self.temp, &target)
+        } else {
+            // Linked into place, so a file created since the look above is not replaced either.
+            publish_new(&self.temp, &target)
+        };
+        match moved {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && !self.dir => {
+                return Err(refuse(&mut self, "was created"));
+            }
+            moved => moved.with_context(|| {
+                format!(
+                    "cannot rename '{}' to '{}'",
+                    self.temp.display(),
+                    target.display()
+                )
+            })?,
+        }
         self.keep = true;
         if let Ok(folder) = File::open(output_folder(&target)) {
             let _ = folder.sync_all();
@@ -562,7 +585,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
                 args.fps
             )
         })?;
-    let target = check_output(&args.out, kind)?;
+    let target = check_output(&args.out, kind, args.force)?;
     // Check every stored hash before rendering: the clip is labelled with the verdict.
     let mut checker = Player::new(demo.clone(), file.clone());
     let bar = progress_bar(
@@ -610,7 +633,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     // cleanly: the app exits at its next frame and the temporary output is removed (Bevy's own handler, installed
     // later, would leave a gap). A second signal exits at once; an ignored signal stays ignored.
     super::on_stop_signal(bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit);
-    let temp = TempOutput::create(&target, kind)?;
+    let temp = TempOutput::create(&target, kind, args.force)?;
     let frame_ticks: Vec<u64> = (0..frames)
         .map(|k| frame_tick(k, demo.fixed_hz, args.fps, demo.ticks))
         .collect();
@@ -778,7 +801,7 @@ mod tests {
     #[test]
     fn a_missing_or_unwritable_output_folder_is_refused_before_rendering() {
         let missing = Path::new("/nonexistent-contact-sandbox-dir/clip.gif");
-        let message = check_output(missing, OutputKind::Gif)
+        let message = check_output(missing, OutputKind::Gif, true)
             .unwrap_err()
             .to_string();
         assert!(
@@ -788,7 +811,7 @@ mod tests {
         );
         let not_a_dir = Path::new("Cargo.toml/clip.gif");
         assert!(
-            check_output(not_a_dir, OutputKind::Gif)
+            check_output(not_a_dir, OutputKind::Gif, true)
                 .unwrap_err()
                 .to_string()
                 .contains("not a directory")
@@ -803,8 +826,8 @@ mod tests {
         let target = dir.join("clip.gif");
         fs::write(&target, b"old").unwrap();
         {
-            let destination = check_output(&target, OutputKind::Gif).unwrap();
-            let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+            let destination = check_output(&target, OutputKind::Gif, true).unwrap();
+            let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
             fs::write(&temp.temp, b"partial").unwrap();
         }
         assert_eq!(fs::read(&target).unwrap(), b"old");
@@ -813,20 +836,20 @@ mod tests {
             1,
             "temp file left behind"
         );
-        let destination = check_output(&target, OutputKind::Gif).unwrap();
-        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        let destination = check_output(&target, OutputKind::Gif, true).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
         fs::write(&temp.temp, b"new").unwrap();
         temp.commit().unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"new");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
 
         let frames = dir.join("frames/");
-        let destination = check_output(&frames, OutputKind::Frames).unwrap();
-        let temp = TempOutput::create(&destination, OutputKind::Frames).unwrap();
+        let destination = check_output(&frames, OutputKind::Frames, true).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Frames, true).unwrap();
         fs::write(temp.temp.join("frame_00000.png"), b"png").unwrap();
         temp.commit().unwrap();
         assert!(dir.join("frames").join("frame_00000.png").is_file());
-        assert!(check_output(&frames, OutputKind::Frames).is_err());
+        assert!(check_output(&frames, OutputKind::Frames, true).is_err());
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -848,9 +871,58 @@ mod tests {
                 height: 64,
             },
             encoder: Mp4Encoder::Auto,
+            force: false,
             allow_mismatch: false,
             no_overlay: false,
         }
+    }
+
+    /// An export never replaces a clip unless told to (`--force`): an existing one is refused before any work,
+    /// naming it, and one that appears while the export runs is kept, the new clip left beside it.
+    #[test]
+    fn an_existing_clip_is_kept_unless_forced() {
+        let dir = scratch("no-clobber");
+        let target = dir.join("clip.gif");
+        fs::write(&target, b"old").unwrap();
+        let refusal = format!(
+            "--out {}: already exists; pass --force to replace it",
+            target.display()
+        );
+        let message = check_output(&target, OutputKind::Gif, false)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(message, refusal);
+        let demo = Path::new("assets/demos/wall_throw.demo.ron");
+        let message = run_export(&export_args(demo, &target))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(message, refusal);
+        assert_eq!(fs::read(&target).unwrap(), b"old");
+        assert!(check_output(&target, OutputKind::Gif, true).is_ok());
+        // Created by someone else during the export: kept, and the clip is where the message says.
+        let late = dir.join("late.gif");
+        let destination = check_output(&late, OutputKind::Gif, false).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, false).unwrap();
+        fs::write(&temp.temp, b"new").unwrap();
+        let kept = temp.temp.clone();
+        fs::write(&late, b"theirs").unwrap();
+        let message = temp.commit().unwrap_err().to_string();
+        assert!(
+            message.contains("was created during the export; not replacing it"),
+            "{message}"
+        );
+        assert_eq!(fs::read(&late).unwrap(), b"theirs");
+        assert_eq!(fs::read(&kept).unwrap(), b"new");
+        // Without a clash the clip is linked into place and no temporary name stays.
+        let fresh = dir.join("fresh.gif");
+        let destination = check_output(&fresh, OutputKind::Gif, false).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, false).unwrap();
+        fs::write(&temp.temp, b"new").unwrap();
+        let partial = temp.temp.clone();
+        temp.commit().unwrap();
+        assert_eq!(fs::read(&fresh).unwrap(), b"new");
+        assert!(!partial.exists());
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// GIF delays are whole centiseconds: above 50 fps they would alternate 2 and 1 cs, and browsers play 1 cs as
@@ -976,8 +1048,8 @@ mod tests {
         fs::write(&real, b"old").unwrap();
         let link = dir.join("link.gif");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let destination = check_output(&link, OutputKind::Gif).unwrap();
-        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        let destination = check_output(&link, OutputKind::Gif, true).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
         fs::write(&temp.temp, b"new").unwrap();
         temp.commit().unwrap();
         assert!(
@@ -990,7 +1062,7 @@ mod tests {
         let dangling = dir.join("dangling.gif");
         std::os::unix::fs::symlink(dir.join("missing.gif"), &dangling).unwrap();
         assert!(
-            check_output(&dangling, OutputKind::Gif)
+            check_output(&dangling, OutputKind::Gif, true)
                 .unwrap_err()
                 .to_string()
                 .contains("symbolic link to a missing")
@@ -1011,9 +1083,9 @@ mod tests {
             return;
         };
         let mut reader = reader.unwrap();
-        let destination = check_output(&fifo, OutputKind::Gif).unwrap();
+        let destination = check_output(&fifo, OutputKind::Gif, true).unwrap();
         assert_eq!(destination, Destination::Stream(fifo.clone()));
-        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
         assert!(!temp.temp.starts_with(&dir), "{}", temp.temp.display());
         let written = temp.temp.clone();
         fs::write(&temp.temp, b"GIF89a...").unwrap();
@@ -1024,11 +1096,11 @@ mod tests {
         assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
         assert!(!written.exists(), "temporary file left behind");
         // A frames directory cannot go into a FIFO.
-        let message = check_output(&fifo, OutputKind::Frames)
+        let message = check_output(&fifo, OutputKind::Frames, true)
             .unwrap_err()
             .to_string();
         assert!(message.contains("is a FIFO, not a directory"), "{message}");
-        let message = check_output(&dir.join("pipe.gif/"), OutputKind::Frames)
+        let message = check_output(&dir.join("pipe.gif/"), OutputKind::Frames, true)
             .unwrap_err()
             .to_string();
         assert!(message.contains("not a directory"), "{message}");
@@ -1053,9 +1125,9 @@ mod tests {
             fs::remove_dir_all(&dir).unwrap();
             return;
         }
-        let destination = check_output(&null, OutputKind::Gif).unwrap();
+        let destination = check_output(&null, OutputKind::Gif, true).unwrap();
         assert_eq!(destination, Destination::Stream(null.clone()));
-        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
         fs::write(&temp.temp, vec![7u8; 100_000]).unwrap();
         temp.commit().unwrap();
         assert!(
@@ -1065,7 +1137,7 @@ mod tests {
                 .is_char_device()
         );
         assert!(
-            check_output(&null, OutputKind::Frames)
+            check_output(&null, OutputKind::Frames, true)
                 .unwrap_err()
                 .to_string()
                 .contains("is a character device, not a directory")
@@ -1080,14 +1152,14 @@ mod tests {
         let dir = scratch("special");
         let socket = dir.join("sock.gif");
         let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-        let message = check_output(&socket, OutputKind::Gif)
+        let message = check_output(&socket, OutputKind::Gif, true)
             .unwrap_err()
             .to_string();
         assert!(message.contains("is a socket"), "{message}");
         // The target was missing when the export started and is a FIFO when it ends.
         let late = dir.join("late.gif");
-        let destination = check_output(&late, OutputKind::Gif).unwrap();
-        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        let destination = check_output(&late, OutputKind::Gif, true).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
         fs::write(&temp.temp, b"new").unwrap();
         let kept = temp.temp.clone();
         if crate::testing::make_fifo(&late) {

@@ -255,7 +255,7 @@ fn an_export_killed_by_sigterm_leaves_no_partial_output_and_the_old_clip() {
         .expect("records")
         .save(&demo)
         .expect("saved");
-    // A clip over an old one, and PNG frames into a new folder (a folder with files in it is refused).
+    // A clip over an old one (--force), and PNG frames into a new folder (a folder with files in it is refused).
     for (signal, out) in [("TERM", "clip.gif"), ("HUP", "frames/")] {
         let target = dir.join(out);
         if out == "clip.gif" {
@@ -264,7 +264,7 @@ fn an_export_killed_by_sigterm_leaves_no_partial_output_and_the_old_clip() {
         // As a script's background job: SIGINT ignored (ctrlc then used to install no handler at all).
         let mut child = Command::new("sh")
             .arg("-c")
-            .arg(r#"trap '' INT; exec "$0" export "$1" --out "$2" --fps 30 --size 320x180"#)
+            .arg(r#"trap '' INT; exec "$0" export "$1" --out "$2" --force --fps 30 --size 320x180"#)
             .arg(env!("CARGO_BIN_EXE_contact-sandbox"))
             .arg(&demo)
             .arg(&target)
