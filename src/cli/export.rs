@@ -22,6 +22,7 @@ use std::io::{self, Write};
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -74,6 +75,89 @@ pub struct ExportArgs {
     /// Leave out the text overlay (demo, tick, time, hash verdict); the lanes' titles stay, as in the window.
     #[arg(long)]
     pub no_overlay: bool,
+    /// Also report progress for a program to read: lines `progress check DONE/TOTAL` (ticks whose hashes are
+    /// checked) and `progress frames DONE/TOTAL` on standard error, one per percent.
+    #[arg(long)]
+    pub progress_lines: bool,
+}
+
+/// The part of an export a progress line counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressStage {
+    /// Replaying the demo to check its hashes, in ticks.
+    Check,
+    /// Rendering and encoding, in frames.
+    Frames,
+}
+
+impl ProgressStage {
+    fn word(self) -> &'static str {
+        match self {
+            ProgressStage::Check => "check",
+            ProgressStage::Frames => "frames",
+        }
+    }
+}
+
+/// `progress frames 30/91`: one line of `--progress-lines`.
+pub fn progress_line(stage: ProgressStage, done: u64, total: u64) -> String {
+    format!("progress {} {done}/{total}", stage.word())
+}
+
+/// Reads a [`progress_line`] back; `None` for any other line.
+pub fn parse_progress_line(line: &str) -> Option<(ProgressStage, u64, u64)> {
+    let mut words = line.split_whitespace();
+    if words.next() != Some("progress") {
+        return None;
+    }
+    let stage = match words.next()? {
+        "check" => ProgressStage::Check,
+        "frames" => ProgressStage::Frames,
+        _ => return None,
+    };
+    let (done, total) = words.next()?.split_once('/')?;
+    if words.next().is_some() {
+        return None;
+    }
+    Some((stage, done.parse().ok()?, total.parse().ok()?))
+}
+
+/// Writes `--progress-lines`: a line whenever the whole percentage done grows, and at the end.
+struct ProgressLines {
+    stage: ProgressStage,
+    total: u64,
+    /// The last line's count.
+    said: Option<u64>,
+}
+
+impl ProgressLines {
+    /// Says `progress STAGE 0/TOTAL` at once, so a reader knows the total.
+    fn start(stage: ProgressStage, total: u64) -> ProgressLines {
+        let mut lines = ProgressLines {
+            stage,
+            total,
+            said: None,
+        };
+        lines.report(0);
+        lines
+    }
+
+    fn report(&mut self, done: u64) {
+        let percent = |n: u64| n.saturating_mul(100) / self.total.max(1);
+        let due = match self.said {
+            None => true,
+            Some(said) => done > said && (percent(done) > percent(said) || done >= self.total),
+        };
+        if due {
+            self.said = Some(done);
+            // Progress is a courtesy: a closed standard error does not stop the export.
+            let _ = writeln!(
+                io::stderr(),
+                "{}",
+                progress_line(self.stage, done, self.total)
+            );
+        }
+    }
 }
 
 /// Width and height of the frames [px].
@@ -320,13 +404,30 @@ fn check_output(out: &Path, kind: OutputKind, replace: bool) -> Result<Destinati
         }
     }
     let probe = temp_path(path);
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .with_context(|| format!("cannot write in output folder '{}'", folder.display()))?;
+    if let Err(e) = OpenOptions::new().write(true).create_new(true).open(&probe) {
+        bail!("{}", unwritable_folder(&folder, &e));
+    }
     let _ = fs::remove_file(&probe);
     Ok(target)
+}
+
+/// Why no file can be created in `folder`, which exists, in one line. Creating a file in a folder that exists
+/// fails with "No such file or directory" where the file system takes no new files (`/proc`, `/sys`): that cause
+/// is named instead of the misleading one.
+fn unwritable_folder(folder: &Path, error: &io::Error) -> String {
+    let folder = folder.display();
+    match error.kind() {
+        io::ErrorKind::PermissionDenied => {
+            format!("output folder '{folder}' is not writable (permission denied)")
+        }
+        io::ErrorKind::ReadOnlyFilesystem => {
+            format!("output folder '{folder}' is on a read-only file system")
+        }
+        io::ErrorKind::NotFound => {
+            format!("output folder '{folder}' does not take new files (a virtual file system?)")
+        }
+        _ => format!("cannot create a file in output folder '{folder}' ({error})"),
+    }
 }
 
 /// `dir/.name.partial-PID`: the temporary file or directory an export writes before its rename.
@@ -593,13 +694,22 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         "{msg} [{bar:40}] {pos}/{len} ticks, ETA {eta}",
         "checking hashes",
     );
+    let mut check_lines = args
+        .progress_lines
+        .then(|| ProgressLines::start(ProgressStage::Check, demo.ticks));
     checker.start()?;
     while checker.advance()? {
         if checker.tick().is_multiple_of(64) {
             bar.set_position(checker.tick());
+            if let Some(lines) = &mut check_lines {
+                lines.report(checker.tick());
+            }
         }
     }
     bar.finish_and_clear();
+    if let Some(lines) = &mut check_lines {
+        lines.report(checker.tick());
+    }
     let verdict = checker.verdict.clone();
     drop(checker);
     if let Some((tick, _, _)) = &verdict.mismatch {
@@ -654,6 +764,21 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         "{msg} [{bar:40}] {pos}/{len} frames, {per_sec}, ETA {eta}",
         "exporting",
     );
+    let frame_lines = args.progress_lines.then(|| {
+        Arc::new(Mutex::new(ProgressLines::start(
+            ProgressStage::Frames,
+            frames,
+        )))
+    });
+    let on_frames = {
+        let (bar, lines) = (progress.clone(), frame_lines.clone());
+        Box::new(move |done: u64| {
+            bar.set_position(done);
+            if let Some(Ok(mut lines)) = lines.as_ref().map(|l| l.lock()) {
+                lines.report(done);
+            }
+        })
+    };
     let started = Instant::now();
     let outcome = render_clip(ExportPlan {
         player,
@@ -664,7 +789,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         format,
         temp: temp.temp.clone(),
         overlay,
-        progress: progress.clone(),
+        on_frames,
     });
     progress.finish_and_clear();
     let rendered = outcome.with_context(|| {
@@ -673,6 +798,9 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
             args.out.display()
         )
     })?;
+    if let Some(Ok(mut lines)) = frame_lines.as_ref().map(|l| l.lock()) {
+        lines.report(rendered.frames);
+    }
     let seconds = started.elapsed().as_secs_f64();
     let size = output_bytes(&temp.temp);
     temp.commit()?;
@@ -874,7 +1002,57 @@ mod tests {
             force: false,
             allow_mismatch: false,
             no_overlay: false,
+            progress_lines: false,
         }
+    }
+
+    #[test]
+    fn progress_lines_read_back_and_nothing_else_does() {
+        for (stage, done, total) in [
+            (ProgressStage::Check, 0, 300),
+            (ProgressStage::Frames, 30, 91),
+            (ProgressStage::Frames, 91, 91),
+        ] {
+            let line = progress_line(stage, done, total);
+            assert_eq!(
+                parse_progress_line(&line),
+                Some((stage, done, total)),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            progress_line(ProgressStage::Frames, 30, 91),
+            "progress frames 30/91"
+        );
+        for other in [
+            "",
+            "exported 91 frames",
+            "progress frames 30",
+            "progress frames x/91",
+            "progress ticks 1/2",
+            "progress frames 1/2 more",
+            "error: output folder '/proc' does not take new files (a virtual file system?)",
+        ] {
+            assert_eq!(parse_progress_line(other), None, "{other}");
+        }
+    }
+
+    /// `/proc` exists but takes no new files: creating one fails with "No such file or directory", which named
+    /// the wrong cause ("cannot write in output folder '/proc': No such file or directory").
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_folder_that_takes_no_files_is_named_in_one_line() {
+        let message =
+            check_output(Path::new("/proc/clip.gif"), OutputKind::Gif, false).unwrap_err();
+        assert_eq!(
+            format!("{message:#}"),
+            "output folder '/proc' does not take new files (a virtual file system?)"
+        );
+        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert_eq!(
+            unwritable_folder(Path::new("/root"), &denied),
+            "output folder '/root' is not writable (permission denied)"
+        );
     }
 
     /// An export never replaces a clip unless told to (`--force`): an existing one is refused before any work,
