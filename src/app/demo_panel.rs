@@ -41,6 +41,7 @@ pub struct DemoUi {
     pub save_path: String,
     /// The demo the Replay button opens.
     pub replay_path: String,
+    /// Where Export… writes (empty: [`clip_path`] names the clip after the demo it exports).
     pub export_out: String,
     pub export_fps: u32,
     export: Option<ExportJob>,
@@ -53,7 +54,7 @@ impl Default for DemoUi {
         DemoUi {
             save_path: String::new(),
             replay_path: "assets/demos/wall_throw.demo.ron".into(),
-            export_out: format!("{DEMO_DIR}/clip.gif"),
+            export_out: String::new(),
             export_fps: 30,
             export: None,
             export_status: None,
@@ -339,11 +340,6 @@ fn toggle_recording(
         }
         stop.write(StopRecording(path.clone()));
         ui.replay_path = path.display().to_string();
-        ui.export_out = path
-            .with_extension("")
-            .with_extension("gif")
-            .display()
-            .to_string();
     } else {
         start.write(StartRecording);
     }
@@ -418,8 +414,45 @@ fn stop_export_on_exit(mut exits: MessageReader<AppExit>, mut ui: ResMut<DemoUi>
     }
 }
 
+/// Where a clip of `demo` goes: the "export to" text, or when that is empty `demos/<demo>.gif`, named after the
+/// demo exported (not after the last recording, which the replay field may no longer show).
+pub fn clip_path(export_out: &str, demo: &Path) -> PathBuf {
+    if !export_out.trim().is_empty() {
+        return PathBuf::from(export_out.trim());
+    }
+    let name = demo
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = match name.strip_suffix(".demo.ron") {
+        Some(stem) if !stem.is_empty() => stem.to_string(),
+        _ => Path::new(&name)
+            .file_stem()
+            .map_or_else(|| "clip".into(), |s| s.to_string_lossy().into_owned()),
+    };
+    Path::new(DEMO_DIR).join(format!("{stem}.gif"))
+}
+
+/// The recording's line in the panel: "REC tick 401 · 1 action".
+fn recording_label(ticks: u64, actions: usize) -> String {
+    format!(
+        "REC tick {ticks} · {}",
+        crate::text::counted(actions as u64, "action", "actions")
+    )
+}
+
 fn start_export(ui: &mut DemoUi, demo: &Path) {
-    let asked = PathBuf::from(ui.export_out.trim());
+    let asked = clip_path(&ui.export_out, demo);
+    // As for a recording, the folder (`demos/` at first) is made when missing.
+    if let Some(dir) = asked.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        ui.export_status = Some(format!(
+            "export: {}: cannot create the folder: {e}",
+            dir.display()
+        ));
+        return;
+    }
     // The exporter refuses an existing clip (no --force): the window takes the next free name instead.
     let Some(out) = unused_path(&asked) else {
         ui.export_status = Some(format!(
@@ -610,11 +643,7 @@ fn recorder_controls(
         if recorder.is_recording() {
             ui.colored_label(
                 egui::Color32::from_rgb(235, 64, 52),
-                format!(
-                    "REC tick {} · {} actions",
-                    recorder.ticks(control.ticks),
-                    recorder.actions()
-                ),
+                recording_label(recorder.ticks(control.ticks), recorder.actions()),
             );
         }
     });
@@ -654,7 +683,12 @@ fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
     ui.horizontal(|ui| {
         ui.label("export to");
         let width = (ui.available_width() - 120.0).max(80.0);
-        ui.add(egui::TextEdit::singleline(&mut demo_ui.export_out).desired_width(width));
+        let named_after_the_demo = clip_path("", demo).display().to_string();
+        ui.add(
+            egui::TextEdit::singleline(&mut demo_ui.export_out)
+                .hint_text(named_after_the_demo)
+                .desired_width(width),
+        );
         ui.add(
             egui::DragValue::new(&mut demo_ui.export_fps)
                 .update_while_editing(false)
@@ -818,7 +852,37 @@ mod tests {
         assert_eq!(stops.len(), 1);
         let name = stops[0].display().to_string();
         assert!(name.contains("ball-pit-"), "{name}");
+        // Export… then names the clip after the demo it exports, whichever the replay field shows, not after
+        // this recording.
+        let ui = app.world().resource::<DemoUi>();
+        assert_eq!(ui.replay_path, name);
+        let shipped = Path::new("assets/demos/wall_throw.demo.ron");
+        assert_eq!(
+            clip_path(&ui.export_out, shipped),
+            Path::new("demos/wall_throw.gif")
+        );
         let _ = std::fs::remove_dir(DEMO_DIR);
+    }
+
+    #[test]
+    fn the_recording_line_counts_actions_in_the_singular_and_plural() {
+        assert_eq!(recording_label(401, 1), "REC tick 401 · 1 action");
+        assert_eq!(recording_label(401, 0), "REC tick 401 · 0 actions");
+        assert_eq!(recording_label(7, 2), "REC tick 7 · 2 actions");
+    }
+
+    #[test]
+    fn a_clip_is_named_after_its_demo_unless_a_name_is_typed() {
+        let demo = Path::new("demos/ball-pit-1700000000.demo.ron");
+        assert_eq!(
+            clip_path("", demo),
+            Path::new("demos/ball-pit-1700000000.gif")
+        );
+        assert_eq!(
+            clip_path("  ", Path::new("x/run.ron")),
+            Path::new("demos/run.gif")
+        );
+        assert_eq!(clip_path(" out/a.mp4 ", demo), Path::new("out/a.mp4"));
     }
 
     /// The "save as" field keeps its text: the next recording goes beside the last one, and the panel says so.
