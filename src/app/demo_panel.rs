@@ -5,13 +5,17 @@
 //! It is part of the left panel, not a window over the canvas: floating, it covered the top lane's title while
 //! a demo replayed.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
 use bevy_egui::egui;
 
+use crate::cli::export::{ProgressStage, parse_progress_line};
+use crate::demo::unused_path;
 use crate::sim::{
     ActiveScene, Recorder, Replay, SimControl, SimLog, StartRecording, StartReplay, StopRecording,
     StopReplay,
@@ -25,7 +29,8 @@ pub struct DemoPanelPlugin;
 impl Plugin for DemoPanelPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<DemoUi>()
-            .add_systems(Update, (record_key, poll_export));
+            .add_systems(Update, (record_key, poll_export))
+            .add_systems(Last, stop_export_on_exit);
     }
 }
 
@@ -36,6 +41,7 @@ pub struct DemoUi {
     pub save_path: String,
     /// The demo the Replay button opens.
     pub replay_path: String,
+    /// Where Export… writes (empty: [`clip_path`] names the clip after the demo it exports).
     pub export_out: String,
     pub export_fps: u32,
     export: Option<ExportJob>,
@@ -48,7 +54,7 @@ impl Default for DemoUi {
         DemoUi {
             save_path: String::new(),
             replay_path: "assets/demos/wall_throw.demo.ron".into(),
-            export_out: format!("{DEMO_DIR}/clip.gif"),
+            export_out: String::new(),
             export_fps: 30,
             export: None,
             export_status: None,
@@ -56,10 +62,207 @@ impl Default for DemoUi {
     }
 }
 
+/// How long a stopped exporter may take to remove its partial output before it is killed.
+const EXPORT_STOP_GRACE: Duration = Duration::from_secs(5);
+/// Lines of the exporter's standard error kept for its failure message.
+const EXPORT_STDERR_LINES: usize = 20;
+
+/// A running `contact-sandbox export` child. Dropping the job (the window closes, the app exits) stops the
+/// child, so it never goes on rendering on its own.
 struct ExportJob {
     child: Child,
     out: PathBuf,
+    /// The name asked for, when a file there made the export take a numbered one.
+    kept: Option<PathBuf>,
     started: Instant,
+    /// What the child said on its standard error, read by `reader`.
+    report: Arc<Mutex<ExportReport>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    /// Cancel was pressed: the child was asked to stop.
+    cancelled: bool,
+}
+
+/// The exporter's progress (its `--progress-lines`) and its other lines.
+#[derive(Default)]
+struct ExportReport {
+    /// The latest progress line: stage, done, total.
+    progress: Option<(ProgressStage, u64, u64)>,
+    /// When the first frame count arrived, for the estimate of the time left.
+    frames_since: Option<Instant>,
+    /// The last lines that were not progress, oldest first.
+    said: VecDeque<String>,
+}
+
+impl ExportReport {
+    fn read(&mut self, line: String) {
+        match parse_progress_line(&line) {
+            Some(progress) => {
+                if progress.0 == ProgressStage::Frames && self.frames_since.is_none() {
+                    self.frames_since = Some(Instant::now());
+                }
+                self.progress = Some(progress);
+            }
+            None => {
+                if self.said.len() == EXPORT_STDERR_LINES {
+                    self.said.pop_front();
+                }
+                self.said.push_back(line);
+            }
+        }
+    }
+}
+
+impl ExportJob {
+    /// Watches `child`: its standard error is read on a thread of its own (so a full pipe never blocks it).
+    fn watch(mut child: Child, out: PathBuf, kept: Option<PathBuf>) -> ExportJob {
+        let report = Arc::new(Mutex::new(ExportReport::default()));
+        let reader = child.stderr.take().map(|pipe| {
+            let report = Arc::clone(&report);
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                    if let Ok(mut report) = report.lock() {
+                        report.read(line);
+                    }
+                }
+            })
+        });
+        ExportJob {
+            child,
+            out,
+            kept,
+            started: Instant::now(),
+            report,
+            reader,
+            cancelled: false,
+        }
+    }
+
+    /// Asks the child to stop: SIGTERM, on which it removes its partial output and exits (an old file at the
+    /// target stays as it was).
+    fn ask_to_stop(&mut self) {
+        #[cfg(unix)]
+        {
+            if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+                // SAFETY: kill(2) on the child's own pid; it is not reaped before try_wait/wait below, so the pid
+                // is still the child's.
+                unsafe {
+                    libc::kill(pid, libc::SIGTERM);
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = self.child.kill();
+        }
+    }
+
+    /// Stops the child and waits for it: [`EXPORT_STOP_GRACE`] to clean up after SIGTERM, then SIGKILL.
+    fn stop_and_wait(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        self.ask_to_stop();
+        let asked = Instant::now();
+        while asked.elapsed() < EXPORT_STOP_GRACE {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Where the export stands, e.g. "frame 30/91 (33%), about 12 s left".
+    fn progress_text(&self) -> (Option<f32>, String) {
+        let Ok(report) = self.report.lock() else {
+            return (None, "exporting".into());
+        };
+        let percent = |done: u64, total: u64| done as f64 / total.max(1) as f64;
+        match report.progress {
+            None => (None, "starting the exporter".into()),
+            Some((ProgressStage::Check, done, total)) => (
+                Some(percent(done, total) as f32),
+                format!(
+                    "checking the demo's hashes: tick {done}/{total} ({:.0}%)",
+                    100.0 * percent(done, total)
+                ),
+            ),
+            Some((ProgressStage::Frames, done, total)) => {
+                let left = report
+                    .frames_since
+                    .filter(|_| done > 0 && done < total)
+                    .map(|since| {
+                        let seconds =
+                            since.elapsed().as_secs_f64() * (total - done) as f64 / done as f64;
+                        format!(", about {seconds:.0} s left")
+                    })
+                    .unwrap_or_default();
+                (
+                    Some(percent(done, total) as f32),
+                    format!(
+                        "frame {done}/{total} ({:.0}%){left}",
+                        100.0 * percent(done, total)
+                    ),
+                )
+            }
+        }
+    }
+
+    /// What the Demo section's heading says while the export runs: "exporting 30/91".
+    fn heading(&self) -> String {
+        match self.report.lock().ok().and_then(|r| r.progress) {
+            Some((ProgressStage::Frames, done, total)) => format!("exporting {done}/{total}"),
+            Some((ProgressStage::Check, ..)) => "exporting (checking hashes)".into(),
+            None => "exporting".into(),
+        }
+    }
+
+    /// The child has exited: waits for the last of its standard error, and says how the export ended.
+    fn outcome(&mut self, status: std::process::ExitStatus) -> Result<String, String> {
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        let seconds = self.started.elapsed().as_secs_f64();
+        if self.cancelled {
+            return Ok("export cancelled".into());
+        }
+        if status.success() {
+            let kept = self
+                .kept
+                .as_ref()
+                .map(|k| format!(" ({} exists, kept)", k.display()))
+                .unwrap_or_default();
+            return Ok(format!(
+                "exported {}{kept} in {seconds:.1} s",
+                self.out.display()
+            ));
+        }
+        let said: Vec<String> = self
+            .report
+            .lock()
+            .map(|r| r.said.iter().cloned().collect())
+            .unwrap_or_default();
+        Err(format!("export failed: {}", failure_reason(&said, status)))
+    }
+}
+
+impl Drop for ExportJob {
+    fn drop(&mut self) {
+        self.stop_and_wait();
+    }
+}
+
+/// The exporter's last word on its failure, without the "error: " every CLI error starts with (the window puts
+/// "export failed: " in front).
+fn failure_reason(said: &[String], status: std::process::ExitStatus) -> String {
+    said.iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty())
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l).to_string())
+        .unwrap_or_else(|| format!("the exporter stopped ({status})"))
 }
 
 /// A fresh file name for a recording of `scene`: `demos/<scene>-<unix seconds>.demo.ron`.
@@ -85,6 +288,16 @@ pub fn fresh_demo_path(scene: &str) -> PathBuf {
     ))
 }
 
+/// "last saved: …", and when the "save as" name was taken, that the file there was kept.
+fn saved_note(saved: &Path, save_as: &str) -> String {
+    let asked = save_as.trim();
+    if asked.is_empty() || Path::new(asked) == saved {
+        format!("last saved: {}", saved.display())
+    } else {
+        format!("last saved: {} ({asked} exists, kept)", saved.display())
+    }
+}
+
 fn toggle_recording(
     recorder: &Recorder,
     ui: &mut DemoUi,
@@ -99,7 +312,7 @@ fn toggle_recording(
             .recording
             .as_ref()
             .map(|r| r.demo.scene.name.as_str());
-        let path = if ui.save_path.trim().is_empty() {
+        let asked = if ui.save_path.trim().is_empty() {
             fresh_demo_path(
                 started_in
                     .or(active.map(|a| a.current.name.as_str()))
@@ -107,6 +320,14 @@ fn toggle_recording(
             )
         } else {
             PathBuf::from(ui.save_path.trim())
+        };
+        // Never over an earlier recording: the field keeps its text, and fresh names are whole seconds.
+        let Some(path) = unused_path(&asked) else {
+            log.error(format!(
+                "{}: it and every numbered name beside it are taken; still recording",
+                asked.display()
+            ));
+            return;
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
             && let Err(e) = std::fs::create_dir_all(dir)
@@ -119,11 +340,6 @@ fn toggle_recording(
         }
         stop.write(StopRecording(path.clone()));
         ui.replay_path = path.display().to_string();
-        ui.export_out = path
-            .with_extension("")
-            .with_extension("gif")
-            .display()
-            .to_string();
     } else {
         start.write(StartRecording);
     }
@@ -159,23 +375,15 @@ fn poll_export(mut ui: ResMut<DemoUi>, mut log: ResMut<SimLog>) {
     match job.child.try_wait() {
         Ok(None) => {}
         Ok(Some(status)) => {
-            let mut stderr = String::new();
-            if let Some(mut pipe) = job.child.stderr.take() {
-                use std::io::Read;
-                let _ = pipe.read_to_string(&mut stderr);
-            }
-            let seconds = job.started.elapsed().as_secs_f64();
-            let message = if status.success() {
-                format!("exported {} in {seconds:.1} s", job.out.display())
-            } else {
-                let reason = stderr
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("the exporter failed")
-                    .to_string();
-                log.error(format!("export failed: {reason}"));
-                format!("export failed: {reason}")
+            let message = match job.outcome(status) {
+                Ok(message) => {
+                    log.info(message.clone());
+                    message
+                }
+                Err(message) => {
+                    log.error(message.clone());
+                    message
+                }
             };
             ui.export_status = Some(message);
             ui.export = None;
@@ -187,8 +395,72 @@ fn poll_export(mut ui: ResMut<DemoUi>, mut log: ResMut<SimLog>) {
     }
 }
 
+/// Cancel: asks the running exporter to stop; [`poll_export`] reports "export cancelled" once it has.
+fn cancel_export(ui: &mut DemoUi) {
+    if let Some(job) = &mut ui.export {
+        job.ask_to_stop();
+        job.cancelled = true;
+    }
+}
+
+/// Last: when the app exits (its window closed), a running export is stopped with it rather than left running
+/// on its own. Dropping the job stops the child too; this does it while the app still runs, whatever the runner
+/// does with the world afterwards.
+fn stop_export_on_exit(mut exits: MessageReader<AppExit>, mut ui: ResMut<DemoUi>) {
+    if exits.read().count() > 0
+        && let Some(mut job) = ui.export.take()
+    {
+        job.stop_and_wait();
+    }
+}
+
+/// Where a clip of `demo` goes: the "export to" text, or when that is empty `demos/<demo>.gif`, named after the
+/// demo exported (not after the last recording, which the replay field may no longer show).
+pub fn clip_path(export_out: &str, demo: &Path) -> PathBuf {
+    if !export_out.trim().is_empty() {
+        return PathBuf::from(export_out.trim());
+    }
+    let name = demo
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = match name.strip_suffix(".demo.ron") {
+        Some(stem) if !stem.is_empty() => stem.to_string(),
+        _ => Path::new(&name)
+            .file_stem()
+            .map_or_else(|| "clip".into(), |s| s.to_string_lossy().into_owned()),
+    };
+    Path::new(DEMO_DIR).join(format!("{stem}.gif"))
+}
+
+/// The recording's line in the panel: "REC tick 401 · 1 action".
+fn recording_label(ticks: u64, actions: usize) -> String {
+    format!(
+        "REC tick {ticks} · {}",
+        crate::text::counted(actions as u64, "action", "actions")
+    )
+}
+
 fn start_export(ui: &mut DemoUi, demo: &Path) {
-    let out = PathBuf::from(ui.export_out.trim());
+    let asked = clip_path(&ui.export_out, demo);
+    // As for a recording, the folder (`demos/` at first) is made when missing.
+    if let Some(dir) = asked.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        ui.export_status = Some(format!(
+            "export: {}: cannot create the folder: {e}",
+            dir.display()
+        ));
+        return;
+    }
+    // The exporter refuses an existing clip (no --force): the window takes the next free name instead.
+    let Some(out) = unused_path(&asked) else {
+        ui.export_status = Some(format!(
+            "export: {} and every numbered name beside it are taken",
+            asked.display()
+        ));
+        return;
+    };
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
@@ -203,6 +475,7 @@ fn start_export(ui: &mut DemoUi, demo: &Path) {
         .arg(&out)
         .arg("--fps")
         .arg(ui.export_fps.to_string())
+        .arg("--progress-lines")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -210,11 +483,11 @@ fn start_export(ui: &mut DemoUi, demo: &Path) {
     match child {
         Ok(child) => {
             ui.export_status = None;
-            ui.export = Some(ExportJob {
+            ui.export = Some(ExportJob::watch(
                 child,
-                out,
-                started: Instant::now(),
-            });
+                out.clone(),
+                (out != asked).then_some(asked),
+            ));
         }
         Err(e) => ui.export_status = Some(format!("export: cannot start the exporter: {e}")),
     }
@@ -305,14 +578,20 @@ impl ReplayEdits {
 }
 
 /// The heading of the Demo section: it says what is going on while the section is collapsed (F5 records without
-/// opening it).
-pub fn demo_heading(replaying: bool, recording: bool) -> &'static str {
-    if replaying {
+/// opening it), an export's progress (`exporting 30/91`) included.
+pub fn demo_heading(replaying: bool, recording: bool, export: Option<&str>) -> String {
+    let state = if replaying {
         "Demo · replaying"
     } else if recording {
         "Demo · ● recording"
+    } else if export.is_some() {
+        "Demo"
     } else {
         "Demo: record, replay, export"
+    };
+    match export {
+        Some(export) => format!("{state} · {export}"),
+        None => state.to_string(),
     }
 }
 
@@ -324,7 +603,8 @@ pub fn demo_section(
     active: Option<&ActiveScene>,
     log: &mut SimLog,
 ) {
-    let heading = demo_heading(false, demo.recorder.is_recording());
+    let export = demo.ui.export.as_ref().map(ExportJob::heading);
+    let heading = demo_heading(false, demo.recorder.is_recording(), export.as_deref());
     let text = if demo.recorder.is_recording() {
         egui::RichText::new(heading).color(egui::Color32::from_rgb(235, 64, 52))
     } else {
@@ -363,11 +643,7 @@ fn recorder_controls(
         if recorder.is_recording() {
             ui.colored_label(
                 egui::Color32::from_rgb(235, 64, 52),
-                format!(
-                    "REC tick {} · {} actions",
-                    recorder.ticks(control.ticks),
-                    recorder.actions()
-                ),
+                recording_label(recorder.ticks(control.ticks), recorder.actions()),
             );
         }
     });
@@ -380,7 +656,7 @@ fn recorder_controls(
         );
     });
     if let Some(saved) = &recorder.last_saved {
-        ui.small(format!("last saved: {}", saved.display()));
+        ui.small(saved_note(saved, &demo_ui.save_path));
     }
     ui.separator();
     ui.horizontal(|ui| {
@@ -407,7 +683,12 @@ fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
     ui.horizontal(|ui| {
         ui.label("export to");
         let width = (ui.available_width() - 120.0).max(80.0);
-        ui.add(egui::TextEdit::singleline(&mut demo_ui.export_out).desired_width(width));
+        let named_after_the_demo = clip_path("", demo).display().to_string();
+        ui.add(
+            egui::TextEdit::singleline(&mut demo_ui.export_out)
+                .hint_text(named_after_the_demo)
+                .desired_width(width),
+        );
         ui.add(
             egui::DragValue::new(&mut demo_ui.export_fps)
                 .update_while_editing(false)
@@ -417,14 +698,21 @@ fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
     });
     match &demo_ui.export {
         Some(job) => {
+            let (fraction, text) = job.progress_text();
             ui.horizontal(|ui| {
                 ui.spinner();
-                ui.label(format!(
-                    "exporting {} … {:.0} s",
-                    job.out.display(),
-                    job.started.elapsed().as_secs_f64()
-                ));
+                ui.label(format!("exporting to {}", job.out.display()));
             });
+            match fraction {
+                Some(fraction) => ui.add(egui::ProgressBar::new(fraction).text(text)),
+                None => ui.label(text),
+            };
+            let cancel = ui
+                .add_enabled(!job.cancelled, egui::Button::new("■ Cancel export"))
+                .on_hover_text("Stop the exporter; the partial clip is removed");
+            if cancel.clicked() {
+                cancel_export(demo_ui);
+            }
         }
         None => {
             if ui
@@ -446,7 +734,8 @@ fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
 pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls) -> ReplayEdits {
     let demo_ui = &mut *demo.ui;
     let mut edits = ReplayEdits::default();
-    ui.strong(demo_heading(true, false));
+    let export = demo_ui.export.as_ref().map(ExportJob::heading);
+    ui.strong(demo_heading(true, false, export.as_deref()));
     let badge = replay.badge();
     let colour = if badge.starts_with("match") {
         egui::Color32::from_rgb(46, 204, 64)
@@ -563,6 +852,194 @@ mod tests {
         assert_eq!(stops.len(), 1);
         let name = stops[0].display().to_string();
         assert!(name.contains("ball-pit-"), "{name}");
+        // Export… then names the clip after the demo it exports, whichever the replay field shows, not after
+        // this recording.
+        let ui = app.world().resource::<DemoUi>();
+        assert_eq!(ui.replay_path, name);
+        let shipped = Path::new("assets/demos/wall_throw.demo.ron");
+        assert_eq!(
+            clip_path(&ui.export_out, shipped),
+            Path::new("demos/wall_throw.gif")
+        );
         let _ = std::fs::remove_dir(DEMO_DIR);
+    }
+
+    #[test]
+    fn the_recording_line_counts_actions_in_the_singular_and_plural() {
+        assert_eq!(recording_label(401, 1), "REC tick 401 · 1 action");
+        assert_eq!(recording_label(401, 0), "REC tick 401 · 0 actions");
+        assert_eq!(recording_label(7, 2), "REC tick 7 · 2 actions");
+    }
+
+    #[test]
+    fn a_clip_is_named_after_its_demo_unless_a_name_is_typed() {
+        let demo = Path::new("demos/ball-pit-1700000000.demo.ron");
+        assert_eq!(
+            clip_path("", demo),
+            Path::new("demos/ball-pit-1700000000.gif")
+        );
+        assert_eq!(
+            clip_path("  ", Path::new("x/run.ron")),
+            Path::new("demos/run.gif")
+        );
+        assert_eq!(clip_path(" out/a.mp4 ", demo), Path::new("out/a.mp4"));
+    }
+
+    /// The "save as" field keeps its text: the next recording goes beside the last one, and the panel says so.
+    #[test]
+    fn a_recording_saved_as_a_taken_name_goes_beside_it() {
+        let dir = std::env::temp_dir().join(format!("cs-save-as-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        let taken = dir.join("mine.demo.ron");
+        std::fs::write(&taken, b"the first recording").expect("writes");
+        let mut recorder = Recorder::default();
+        let scene = Scene::load(Path::new("assets/scenes/wall_throw.ron")).expect("loads");
+        recorder.begin(scene, 100.0, 0);
+        let mut app = App::new();
+        app.insert_resource(recorder)
+            .insert_resource(DemoUi {
+                save_path: taken.display().to_string(),
+                ..default()
+            })
+            .init_resource::<ButtonInput<KeyCode>>()
+            .init_resource::<SimLog>()
+            .add_message::<StartRecording>()
+            .add_message::<StopRecording>()
+            .add_systems(Update, record_key);
+        app.world_mut()
+            .resource_mut::<ButtonInput<KeyCode>>()
+            .press(KeyCode::F5);
+        app.update();
+        let stops: Vec<PathBuf> = app
+            .world_mut()
+            .resource_mut::<Messages<StopRecording>>()
+            .drain()
+            .map(|s| s.0)
+            .collect();
+        let beside = dir.join("mine-2.demo.ron");
+        assert_eq!(stops, std::slice::from_ref(&beside));
+        assert_eq!(
+            saved_note(&beside, &taken.display().to_string()),
+            format!(
+                "last saved: {} ({} exists, kept)",
+                beside.display(),
+                taken.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).expect("removed");
+    }
+
+    /// A stand-in exporter that runs until it is stopped.
+    fn sleeping_job() -> (ExportJob, PathBuf) {
+        let child = Command::new("sleep")
+            .arg("60")
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sleep runs");
+        let proc = PathBuf::from(format!("/proc/{}", child.id()));
+        (
+            ExportJob::watch(child, PathBuf::from("clip.gif"), None),
+            proc,
+        )
+    }
+
+    /// An exporter child is not left running on its own: dropping its job (the app's world going away) stops it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn dropping_an_export_job_stops_the_exporter() {
+        let (job, proc) = sleeping_job();
+        assert!(proc.exists());
+        drop(job);
+        assert!(!proc.exists(), "{} still runs", proc.display());
+    }
+
+    /// Closing the window (AppExit) stops a running export, while the app still runs.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_app_exiting_stops_a_running_export() {
+        let (job, proc) = sleeping_job();
+        let mut app = App::new();
+        app.insert_resource(DemoUi {
+            export: Some(job),
+            ..default()
+        })
+        .add_systems(Last, stop_export_on_exit);
+        app.update();
+        assert!(proc.exists(), "stopped without an exit");
+        app.world_mut().write_message(AppExit::Success);
+        app.update();
+        assert!(app.world().resource::<DemoUi>().export.is_none());
+        assert!(!proc.exists(), "{} still runs", proc.display());
+    }
+
+    /// Cancel stops the exporter and says so.
+    #[cfg(unix)]
+    #[test]
+    fn cancel_stops_the_exporter_and_says_export_cancelled() {
+        let (job, _) = sleeping_job();
+        let mut app = App::new();
+        app.insert_resource(DemoUi {
+            export: Some(job),
+            ..default()
+        })
+        .init_resource::<SimLog>()
+        .add_systems(Update, poll_export);
+        cancel_export(&mut app.world_mut().resource_mut::<DemoUi>());
+        let started = Instant::now();
+        while app.world().resource::<DemoUi>().export.is_some() {
+            assert!(started.elapsed() < Duration::from_secs(10), "not stopped");
+            app.update();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            app.world().resource::<DemoUi>().export_status.as_deref(),
+            Some("export cancelled")
+        );
+    }
+
+    /// The exporter's progress lines give frames done and total, in the section and in its heading (which
+    /// shows while the section is collapsed); other lines are kept for a failure's message, without "error: ".
+    #[test]
+    fn an_exports_progress_shows_frames_done_of_all() {
+        let (job, _) = sleeping_job();
+        assert_eq!(job.heading(), "exporting");
+        if let Ok(mut report) = job.report.lock() {
+            report.read("progress check 640/3000".into());
+        }
+        assert_eq!(job.heading(), "exporting (checking hashes)");
+        let (fraction, text) = job.progress_text();
+        assert_eq!(text, "checking the demo's hashes: tick 640/3000 (21%)");
+        assert!(fraction.is_some_and(|f| (f - 0.2133).abs() < 1e-3));
+        if let Ok(mut report) = job.report.lock() {
+            report.read("progress frames 0/91".into());
+            report.read("progress frames 30/91".into());
+            report.read("error: output folder '/proc' does not take new files".into());
+        }
+        assert_eq!(job.heading(), "exporting 30/91");
+        let (_, text) = job.progress_text();
+        assert!(text.starts_with("frame 30/91 (33%), about "), "{text}");
+        assert_eq!(
+            demo_heading(false, false, Some(&job.heading())),
+            "Demo · exporting 30/91"
+        );
+        assert_eq!(
+            demo_heading(false, true, Some(&job.heading())),
+            "Demo · ● recording · exporting 30/91"
+        );
+        assert_eq!(
+            demo_heading(false, false, None),
+            "Demo: record, replay, export"
+        );
+        let said: Vec<String> = job
+            .report
+            .lock()
+            .map(|r| r.said.iter().cloned().collect())
+            .unwrap();
+        let failed = std::process::ExitStatus::default();
+        assert_eq!(
+            failure_reason(&said, failed),
+            "output folder '/proc' does not take new files"
+        );
     }
 }

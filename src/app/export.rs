@@ -39,7 +39,6 @@ use bevy::window::ExitCondition;
 use bevy::winit::WinitPlugin;
 use bevy_capture::encoder::mp4_openh264::{Mp4Openh264Encoder, openh264};
 use bevy_capture::{Capture, CaptureBundle, CapturePlugin, Encoder, RenderTargetHeadless};
-use indicatif::ProgressBar;
 
 use super::labels::{LabelScale, LabelsPlugin, TITLE_PX};
 use super::render::{CameraView, MainCamera, RenderPlugin, camera_scale, fit_camera, scene_bounds};
@@ -93,8 +92,8 @@ pub struct ExportPlan {
     pub format: ClipFormat,
     pub temp: PathBuf,
     pub overlay: Option<Overlay>,
-    /// Set to the number of frames encoded as they are.
-    pub progress: ProgressBar,
+    /// Told the number of frames encoded so far, each time it grows.
+    pub on_frames: Box<dyn FnMut(u64) + Send + Sync>,
 }
 
 /// What an export produced.
@@ -542,7 +541,9 @@ struct ExportDriver {
     /// Handed to bevy_capture when the capture starts.
     sink: Option<Sink>,
     shared: Arc<Shared>,
-    progress: ProgressBar,
+    on_frames: Box<dyn FnMut(u64) + Send + Sync>,
+    /// Frames encoded when `on_frames` was last called.
+    reported: u64,
     /// The session generation the lane entities mirror.
     synced_generation: Option<u64>,
     width: u32,
@@ -614,7 +615,8 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
             shared: Arc::clone(&shared),
         }),
         shared: Arc::clone(&shared),
-        progress: plan.progress,
+        on_frames: plan.on_frames,
+        reported: 0,
         synced_generation: None,
         width: plan.width,
         height: plan.height,
@@ -698,7 +700,10 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
     match exit {
         AppExit::Success if completed => {}
         AppExit::Success => bail!("the exporter stopped before the clip was complete"),
-        AppExit::Error(code) if code.get() == 130 => bail!("interrupted (Ctrl-C)"),
+        AppExit::Error(code) if code.get() == 130 => bail!(
+            "interrupted by {}",
+            crate::cli::stop_signal_name().unwrap_or("a stop signal")
+        ),
         AppExit::Error(code) => bail!("the exporter stopped with code {code}"),
     }
     let frames = shared.encoded.load(Ordering::SeqCst);
@@ -803,9 +808,11 @@ fn drive_export(
         exit.write(AppExit::from_code(1));
         return;
     }
-    driver
-        .progress
-        .set_position(driver.shared.encoded.load(Ordering::SeqCst));
+    let encoded = driver.shared.encoded.load(Ordering::SeqCst);
+    if encoded != driver.reported {
+        driver.reported = encoded;
+        (driver.on_frames)(encoded);
+    }
     let Ok((camera, mut capture)) = cameras.single_mut() else {
         return;
     };

@@ -8,7 +8,10 @@ use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use crate::demo::{Demo, Player, Script, record_script, remove_unfinished_writes, same_file};
+use crate::demo::{
+    AlreadyExists, Demo, Player, Script, holds_a_file, record_script, remove_unfinished_writes,
+    same_file,
+};
 use crate::scene::Scene;
 use crate::sim::{lane_outcome, lane_summary};
 
@@ -24,9 +27,12 @@ pub struct RecordArgs {
     /// The timed actions to record (RON; see docs/demos.md).
     #[arg(long)]
     pub script: PathBuf,
-    /// Where to write the demo (written atomically).
+    /// Where to write the demo (written atomically). An existing file is refused unless --force is given.
     #[arg(long)]
     pub out: PathBuf,
+    /// Replace --out if a file is there already.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Arguments of `contact-sandbox replay`.
@@ -63,6 +69,9 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
             );
         }
     }
+    if !args.force && holds_a_file(&args.out) {
+        bail!("{}", already_exists(&args.out));
+    }
     // Ctrl-C, SIGTERM or SIGHUP while the demo is being saved removes its temporary file (the old demo stays);
     // before that there is nothing to clean up.
     super::on_stop_signal(|| {
@@ -80,7 +89,16 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
         |tick, _| bar.set_position(tick),
     )?;
     bar.finish_and_clear();
-    demo.save(&args.out)?;
+    if args.force {
+        demo.save(&args.out)?;
+    } else {
+        // A file that appeared while recording is not replaced either.
+        demo.save_new(&args.out)
+            .map_err(|e| match e.downcast_ref::<AlreadyExists>() {
+                Some(_) => anyhow::anyhow!("{}", already_exists(&args.out)),
+                None => e,
+            })?;
+    }
     let size = std::fs::metadata(&args.out).map(|m| m.len()).unwrap_or(0);
     outln!(
         "recorded {} ({:.1} s of play at {} Hz), {}, {} in {:.2} s -> {} ({} bytes)",
@@ -94,6 +112,14 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
         size
     )?;
     Ok(())
+}
+
+/// The refusal of an output that exists, for `record` and `export`.
+pub fn already_exists(out: &std::path::Path) -> String {
+    format!(
+        "--out {}: already exists; pass --force to replace it",
+        out.display()
+    )
 }
 
 pub fn run_replay(args: &ReplayArgs) -> Result<()> {

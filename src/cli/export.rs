@@ -22,6 +22,7 @@ use std::io::{self, Write};
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -29,7 +30,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::app::export::{ClipFormat, ExportPlan, Overlay, quiet_headless_gpu_probe, render_clip};
 use crate::demo::{
-    Demo, LinkError, OutputTarget, Player, follow_output_link, is_stream, same_file,
+    Demo, LinkError, OutputTarget, Player, follow_output_link, is_stream, publish_new, same_file,
 };
 
 use super::stdout::outln;
@@ -51,9 +52,12 @@ pub struct ExportArgs {
     /// The demo to render (RON; see docs/demos.md).
     pub demo: PathBuf,
     /// The clip: a .gif or .mp4 file, or a directory for PNG frames (a path ending in '/' or an existing
-    /// directory). Written atomically.
+    /// directory). Written atomically. An existing clip is refused unless --force is given.
     #[arg(long)]
     pub out: PathBuf,
+    /// Replace the clip at --out if there is one (a frames directory must still be new or empty).
+    #[arg(long)]
+    pub force: bool,
     /// Frames per second of the clip (1..=120); frame k shows tick round(k · fixed_hz / fps).
     #[arg(long, default_value = "30", value_parser = parse_fps)]
     pub fps: u32,
@@ -71,6 +75,89 @@ pub struct ExportArgs {
     /// Leave out the text overlay (demo, tick, time, hash verdict); the lanes' titles stay, as in the window.
     #[arg(long)]
     pub no_overlay: bool,
+    /// Also report progress for a program to read: lines `progress check DONE/TOTAL` (ticks whose hashes are
+    /// checked) and `progress frames DONE/TOTAL` on standard error, one per percent.
+    #[arg(long)]
+    pub progress_lines: bool,
+}
+
+/// The part of an export a progress line counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressStage {
+    /// Replaying the demo to check its hashes, in ticks.
+    Check,
+    /// Rendering and encoding, in frames.
+    Frames,
+}
+
+impl ProgressStage {
+    fn word(self) -> &'static str {
+        match self {
+            ProgressStage::Check => "check",
+            ProgressStage::Frames => "frames",
+        }
+    }
+}
+
+/// `progress frames 30/91`: one line of `--progress-lines`.
+pub fn progress_line(stage: ProgressStage, done: u64, total: u64) -> String {
+    format!("progress {} {done}/{total}", stage.word())
+}
+
+/// Reads a [`progress_line`] back; `None` for any other line.
+pub fn parse_progress_line(line: &str) -> Option<(ProgressStage, u64, u64)> {
+    let mut words = line.split_whitespace();
+    if words.next() != Some("progress") {
+        return None;
+    }
+    let stage = match words.next()? {
+        "check" => ProgressStage::Check,
+        "frames" => ProgressStage::Frames,
+        _ => return None,
+    };
+    let (done, total) = words.next()?.split_once('/')?;
+    if words.next().is_some() {
+        return None;
+    }
+    Some((stage, done.parse().ok()?, total.parse().ok()?))
+}
+
+/// Writes `--progress-lines`: a line whenever the whole percentage done grows, and at the end.
+struct ProgressLines {
+    stage: ProgressStage,
+    total: u64,
+    /// The last line's count.
+    said: Option<u64>,
+}
+
+impl ProgressLines {
+    /// Says `progress STAGE 0/TOTAL` at once, so a reader knows the total.
+    fn start(stage: ProgressStage, total: u64) -> ProgressLines {
+        let mut lines = ProgressLines {
+            stage,
+            total,
+            said: None,
+        };
+        lines.report(0);
+        lines
+    }
+
+    fn report(&mut self, done: u64) {
+        let percent = |n: u64| n.saturating_mul(100) / self.total.max(1);
+        let due = match self.said {
+            None => true,
+            Some(said) => done > said && (percent(done) > percent(said) || done >= self.total),
+        };
+        if due {
+            self.said = Some(done);
+            // Progress is a courtesy: a closed standard error does not stop the export.
+            let _ = writeln!(
+                io::stderr(),
+                "{}",
+                progress_line(self.stage, done, self.total)
+            );
+        }
+    }
 }
 
 /// Width and height of the frames [px].
@@ -227,10 +314,10 @@ fn file_kind(file_type: fs::FileType) -> &'static str {
     }
 }
 
-/// Where `--out` leads: a symbolic link is followed to its target; a regular file, a missing path (or, for
-/// frames, a directory) is replaced; a character device or a FIFO takes a GIF or MP4 in place; anything else
-/// is refused.
-fn destination(out: &Path, kind: OutputKind) -> Result<Destination> {
+/// Where `--out` leads: a symbolic link is followed to its target; a missing path (or, for frames, a directory)
+/// is written, a regular file only with `replace` (`--force`); a character device or a FIFO takes a GIF or MP4
+/// in place; anything else is refused.
+fn destination(out: &Path, kind: OutputKind, replace: bool) -> Result<Destination> {
     // Without a trailing '/', so a frames path that names a file is seen as that file.
     let plain: PathBuf = out.components().collect();
     let found = follow_output_link(&plain).map_err(|e| {
@@ -258,6 +345,9 @@ fn destination(out: &Path, kind: OutputKind) -> Result<Destination> {
             out.display(),
             file_kind(file_type)
         ),
+        OutputKind::Gif | OutputKind::Mp4 if file_type.is_file() && !replace => {
+            bail!("{}", super::demo::already_exists(out))
+        }
         OutputKind::Gif | OutputKind::Mp4 if file_type.is_file() => Ok(Destination::Replace(path)),
         OutputKind::Gif | OutputKind::Mp4 if is_stream(file_type) => Ok(Destination::Stream(path)),
         OutputKind::Gif | OutputKind::Mp4 => bail!(
@@ -270,9 +360,9 @@ fn destination(out: &Path, kind: OutputKind) -> Result<Destination> {
 
 /// Checks before any work that the output can be created: its folder exists and is writable (for a device or
 /// FIFO: the temporary folder), a frames directory does not already hold files, and nothing but a regular file
-/// would be replaced ([`destination`]).
-fn check_output(out: &Path, kind: OutputKind) -> Result<Destination> {
-    let target = destination(out, kind)?;
+/// would be replaced, and that only with `replace` ([`destination`]).
+fn check_output(out: &Path, kind: OutputKind, replace: bool) -> Result<Destination> {
+    let target = destination(out, kind, replace)?;
     let path = match &target {
         Destination::Replace(path) => path.as_path(),
         Destination::Stream(_) => {
@@ -314,13 +404,30 @@ fn check_output(out: &Path, kind: OutputKind) -> Result<Destination> {
         }
     }
     let probe = temp_path(path);
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .with_context(|| format!("cannot write in output folder '{}'", folder.display()))?;
+    if let Err(e) = OpenOptions::new().write(true).create_new(true).open(&probe) {
+        bail!("{}", unwritable_folder(&folder, &e));
+    }
     let _ = fs::remove_file(&probe);
     Ok(target)
+}
+
+/// Why no file can be created in `folder`, which exists, in one line. Creating a file in a folder that exists
+/// fails with "No such file or directory" where the file system takes no new files (`/proc`, `/sys`): that cause
+/// is named instead of the misleading one.
+fn unwritable_folder(folder: &Path, error: &io::Error) -> String {
+    let folder = folder.display();
+    match error.kind() {
+        io::ErrorKind::PermissionDenied => {
+            format!("output folder '{folder}' is not writable (permission denied)")
+        }
+        io::ErrorKind::ReadOnlyFilesystem => {
+            format!("output folder '{folder}' is on a read-only file system")
+        }
+        io::ErrorKind::NotFound => {
+            format!("output folder '{folder}' does not take new files (a virtual file system?)")
+        }
+        _ => format!("cannot create a file in output folder '{folder}' ({error})"),
+    }
 }
 
 /// `dir/.name.partial-PID`: the temporary file or directory an export writes before its rename.
@@ -350,11 +457,13 @@ struct TempOutput {
     temp: PathBuf,
     target: Destination,
     dir: bool,
+    /// May a file that appeared at the target meanwhile be replaced (`--force`)?
+    replace: bool,
     keep: bool,
 }
 
 impl TempOutput {
-    fn create(target: &Destination, kind: OutputKind) -> Result<TempOutput> {
+    fn create(target: &Destination, kind: OutputKind, replace: bool) -> Result<TempOutput> {
         let temp = match target {
             Destination::Replace(path) => temp_path(path),
             Destination::Stream(path) => stream_temp_path(path),
@@ -374,6 +483,7 @@ impl TempOutput {
             temp,
             target: target.clone(),
             dir,
+            replace,
             keep: false,
         })
     }
@@ -398,24 +508,38 @@ impl TempOutput {
                     .is_some()
                     .then(|| "filled up".to_string())
             }
-            Ok(m) if !self.dir && m.is_file() => None,
+            Ok(m) if !self.dir && m.is_file() => (!self.replace).then(|| "was created".to_string()),
             Ok(m) => Some(format!("became a {}", file_kind(m.file_type()))),
         };
-        if let Some(change) = refusal {
-            self.keep = true;
-            bail!(
+        let refuse = |output: &mut TempOutput, change: &str| {
+            output.keep = true;
+            anyhow!(
                 "'{}' {change} during the export; not replacing it: the output is in '{}'",
                 target.display(),
-                self.temp.display()
-            );
-        }
-        fs::rename(&self.temp, &target).with_context(|| {
-            format!(
-                "cannot rename '{}' to '{}'",
-                self.temp.display(),
-                target.display()
+                output.temp.display()
             )
-        })?;
+        };
+        if let Some(change) = refusal {
+            return Err(refuse(&mut self, &change));
+        }
+        let moved = if self.dir || self.replace {
+            fs::rename(&self.temp, &target)
+        } else {
+            // Linked into place, so a file created since the look above is not replaced either.
+            publish_new(&self.temp, &target)
+        };
+        match moved {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && !self.dir => {
+                return Err(refuse(&mut self, "was created"));
+            }
+            moved => moved.with_context(|| {
+                format!(
+                    "cannot rename '{}' to '{}'",
+                    self.temp.display(),
+                    target.display()
+                )
+            })?,
+        }
         self.keep = true;
         if let Ok(folder) = File::open(output_folder(&target)) {
             let _ = folder.sync_all();
@@ -562,7 +686,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
                 args.fps
             )
         })?;
-    let target = check_output(&args.out, kind)?;
+    let target = check_output(&args.out, kind, args.force)?;
     // Check every stored hash before rendering: the clip is labelled with the verdict.
     let mut checker = Player::new(demo.clone(), file.clone());
     let bar = progress_bar(
@@ -570,13 +694,22 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         "{msg} [{bar:40}] {pos}/{len} ticks, ETA {eta}",
         "checking hashes",
     );
+    let mut check_lines = args
+        .progress_lines
+        .then(|| ProgressLines::start(ProgressStage::Check, demo.ticks));
     checker.start()?;
     while checker.advance()? {
         if checker.tick().is_multiple_of(64) {
             bar.set_position(checker.tick());
+            if let Some(lines) = &mut check_lines {
+                lines.report(checker.tick());
+            }
         }
     }
     bar.finish_and_clear();
+    if let Some(lines) = &mut check_lines {
+        lines.report(checker.tick());
+    }
     let verdict = checker.verdict.clone();
     drop(checker);
     if let Some((tick, _, _)) = &verdict.mismatch {
@@ -610,7 +743,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     // cleanly: the app exits at its next frame and the temporary output is removed (Bevy's own handler, installed
     // later, would leave a gap). A second signal exits at once; an ignored signal stays ignored.
     super::on_stop_signal(bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit);
-    let temp = TempOutput::create(&target, kind)?;
+    let temp = TempOutput::create(&target, kind, args.force)?;
     let frame_ticks: Vec<u64> = (0..frames)
         .map(|k| frame_tick(k, demo.fixed_hz, args.fps, demo.ticks))
         .collect();
@@ -631,6 +764,21 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         "{msg} [{bar:40}] {pos}/{len} frames, {per_sec}, ETA {eta}",
         "exporting",
     );
+    let frame_lines = args.progress_lines.then(|| {
+        Arc::new(Mutex::new(ProgressLines::start(
+            ProgressStage::Frames,
+            frames,
+        )))
+    });
+    let on_frames = {
+        let (bar, lines) = (progress.clone(), frame_lines.clone());
+        Box::new(move |done: u64| {
+            bar.set_position(done);
+            if let Some(Ok(mut lines)) = lines.as_ref().map(|l| l.lock()) {
+                lines.report(done);
+            }
+        })
+    };
     let started = Instant::now();
     let outcome = render_clip(ExportPlan {
         player,
@@ -641,7 +789,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         format,
         temp: temp.temp.clone(),
         overlay,
-        progress: progress.clone(),
+        on_frames,
     });
     progress.finish_and_clear();
     let rendered = outcome.with_context(|| {
@@ -650,6 +798,9 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
             args.out.display()
         )
     })?;
+    if let Some(Ok(mut lines)) = frame_lines.as_ref().map(|l| l.lock()) {
+        lines.report(rendered.frames);
+    }
     let seconds = started.elapsed().as_secs_f64();
     let size = output_bytes(&temp.temp);
     temp.commit()?;
@@ -778,7 +929,7 @@ mod tests {
     #[test]
     fn a_missing_or_unwritable_output_folder_is_refused_before_rendering() {
         let missing = Path::new("/nonexistent-contact-sandbox-dir/clip.gif");
-        let message = check_output(missing, OutputKind::Gif)
+        let message = check_output(missing, OutputKind::Gif, true)
             .unwrap_err()
             .to_string();
         assert!(
@@ -788,7 +939,7 @@ mod tests {
         );
         let not_a_dir = Path::new("Cargo.toml/clip.gif");
         assert!(
-            check_output(not_a_dir, OutputKind::Gif)
+            check_output(not_a_dir, OutputKind::Gif, true)
                 .unwrap_err()
                 .to_string()
                 .contains("not a directory")
@@ -803,8 +954,8 @@ mod tests {
         let target = dir.join("clip.gif");
         fs::write(&target, b"old").unwrap();
         {
-            let destination = check_output(&target, OutputKind::Gif).unwrap();
-            let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+            let destination = check_output(&target, OutputKind::Gif, true).unwrap();
+            let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
             fs::write(&temp.temp, b"partial").unwrap();
         }
         assert_eq!(fs::read(&target).unwrap(), b"old");
@@ -813,20 +964,20 @@ mod tests {
             1,
             "temp file left behind"
         );
-        let destination = check_output(&target, OutputKind::Gif).unwrap();
-        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        let destination = check_output(&target, OutputKind::Gif, true).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
         fs::write(&temp.temp, b"new").unwrap();
         temp.commit().unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"new");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
 
         let frames = dir.join("frames/");
-        let destination = check_output(&frames, OutputKind::Frames).unwrap();
-        let temp = TempOutput::create(&destination, OutputKind::Frames).unwrap();
+        let destination = check_output(&frames, OutputKind::Frames, true).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Frames, true).unwrap();
         fs::write(temp.temp.join("frame_00000.png"), b"png").unwrap();
         temp.commit().unwrap();
         assert!(dir.join("frames").join("frame_00000.png").is_file());
-        assert!(check_output(&frames, OutputKind::Frames).is_err());
+        assert!(check_output(&frames, OutputKind::Frames, true).is_err());
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -848,9 +999,108 @@ mod tests {
                 height: 64,
             },
             encoder: Mp4Encoder::Auto,
+            force: false,
             allow_mismatch: false,
             no_overlay: false,
+            progress_lines: false,
         }
+    }
+
+    #[test]
+    fn progress_lines_read_back_and_nothing_else_does() {
+        for (stage, done, total) in [
+            (ProgressStage::Check, 0, 300),
+            (ProgressStage::Frames, 30, 91),
+            (ProgressStage::Frames, 91, 91),
+        ] {
+            let line = progress_line(stage, done, total);
+            assert_eq!(
+                parse_progress_line(&line),
+                Some((stage, done, total)),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            progress_line(ProgressStage::Frames, 30, 91),
+            "progress frames 30/91"
+        );
+        for other in [
+            "",
+            "exported 91 frames",
+            "progress frames 30",
+            "progress frames x/91",
+            "progress ticks 1/2",
+            "progress frames 1/2 more",
+            "error: output folder '/proc' does not take new files (a virtual file system?)",
+        ] {
+            assert_eq!(parse_progress_line(other), None, "{other}");
+        }
+    }
+
+    /// `/proc` exists but takes no new files: creating one fails with "No such file or directory", which named
+    /// the wrong cause ("cannot write in output folder '/proc': No such file or directory").
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_folder_that_takes_no_files_is_named_in_one_line() {
+        let message =
+            check_output(Path::new("/proc/clip.gif"), OutputKind::Gif, false).unwrap_err();
+        assert_eq!(
+            format!("{message:#}"),
+            "output folder '/proc' does not take new files (a virtual file system?)"
+        );
+        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert_eq!(
+            unwritable_folder(Path::new("/root"), &denied),
+            "output folder '/root' is not writable (permission denied)"
+        );
+    }
+
+    /// An export never replaces a clip unless told to (`--force`): an existing one is refused before any work,
+    /// naming it, and one that appears while the export runs is kept, the new clip left beside it.
+    #[test]
+    fn an_existing_clip_is_kept_unless_forced() {
+        let dir = scratch("no-clobber");
+        let target = dir.join("clip.gif");
+        fs::write(&target, b"old").unwrap();
+        let refusal = format!(
+            "--out {}: already exists; pass --force to replace it",
+            target.display()
+        );
+        let message = check_output(&target, OutputKind::Gif, false)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(message, refusal);
+        let demo = Path::new("assets/demos/wall_throw.demo.ron");
+        let message = run_export(&export_args(demo, &target))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(message, refusal);
+        assert_eq!(fs::read(&target).unwrap(), b"old");
+        assert!(check_output(&target, OutputKind::Gif, true).is_ok());
+        // Created by someone else during the export: kept, and the clip is where the message says.
+        let late = dir.join("late.gif");
+        let destination = check_output(&late, OutputKind::Gif, false).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, false).unwrap();
+        fs::write(&temp.temp, b"new").unwrap();
+        let kept = temp.temp.clone();
+        fs::write(&late, b"theirs").unwrap();
+        let message = temp.commit().unwrap_err().to_string();
+        assert!(
+            message.contains("was created during the export; not replacing it"),
+            "{message}"
+        );
+        assert_eq!(fs::read(&late).unwrap(), b"theirs");
+        assert_eq!(fs::read(&kept).unwrap(), b"new");
+        // Without a clash the clip is linked into place and no temporary name stays.
+        let fresh = dir.join("fresh.gif");
+        let destination = check_output(&fresh, OutputKind::Gif, false).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, false).unwrap();
+        fs::write(&temp.temp, b"new").unwrap();
+        let partial = temp.temp.clone();
+        temp.commit().unwrap();
+        assert_eq!(fs::read(&fresh).unwrap(), b"new");
+        assert!(!partial.exists());
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// GIF delays are whole centiseconds: above 50 fps they would alternate 2 and 1 cs, and browsers play 1 cs as
@@ -976,8 +1226,8 @@ mod tests {
         fs::write(&real, b"old").unwrap();
         let link = dir.join("link.gif");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let destination = check_output(&link, OutputKind::Gif).unwrap();
-        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        let destination = check_output(&link, OutputKind::Gif, true).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
         fs::write(&temp.temp, b"new").unwrap();
         temp.commit().unwrap();
         assert!(
@@ -990,7 +1240,7 @@ mod tests {
         let dangling = dir.join("dangling.gif");
         std::os::unix::fs::symlink(dir.join("missing.gif"), &dangling).unwrap();
         assert!(
-            check_output(&dangling, OutputKind::Gif)
+            check_output(&dangling, OutputKind::Gif, true)
                 .unwrap_err()
                 .to_string()
                 .contains("symbolic link to a missing")
@@ -1011,9 +1261,9 @@ mod tests {
             return;
         };
         let mut reader = reader.unwrap();
-        let destination = check_output(&fifo, OutputKind::Gif).unwrap();
+        let destination = check_output(&fifo, OutputKind::Gif, true).unwrap();
         assert_eq!(destination, Destination::Stream(fifo.clone()));
-        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
         assert!(!temp.temp.starts_with(&dir), "{}", temp.temp.display());
         let written = temp.temp.clone();
         fs::write(&temp.temp, b"GIF89a...").unwrap();
@@ -1024,11 +1274,11 @@ mod tests {
         assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
         assert!(!written.exists(), "temporary file left behind");
         // A frames directory cannot go into a FIFO.
-        let message = check_output(&fifo, OutputKind::Frames)
+        let message = check_output(&fifo, OutputKind::Frames, true)
             .unwrap_err()
             .to_string();
         assert!(message.contains("is a FIFO, not a directory"), "{message}");
-        let message = check_output(&dir.join("pipe.gif/"), OutputKind::Frames)
+        let message = check_output(&dir.join("pipe.gif/"), OutputKind::Frames, true)
             .unwrap_err()
             .to_string();
         assert!(message.contains("not a directory"), "{message}");
@@ -1053,9 +1303,9 @@ mod tests {
             fs::remove_dir_all(&dir).unwrap();
             return;
         }
-        let destination = check_output(&null, OutputKind::Gif).unwrap();
+        let destination = check_output(&null, OutputKind::Gif, true).unwrap();
         assert_eq!(destination, Destination::Stream(null.clone()));
-        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
         fs::write(&temp.temp, vec![7u8; 100_000]).unwrap();
         temp.commit().unwrap();
         assert!(
@@ -1065,7 +1315,7 @@ mod tests {
                 .is_char_device()
         );
         assert!(
-            check_output(&null, OutputKind::Frames)
+            check_output(&null, OutputKind::Frames, true)
                 .unwrap_err()
                 .to_string()
                 .contains("is a character device, not a directory")
@@ -1080,14 +1330,14 @@ mod tests {
         let dir = scratch("special");
         let socket = dir.join("sock.gif");
         let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-        let message = check_output(&socket, OutputKind::Gif)
+        let message = check_output(&socket, OutputKind::Gif, true)
             .unwrap_err()
             .to_string();
         assert!(message.contains("is a socket"), "{message}");
         // The target was missing when the export started and is a FIFO when it ends.
         let late = dir.join("late.gif");
-        let destination = check_output(&late, OutputKind::Gif).unwrap();
-        let temp = TempOutput::create(&destination, OutputKind::Gif).unwrap();
+        let destination = check_output(&late, OutputKind::Gif, true).unwrap();
+        let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
         fs::write(&temp.temp, b"new").unwrap();
         let kept = temp.temp.clone();
         if crate::testing::make_fifo(&late) {

@@ -22,6 +22,8 @@ pub fn on_stop_signal(handler: impl FnMut() + Send + 'static) {
             for (signal, ignored) in signals.into_iter().zip(ignored) {
                 if ignored {
                     ignore_signal(signal);
+                } else {
+                    remember_before_ctrlc(signal);
                 }
             }
         }
@@ -29,6 +31,84 @@ pub fn on_stop_signal(handler: impl FnMut() + Send + 'static) {
     #[cfg(not(unix))]
     {
         let _ = ctrlc::try_set_handler(handler);
+    }
+}
+
+/// The stop signal this process last received (0: none yet), for [`stop_signal_name`].
+#[cfg(unix)]
+static LAST_STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The handler ctrlc installed for each signal number below 32, called by [`remember_signal`].
+#[cfg(unix)]
+static CTRLC_HANDLERS: [std::sync::atomic::AtomicUsize; 32] =
+    [const { std::sync::atomic::AtomicUsize::new(0) }; 32];
+
+/// The signal handler in front of ctrlc's: notes which signal came (ctrlc's handler does not say), then calls
+/// ctrlc's. Only an atomic store and a call, so it is async-signal-safe as ctrlc's own handler is.
+#[cfg(unix)]
+extern "C" fn remember_signal(signal: libc::c_int) {
+    use std::sync::atomic::Ordering;
+    LAST_STOP_SIGNAL.store(signal, Ordering::SeqCst);
+    let slot = usize::try_from(signal)
+        .ok()
+        .and_then(|i| CTRLC_HANDLERS.get(i));
+    if let Some(slot) = slot {
+        let handler = slot.load(Ordering::SeqCst);
+        if handler != 0 {
+            // SAFETY: `handler` is the one-argument handler ctrlc installed for this signal (remember_before_ctrlc
+            // stores none other).
+            let handler: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(handler) };
+            handler(signal);
+        }
+    }
+}
+
+/// Puts [`remember_signal`] in front of the handler ctrlc installed for `signal`, with its flags and mask.
+#[cfg(unix)]
+fn remember_before_ctrlc(signal: libc::c_int) {
+    use std::sync::atomic::Ordering;
+    let Some(slot) = usize::try_from(signal)
+        .ok()
+        .and_then(|i| CTRLC_HANDLERS.get(i))
+    else {
+        return;
+    };
+    // SAFETY: reads the current action into a zeroed sigaction, and installs a copy of it whose handler is a
+    // one-argument `extern "C"` function, as ctrlc's is (a three-argument SA_SIGINFO handler is left alone).
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signal, std::ptr::null(), &mut current) != 0 {
+            return;
+        }
+        let handler = current.sa_sigaction;
+        if handler == libc::SIG_DFL
+            || handler == libc::SIG_IGN
+            || current.sa_flags & libc::SA_SIGINFO != 0
+        {
+            return;
+        }
+        slot.store(handler, Ordering::SeqCst);
+        let mut chained = current;
+        chained.sa_sigaction = remember_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigaction(signal, &chained, std::ptr::null_mut());
+    }
+}
+
+/// The stop signal this process received, as messages name it: "Ctrl-C (SIGINT)", "SIGTERM" or "SIGHUP";
+/// `None` before one came (or off Unix).
+pub fn stop_signal_name() -> Option<&'static str> {
+    #[cfg(unix)]
+    {
+        match LAST_STOP_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
+            libc::SIGINT => Some("Ctrl-C (SIGINT)"),
+            libc::SIGTERM => Some("SIGTERM"),
+            libc::SIGHUP => Some("SIGHUP"),
+            _ => None,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        None
     }
 }
 

@@ -223,6 +223,16 @@ impl Demo {
 
     /// Writes the demo atomically: a crash never leaves a half-written demo where a good one was.
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
+        write_atomic(path, self.text_to_save(path)?.as_bytes())
+    }
+
+    /// Writes the demo atomically where nothing is yet: an existing file (or a link to one) is left as it is and
+    /// the error is an [`AlreadyExists`]. A character device or a FIFO is written into, as by [`Demo::save`].
+    pub fn save_new(&self, path: &Path) -> anyhow::Result<()> {
+        write_new(path, self.text_to_save(path)?.as_bytes())
+    }
+
+    fn text_to_save(&self, path: &Path) -> anyhow::Result<String> {
         let text = self
             .to_ron()
             .map_err(|e| anyhow::anyhow!("cannot serialise the demo: {e}"))?;
@@ -235,7 +245,7 @@ impl Demo {
                 text.len()
             );
         }
-        write_atomic(path, text.as_bytes())
+        Ok(text)
     }
 }
 
@@ -311,12 +321,101 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 /// would replace the device itself. Anything else that is not a regular file (a directory, a block device, a
 /// socket) is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_file(path, bytes, true)
+}
+
+/// [`write_atomic`] for a path where nothing is yet: the finished file is linked into place, which fails when
+/// something appeared there meanwhile, so an existing file is never replaced (the error is an
+/// [`AlreadyExists`]). A character device or a FIFO is written into as by [`write_atomic`].
+pub fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_file(path, bytes, false)
+}
+
+/// An output that already exists and is not to be replaced.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: already exists", path.display())]
+pub struct AlreadyExists {
+    pub path: std::path::PathBuf,
+}
+
+/// Does `path` hold a file that writing there would replace (a regular file, or a link to one)? A character
+/// device or a FIFO is written into, not replaced; a missing path or a link to nothing holds none.
+pub fn holds_a_file(path: &Path) -> bool {
+    matches!(follow_output_link(path), Ok(Some(found)) if found.metadata.is_file())
+}
+
+/// `path` with `-n` before its extension: `demos/mine.demo.ron` → `demos/mine-2.demo.ron`, `clip.gif` →
+/// `clip-2.gif`, `frames/` → `frames-2/`. The double extension `.demo.ron` stays whole.
+pub fn numbered_path(path: &Path, n: u32) -> std::path::PathBuf {
+    let text = path.to_string_lossy();
+    let (body, slash) = match text.strip_suffix('/') {
+        Some(body) => (body, "/"),
+        None => (text.as_ref(), ""),
+    };
+    let name_start = body.rfind('/').map_or(0, |i| i + 1);
+    let name = &body[name_start..];
+    let stem_len = if name.len() > ".demo.ron".len() && name.ends_with(".demo.ron") {
+        name.len() - ".demo.ron".len()
+    } else {
+        match name.rfind('.') {
+            Some(dot) if dot > 0 => dot,
+            _ => name.len(),
+        }
+    };
+    let split = name_start + stem_len;
+    std::path::PathBuf::from(format!("{}-{n}{}{slash}", &body[..split], &body[split..]))
+}
+
+/// Most numbered names [`unused_path`] tries before it gives up.
+pub const MAX_NUMBERED_NAMES: u32 = 10_000;
+
+/// The first of `path`, `path-2`, `path-3`, … ([`numbered_path`]) where nothing is, or that is a character device
+/// or a FIFO (written into, not replaced); `None` when all [`MAX_NUMBERED_NAMES`] are taken.
+pub fn unused_path(path: &Path) -> Option<std::path::PathBuf> {
+    let free = |p: &Path| match follow_output_link(p) {
+        Ok(None) => true,
+        Ok(Some(found)) => is_stream(found.metadata.file_type()),
+        Err(_) => std::fs::symlink_metadata(p).is_err(),
+    };
+    if free(path) {
+        return Some(path.to_path_buf());
+    }
+    (2..=MAX_NUMBERED_NAMES)
+        .map(|n| numbered_path(path, n))
+        .find(|p| free(p))
+}
+
+/// Moves the finished temporary file `temp` to `path` unless something is there: a hard link, which fails if
+/// `path` exists, then the temporary name removed. Where the file system has no hard links, a rename after a
+/// last look (a window of a few microseconds).
+pub fn publish_new(temp: &Path, path: &Path) -> std::io::Result<()> {
+    match std::fs::hard_link(temp, path) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(temp);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) if std::fs::symlink_metadata(path).is_ok() => Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "the file exists",
+        )),
+        Err(_) => std::fs::rename(temp, path),
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8], replace: bool) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
     let found = follow_output_link(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     match found.as_ref().map(|f| &f.metadata) {
         Some(m) if m.is_dir() => {
             anyhow::bail!("{}: is a directory; give a file name", path.display())
+        }
+        Some(m) if m.is_file() && !replace => {
+            return Err(AlreadyExists {
+                path: path.to_path_buf(),
+            }
+            .into());
         }
         Some(m) if !m.is_file() && !is_stream(m.file_type()) => {
             anyhow::bail!(
@@ -366,12 +465,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             .with_context(|| format!("{}: write failed", path.display()))?;
         f.sync_all()
             .with_context(|| format!("{}: flush to disk failed", path.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| {
-            format!(
-                "{}: cannot move the finished file into place",
-                path.display()
-            )
-        })
+        let moved = if replace {
+            std::fs::rename(&tmp, path)
+        } else {
+            publish_new(&tmp, path)
+        };
+        match moved {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(AlreadyExists {
+                path: path.to_path_buf(),
+            }
+            .into()),
+            moved => moved.with_context(|| {
+                format!(
+                    "{}: cannot move the finished file into place",
+                    path.display()
+                )
+            }),
+        }
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);

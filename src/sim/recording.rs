@@ -28,7 +28,8 @@ use crate::scene::Scene;
 #[derive(Message, Clone, Copy, Debug, Default, PartialEq)]
 pub struct StartRecording;
 
-/// Stop recording and save the demo here (atomically).
+/// Stop recording and save the demo here (atomically), or, when a file is already there, under the first free
+/// numbered name beside it (`mine-2.demo.ron`, …): a recording never replaces a file.
 #[derive(Message, Clone, Debug, PartialEq)]
 pub struct StopRecording(pub PathBuf);
 
@@ -183,15 +184,20 @@ pub fn recording_messages(
                 hash: hash_hex(hash_lanes(lanes_in_order(lanes.iter()))),
             });
         }
-        match r.demo.save(&stop.0) {
-            Ok(()) => {
+        match save_without_replacing(&r.demo, &stop.0) {
+            Ok(saved) => {
+                let kept = if saved == stop.0 {
+                    String::new()
+                } else {
+                    format!("; {} already exists and was kept", stop.0.display())
+                };
                 log.info(format!(
-                    "saved {} ({}, {})",
-                    stop.0.display(),
+                    "saved {} ({}, {}){kept}",
+                    saved.display(),
                     crate::text::counted(tick, "tick", "ticks"),
                     crate::text::counted(r.demo.actions.len() as u64, "action", "actions")
                 ));
-                recorder.last_saved = Some(stop.0.clone());
+                recorder.last_saved = Some(saved);
             }
             Err(e) => {
                 // Keep the recording so nothing is lost: the user can save it elsewhere.
@@ -210,6 +216,29 @@ pub fn recording_messages(
             restarts.write(RestartScene);
         }
     }
+}
+
+/// Saves `demo` at `path`, or where a file is there already at the first free numbered name beside it
+/// ([`crate::demo::numbered_path`]); returns where it went. Each name is taken with [`Demo::save_new`], so a file
+/// that appears meanwhile is not replaced either.
+pub fn save_without_replacing(demo: &Demo, path: &std::path::Path) -> anyhow::Result<PathBuf> {
+    use crate::demo::{AlreadyExists, MAX_NUMBERED_NAMES, numbered_path};
+    for n in 1..=MAX_NUMBERED_NAMES {
+        let candidate = if n == 1 {
+            path.to_path_buf()
+        } else {
+            numbered_path(path, n)
+        };
+        match demo.save_new(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(e) if e.downcast_ref::<AlreadyExists>().is_some() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    anyhow::bail!(
+        "{}: not saved: it and {MAX_NUMBERED_NAMES} numbered names beside it are taken",
+        path.display()
+    )
 }
 
 /// A demo being replayed in the lanes: the GUI's replay viewer and the exporter drive the lanes through it.

@@ -488,6 +488,101 @@ fn record_refuses_to_write_over_its_own_inputs() {
     }
 }
 
+/// `record --out` never replaces a file unless `--force` is given: the refusal names the file and the option.
+#[test]
+fn record_refuses_an_existing_out_unless_forced() {
+    let precious = scratch("precious.txt");
+    std::fs::write(&precious, b"not a demo").expect("writes");
+    let exe = env!("CARGO_BIN_EXE_contact-sandbox");
+    let record = |force: bool| {
+        let mut command = std::process::Command::new(exe);
+        command
+            .args(["record", "--scene", WALL_THROW, "--script", SCRIPT, "--out"])
+            .arg(&precious);
+        if force {
+            command.arg("--force");
+        }
+        command.output().expect("runs")
+    };
+    let run = record(false);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "error: --out {}: already exists; pass --force to replace it",
+            precious.display()
+        )
+    );
+    assert_eq!(std::fs::read(&precious).expect("reads"), b"not a demo");
+    let run = record(true);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(
+        Demo::load(&precious).expect("the demo replaced it").hashes,
+        wall_throw_demo().hashes
+    );
+}
+
+/// `path-2`, `path-3`, … go before the extension, `.demo.ron` counted as one.
+#[test]
+fn numbered_names_go_before_the_extension() {
+    use contact_sandbox::demo::{numbered_path, unused_path};
+    let cases = [
+        ("demos/mine.demo.ron", 2, "demos/mine-2.demo.ron"),
+        ("demos/clip.gif", 3, "demos/clip-3.gif"),
+        ("a.b/clip", 2, "a.b/clip-2"),
+        ("frames/", 2, "frames-2/"),
+        (".demo.ron", 2, ".demo-2.ron"),
+        (".hidden", 2, ".hidden-2"),
+    ];
+    for (path, n, numbered) in cases {
+        assert_eq!(
+            numbered_path(Path::new(path), n),
+            Path::new(numbered),
+            "{path}"
+        );
+    }
+    let first = scratch("taken.demo.ron");
+    std::fs::write(&first, b"x").expect("writes");
+    let _ = std::fs::remove_file(scratch("taken-2.demo.ron"));
+    assert_eq!(unused_path(&first), Some(scratch("taken-2.demo.ron")));
+    assert_eq!(
+        unused_path(Path::new("/dev/null")).as_deref(),
+        Some(Path::new("/dev/null"))
+    );
+}
+
+/// Stopping a window recording where a file is saves it under the next free numbered name and keeps the file:
+/// a "save as" name that stays in its field, or two fresh names within one second, never lose a recording.
+#[test]
+fn a_window_recording_never_replaces_a_file() {
+    let mut app = headless(WALL_THROW);
+    let path = scratch("twice.demo.ron");
+    std::fs::write(&path, b"an earlier recording").expect("writes");
+    for numbered in ["twice-2.demo.ron", "twice-3.demo.ron"] {
+        let _ = std::fs::remove_file(scratch(numbered));
+        app.world_mut().write_message(StartRecording);
+        for _ in 0..5 {
+            app.update();
+        }
+        app.world_mut().write_message(StopRecording(path.clone()));
+        app.update();
+        assert_eq!(
+            app.world().resource::<Recorder>().last_saved,
+            Some(scratch(numbered))
+        );
+        Demo::load(&scratch(numbered)).expect("saved beside it");
+    }
+    assert_eq!(
+        std::fs::read(&path).expect("reads"),
+        b"an earlier recording"
+    );
+}
+
 #[test]
 fn verify_refuses_a_demo_without_hashes() {
     let mut demo = wall_throw_demo();

@@ -205,13 +205,33 @@ fn gif_delays_decoded_from_an_export_add_up_to_the_clip_length() {
             .arg("--out")
             .arg(&gif)
             .args(["--fps", &fps.to_string(), "--size", "64x64", "--no-overlay"])
+            .args((fps == 7).then_some("--progress-lines"))
             .output()
             .expect("the binary runs");
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "{stderr}");
+        // The window's Export… reads `--progress-lines`: the ticks checked, then frames done of all; without the
+        // flag standard error has none of them.
+        let progress: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("progress "))
+            .collect();
+        if fps == 7 {
+            // Frames are counted as the encoder finishes them, so a count may be passed over between looks.
+            assert_eq!(
+                progress[..3],
+                [
+                    "progress check 0/30",
+                    "progress check 30/30",
+                    "progress frames 0/3"
+                ],
+                "{stderr}"
+            );
+            assert_eq!(progress.last(), Some(&"progress frames 3/3"), "{stderr}");
+            assert!(progress.len() <= 6, "{stderr}");
+        } else {
+            assert!(progress.is_empty(), "{stderr}");
+        }
         let bytes = fs::read(&gif).expect("the GIF");
         let mut decoder = gif::DecodeOptions::new()
             .read_info(&bytes[..])
@@ -236,8 +256,8 @@ fn gif_delays_decoded_from_an_export_add_up_to_the_clip_length() {
     fs::remove_dir_all(&dir).expect("scratch folder removed");
 }
 
-/// SIGTERM (or SIGHUP) stops an export as Ctrl-C does: no hidden `.NAME.partial-PID` file or folder stays, and
-/// what was at the destination is untouched.
+/// SIGTERM (or SIGHUP) stops an export as Ctrl-C does: no hidden `.NAME.partial-PID` file or folder stays, what
+/// was at the destination is untouched, and the message names the signal.
 #[test]
 fn an_export_killed_by_sigterm_leaves_no_partial_output_and_the_old_clip() {
     if !vulkan_driver_present() {
@@ -255,7 +275,7 @@ fn an_export_killed_by_sigterm_leaves_no_partial_output_and_the_old_clip() {
         .expect("records")
         .save(&demo)
         .expect("saved");
-    // A clip over an old one, and PNG frames into a new folder (a folder with files in it is refused).
+    // A clip over an old one (--force), and PNG frames into a new folder (a folder with files in it is refused).
     for (signal, out) in [("TERM", "clip.gif"), ("HUP", "frames/")] {
         let target = dir.join(out);
         if out == "clip.gif" {
@@ -264,12 +284,12 @@ fn an_export_killed_by_sigterm_leaves_no_partial_output_and_the_old_clip() {
         // As a script's background job: SIGINT ignored (ctrlc then used to install no handler at all).
         let mut child = Command::new("sh")
             .arg("-c")
-            .arg(r#"trap '' INT; exec "$0" export "$1" --out "$2" --fps 30 --size 320x180"#)
+            .arg(r#"trap '' INT; exec "$0" export "$1" --out "$2" --force --fps 30 --size 320x180"#)
             .arg(env!("CARGO_BIN_EXE_contact-sandbox"))
             .arg(&demo)
             .arg(&target)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("the binary starts");
         // Wait until the temporary output exists: the export is under way.
@@ -295,8 +315,14 @@ fn an_export_killed_by_sigterm_leaves_no_partial_output_and_the_old_clip() {
             .status()
             .expect("kill runs");
         assert!(killed.success());
-        let status = child.wait().expect("the export exits");
-        assert!(!status.success(), "SIG{signal}: {status}");
+        let run = child.wait_with_output().expect("the export exits");
+        assert!(!run.status.success(), "SIG{signal}: {}", run.status);
+        // The message names the signal that came (SIGTERM used to be reported as "interrupted (Ctrl-C)").
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            stderr.contains(&format!("interrupted by SIG{signal}")),
+            "SIG{signal}: {stderr}"
+        );
         assert_eq!(partial(&dir), Vec::<String>::new(), "SIG{signal}");
         if out == "frames/" {
             assert!(!target.exists(), "SIG{signal}: a frames folder was left");
