@@ -234,8 +234,10 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
                 )
             } else if now > 0.0 {
                 format!("at rest in contact, overlap {}", length_text(now))
-            } else {
+            } else if turned_back(world) {
                 format!("stopped at {depth} depth")
+            } else {
+                format!("left contact after {depth} depth, moving at {speed:.3} m/s")
             }
         }
         ContactMethod::Ipc => match stats.min_gap {
@@ -261,7 +263,13 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
                     Some(now) if now < world.dhat() => {
                         format!("at rest in contact, gap {}", length_text(now.max(0.0)))
                     }
-                    _ => format!("stopped at {} short", length_text(gap.max(0.0))),
+                    _ if turned_back(world) => {
+                        format!("stopped at {} short", length_text(gap.max(0.0)))
+                    }
+                    _ => format!(
+                        "left contact after coming within {}, moving at {speed:.3} m/s",
+                        length_text(gap.max(0.0))
+                    ),
                 }
             }
             _ if pile => "no contact yet".into(),
@@ -270,6 +278,32 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
         _ if pile => "no contact yet".into(),
         _ => "flying".into(),
     }
+}
+
+/// Whether a lane's only ball, out of contact now, was turned back: it is about at rest, or it moves away from the
+/// nearest wall mostly along that wall's normal (within 45°) and is not falling (moving within 45° of gravity),
+/// as the seed's throw does after the wall stops it. A ball that falls past a wall's end or slides off a slope
+/// has not been "stopped" by it, though the lane once said so.
+fn turned_back(world: &LaneWorld) -> bool {
+    let Some(ball) = world.balls.first() else {
+        return true;
+    };
+    let speed = ball.velocity.length();
+    if speed <= RESTING_SPEED {
+        return true;
+    }
+    let within_45_degrees =
+        |direction: DVec2| ball.velocity.dot(direction) >= std::f64::consts::FRAC_1_SQRT_2 * speed;
+    let gravity = world.settings.gravity.normalize_or_zero();
+    if gravity != DVec2::ZERO && within_45_degrees(gravity) {
+        return false;
+    }
+    world
+        .walls
+        .iter()
+        .map(|wall| crate::physics::geometry::ball_wall_distance(ball.position, ball.radius, wall))
+        .min_by(|a, b| a.value.total_cmp(&b.value))
+        .is_none_or(|nearest| within_45_degrees(nearest.gradient))
 }
 
 /// Below this speed a ball in contact is called at rest [m/s]: a sticking ball under the smoothed friction

@@ -347,6 +347,27 @@ fn a_pile_reports_its_contacts_and_a_single_throw_where_it_stopped() {
         "{}",
         lane_outcome(&lanes[1])
     );
+    // Under gravity the IPC ball meets the wall, then falls past it: it left contact, it was not stopped (the
+    // lane said "stopped at 24.0 µm short" while the ball fell away). The penalty ball at 1 m/s bounces back.
+    let mut falling = throw.clone();
+    for lane in &mut falling.lanes {
+        lane.contact.gravity = contact_sandbox::physics::DVec2::new(0.0, -9.81);
+    }
+    let lanes = run_scene(&falling, 80);
+    let ipc = lane_outcome(&lanes[1]);
+    assert!(
+        ipc.starts_with("left contact after coming within "),
+        "{ipc}"
+    );
+    assert!(ipc.contains(", moving at "), "{ipc}");
+    let slow = contact_sandbox::demo::thrown_scene(&throw, 1.0, None, None, None, "t")
+        .expect("a throw at 1 m/s");
+    let lanes = run_scene(&slow, 80);
+    assert!(
+        lane_outcome(&lanes[0]).starts_with("stopped at "),
+        "{}",
+        lane_outcome(&lanes[0])
+    );
 }
 
 #[test]
