@@ -373,7 +373,16 @@ fn poll_export(mut ui: ResMut<DemoUi>, mut log: ResMut<SimLog>) {
         return;
     };
     match job.child.try_wait() {
-        Ok(None) => {}
+        Ok(None) => {
+            // A new export is under way: an earlier export's failure no longer describes what the panel shows.
+            if log
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("export failed"))
+            {
+                log.error = None;
+            }
+        }
         Ok(Some(status)) => {
             let message = match job.outcome(status) {
                 Ok(message) => {
@@ -973,7 +982,8 @@ mod tests {
         assert!(!proc.exists(), "{} still runs", proc.display());
     }
 
-    /// Cancel stops the exporter and says so.
+    /// Cancel stops the exporter and says so. While it ran, an earlier export's failure was taken off the screen
+    /// (it stayed above a new export's progress); other errors stay.
     #[cfg(unix)]
     #[test]
     fn cancel_stops_the_exporter_and_says_export_cancelled() {
@@ -985,6 +995,16 @@ mod tests {
         })
         .init_resource::<SimLog>()
         .add_systems(Update, poll_export);
+        app.world_mut()
+            .resource_mut::<SimLog>()
+            .error("export failed: demos/x.demo.ron: cannot read the file");
+        app.update();
+        assert_eq!(app.world().resource::<SimLog>().error, None);
+        app.world_mut()
+            .resource_mut::<SimLog>()
+            .error("spawn refused in lane 'a'");
+        app.update();
+        assert!(app.world().resource::<SimLog>().error.is_some());
         cancel_export(&mut app.world_mut().resource_mut::<DemoUi>());
         let started = Instant::now();
         while app.world().resource::<DemoUi>().export.is_some() {

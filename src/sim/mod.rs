@@ -203,7 +203,9 @@ impl SimControl {
 }
 
 /// What a lane's balls did, in the words of the wall-throw panel: "through", "stopped at X mm short" (the closest
-/// approach once contact has ended), "in contact, moving at v m/s, gap X" (a ball sliding along a wall),
+/// approach once contact has ended and the wall turned the ball back), "left contact after coming within X, moving
+/// at v m/s" (a ball falling past the wall or off a slope), "in contact, moving at v m/s, gap X" (a ball sliding
+/// along a wall),
 /// "at rest in contact, gap X" or "flying"; for a lane of many balls "in contact, …", "contact ended, …" (every
 /// ball has left its contacts) or "no contact yet". Penalty
 /// reports the deepest penetration, IPC the smallest gap (SPEC §2).
