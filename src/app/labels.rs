@@ -84,15 +84,53 @@ fn line_text(lane: &Lane, line: LabelLine) -> Option<String> {
     }
 }
 
+/// The room a lane's title has to its right [m]: up to the left edge of the nearest lane beside it whose extent
+/// (with a title's height above it, `title_m`) reaches the title's row. `None`: nothing beside it (lanes one
+/// above the other).
+fn title_room(lane: &Lane, others: &[&Lane], title_m: f64) -> Option<f64> {
+    let left = lane.bounds.0.x + lane.offset.x;
+    let row = lane.bounds.1.y + lane.offset.y;
+    others
+        .iter()
+        .filter_map(|other| {
+            let other_left = other.bounds.0.x + other.offset.x;
+            let bottom = other.bounds.0.y + other.offset.y;
+            let top = other.bounds.1.y + other.offset.y + title_m;
+            (other_left > left && (bottom..=top + title_m).contains(&row))
+                .then_some(other_left - left)
+        })
+        .reduce(f64::min)
+}
+
+/// `text` cut to at most `chars` characters, its end replaced by "…" when cut.
+fn elided(text: String, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        return text;
+    }
+    match chars {
+        0 => String::new(),
+        _ => text.chars().take(chars - 1).chain(['…']).collect(),
+    }
+}
+
 /// How a line of a lane is drawn, if it shows: its text, colour and place, at `px` world units per pixel and the
-/// labels' `scale`.
+/// labels' `scale`. A title is cut short ("…") where it would run into the lane beside it (`room`, see
+/// [`title_room`]): in a narrow view the titles of lanes side by side ran over each other.
 fn line_look(
     lane: &Lane,
     line: LabelLine,
     px: f32,
     scale: f32,
+    room: Option<f64>,
 ) -> Option<(String, Color, Transform)> {
-    let text = line_text(lane, line)?;
+    let mut text = line_text(lane, line)?;
+    if line == LabelLine::Title
+        && let Some(room) = room
+    {
+        let room_px = room as f32 * UNITS_PER_METRE / px - TITLE_GAP_PX * scale;
+        let fits = (room_px / (CHAR_WIDTH * TITLE_PX * scale)).floor().max(0.0) as usize;
+        text = elided(text, fits);
+    }
     let (rgb, gap) = match line {
         LabelLine::Title => (method_color(lane.world.settings.method), TITLE_GAP_PX),
         LabelLine::Fault => (
@@ -129,20 +167,24 @@ fn label_lanes(
     )>,
 ) {
     let px = camera.single().map(camera_scale).unwrap_or(1.0);
+    let all: Vec<&Lane> = lanes.iter().map(|(_, lane)| lane).collect();
+    let title_m = f64::from(TITLE_PX * scale.0 * px / UNITS_PER_METRE);
+    let room = |lane: &Lane| title_room(lane, &all, title_m);
     for (lane_entity, lane) in &new_lanes {
         for (line, anchor, font_px) in [
             (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
             (LabelLine::Fault, Anchor::TOP_LEFT, FAULT_PX),
         ] {
-            let (text, rgb, place, visibility) = match line_look(lane, line, px, scale.0) {
-                Some((text, rgb, place)) => (text, rgb, place, Visibility::Inherited),
-                None => (
-                    String::new(),
-                    Color::WHITE,
-                    Transform::default(),
-                    Visibility::Hidden,
-                ),
-            };
+            let (text, rgb, place, visibility) =
+                match line_look(lane, line, px, scale.0, room(lane)) {
+                    Some((text, rgb, place)) => (text, rgb, place, Visibility::Inherited),
+                    None => (
+                        String::new(),
+                        Color::WHITE,
+                        Transform::default(),
+                        Visibility::Hidden,
+                    ),
+                };
             commands.spawn((
                 LaneLabel {
                     lane: lane_entity,
@@ -165,7 +207,8 @@ fn label_lanes(
             commands.entity(entity).despawn();
             continue;
         };
-        let Some((wanted, rgb, place)) = line_look(lane, label.line, px, scale.0) else {
+        let Some((wanted, rgb, place)) = line_look(lane, label.line, px, scale.0, room(lane))
+        else {
             visibility.set_if_neq(Visibility::Hidden);
             continue;
         };
@@ -294,7 +337,8 @@ fn label_strays(
             *shown += 1;
             let text = stray_text(stray.position, more);
             let title = lanes.get(stray.lane).ok().and_then(|lane| {
-                let (title, _, place) = line_look(lane, LabelLine::Title, px, scale.0)?;
+                // The whole title: the rectangle the stray label keeps clear of, cut short or not.
+                let (title, _, place) = line_look(lane, LabelLine::Title, px, scale.0, None)?;
                 let s = scale.0 * px;
                 let width = title.chars().count() as f32 * CHAR_WIDTH * TITLE_PX * s;
                 let at = place.translation.truncate();
@@ -436,6 +480,50 @@ mod tests {
             .iter(app.world())
             .count();
         assert_eq!(left, 0);
+    }
+
+    /// Lanes side by side in a narrow view: each title is cut short ("…") before the next lane's corner, and a
+    /// title with room, or above a lane with none beside it, is whole.
+    #[test]
+    fn titles_of_lanes_side_by_side_stop_short_of_the_next_lane() {
+        let mut app = App::new();
+        app.init_resource::<LabelScale>()
+            .add_systems(Update, label_lanes);
+        // 20 mm per pixel: the pit's 1.2 m wide lanes are 60 px apart, room for 5 characters of 9.6 px.
+        app.world_mut().spawn((
+            MainCamera,
+            Projection::Orthographic(OrthographicProjection {
+                scale: 20.0,
+                ..OrthographicProjection::default_2d()
+            }),
+        ));
+        let left = lane_from("assets/scenes/ball_pit.ron", 0, DVec2::ZERO);
+        let width = left.bounds.1.x - left.bounds.0.x;
+        let right = lane_from("assets/scenes/ball_pit.ron", 1, DVec2::new(width, 0.0));
+        let (left, right) = (
+            app.world_mut().spawn(left).id(),
+            app.world_mut().spawn(right).id(),
+        );
+        app.update();
+        let title = |app: &mut App, lane| labels_of(app, lane)[0].1.clone();
+        let cut = title(&mut app, left);
+        assert!(cut.ends_with('…'), "{cut}");
+        let fits = ((width as f32 * UNITS_PER_METRE / 20.0 - TITLE_GAP_PX)
+            / (CHAR_WIDTH * TITLE_PX))
+            .floor() as usize;
+        assert_eq!(cut.chars().count(), fits, "{cut}");
+        assert_eq!(title(&mut app, right), "ipc dhat=1mm [ipc]");
+        // Zoomed in, the left title fits whole.
+        app.world_mut()
+            .query::<&mut Projection>()
+            .iter_mut(app.world_mut())
+            .for_each(|mut p| {
+                if let Projection::Orthographic(o) = p.as_mut() {
+                    o.scale = 1.0;
+                }
+            });
+        app.update();
+        assert_eq!(title(&mut app, left), "penalty k=1e4 [penalty]");
     }
 
     #[test]
