@@ -125,8 +125,10 @@ impl fmt::Display for SceneError {
     }
 }
 
-/// Where a RON read failed: the line and column, and the field being read with the text written there, e.g.
-/// `line 6, column 111 (newton_max_iterations: -3)`, so that "Integer is out of bounds" names what it is about.
+/// Where a RON read failed: the line and column, and, when the error lies in a field's value, that field with
+/// the text written there, e.g. `line 6, column 111 (newton_max_iterations: -3)`, so that "Integer is out of
+/// bounds" names what it is about. An error elsewhere (an unknown field's name, a missing field) keeps the line
+/// and column alone: the field before it is not what it is about.
 pub fn ron_place(text: &str, error: &ron::error::SpannedError) -> String {
     let at = error.span.start;
     let place = format!("line {}, column {}", at.line, at.col);
@@ -149,42 +151,34 @@ pub fn ron_place(text: &str, error: &ron::error::SpannedError) -> String {
     {
         before.drain(..=newline);
     }
-    match field_before(&before) {
-        Some((field, value_from)) => {
-            let after_colon = offset - before.len() + value_from;
-            let value = value_text(
-                &text
-                    .chars()
-                    .skip(after_colon)
-                    .take(200)
-                    .collect::<Vec<char>>(),
-            );
-            if value.is_empty() {
-                format!("{place} ({field})")
-            } else {
-                format!("{place} ({field}: {value})")
-            }
-        }
-        None => place,
+    let Some((field, value_from)) = field_before(&before) else {
+        return place;
+    };
+    let after_colon = offset - before.len() + value_from;
+    let rest: Vec<char> = text.chars().skip(after_colon).take(200).collect();
+    let (value, value_end) = value_text(&rest);
+    // Inside the value, or at its first character past leading blanks.
+    if offset - after_colon >= value_end.max(1) {
+        return place;
+    }
+    if value.is_empty() {
+        format!("{place} ({field})")
+    } else {
+        format!("{place} ({field}: {value})")
     }
 }
 
-/// The last `name:` in `before` (outside strings and not `::`), and the offset just after its colon.
+/// The last `name:` in `before` (outside strings and comments, and not `::`), and the offset just after its colon.
 fn field_before(before: &[char]) -> Option<(String, usize)> {
-    let mut in_string = false;
     let mut last = None;
     let mut k = 0;
     while k < before.len() {
         let c = before[k];
-        if in_string {
-            if c == '\\' {
-                k += 1;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-        } else if c == ':' && before.get(k + 1) != Some(&':') && (k == 0 || before[k - 1] != ':') {
+        if let Some(skip) = skipped_at(before, k) {
+            k += skip;
+            continue;
+        }
+        if c == ':' && before.get(k + 1) != Some(&':') && (k == 0 || before[k - 1] != ':') {
             let mut end = k;
             while end > 0 && before[end - 1].is_whitespace() {
                 end -= 1;
@@ -202,21 +196,55 @@ fn field_before(before: &[char]) -> Option<(String, usize)> {
     last
 }
 
-/// The value written at the start of `rest`: up to the first `,` or closing bracket outside its own brackets
-/// and strings, and never past the line's end; trimmed, at most 40 characters, control characters escaped so the
-/// message stays one line.
-fn value_text(rest: &[char]) -> String {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut end = rest.len();
-    for (k, &c) in rest.iter().enumerate() {
-        match c {
-            '\n' | '\r' => {
-                end = k;
-                break;
+/// At `k` in `text`, the length of a string, a `//` comment (to its line's end) or a `/* */` comment that starts
+/// there (to the end of `text` when it does not close), escapes inside strings included.
+fn skipped_at(text: &[char], k: usize) -> Option<usize> {
+    let rest = &text[k..];
+    match rest {
+        ['"', ..] => {
+            let mut j = 1;
+            while j < rest.len() {
+                match rest[j] {
+                    '\\' => j += 2,
+                    '"' => return Some(j + 1),
+                    _ => j += 1,
+                }
             }
-            '"' => in_string = !in_string,
-            _ if in_string => {}
+            Some(rest.len())
+        }
+        ['/', '/', ..] => Some(rest.iter().position(|&c| c == '\n').unwrap_or(rest.len())),
+        ['/', '*', ..] => Some(
+            rest.windows(2)
+                .skip(2)
+                .position(|w| w == ['*', '/'])
+                .map_or(rest.len(), |p| p + 4),
+        ),
+        _ => None,
+    }
+}
+
+/// The value written at the start of `rest`, and where it ends in `rest`: up to the first `,` or closing bracket
+/// outside its own brackets, strings and comments, and never past the line's end. Shown trimmed, at most 40
+/// characters, with control and bidirectional-formatting characters escaped so the message stays one plain line.
+fn value_text(rest: &[char]) -> (String, usize) {
+    let mut depth = 0usize;
+    let mut end = rest.len();
+    let mut k = 0;
+    while k < rest.len() {
+        let c = rest[k];
+        if c == '\n' || c == '\r' {
+            end = k;
+            break;
+        }
+        if let Some(skip) = skipped_at(rest, k).filter(|_| c == '"') {
+            k += skip;
+            continue;
+        }
+        if c == '/' && matches!(rest.get(k + 1), Some('/' | '*')) {
+            end = k;
+            break;
+        }
+        match c {
             '(' | '[' | '{' => depth += 1,
             ')' | ']' | '}' if depth == 0 => {
                 end = k;
@@ -229,15 +257,21 @@ fn value_text(rest: &[char]) -> String {
             }
             _ => {}
         }
+        k += 1;
     }
+    let end = end.min(rest.len());
     let value: String = rest[..end].iter().collect();
     let value = value.trim();
+    let unusual = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
     let shown: String = value
         .chars()
         .take(40)
         .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_debug().collect()
+            let escaped: Vec<char> = if unusual(c) {
+                c.escape_unicode().collect()
             } else {
                 vec![c]
             };
@@ -245,9 +279,9 @@ fn value_text(rest: &[char]) -> String {
         })
         .collect();
     if value.chars().count() > 40 {
-        format!("{shown}…")
+        (format!("{shown}…"), end)
     } else {
-        shown
+        (shown, end)
     }
 }
 

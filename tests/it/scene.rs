@@ -106,6 +106,27 @@ fn values_the_reader_refuses_are_named_with_their_field_and_text() {
     }
     let message = error_of("Scene(name: \"t\", steps: Some(-5), lanes: [])");
     assert!(message.contains("(steps: Some(-5)): "), "{message}");
+    // Comments and strings are not fields: `// note: heavy` and `name: "a: b"` name nothing.
+    let message = error_of(&scene_with(
+        &GOOD_LANE.replace("mass: 1.0", "// note: heavy\n mass: \"1.0\""),
+    ));
+    assert!(message.contains("(mass: \"1.0\"): "), "{message}");
+    let message = error_of(&scene_with(
+        &GOOD_LANE
+            .replace("name: \"a\"", "name: \"a: \\\"b\"")
+            .replace("h: 0.01", "h: -"),
+    ));
+    assert!(message.contains("(h: -): "), "{message}");
+    // An error that is not about a value (an unknown field, a missing one) names no field: the one before it
+    // is not what it is about.
+    for text in [
+        scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, frobnicate: 3")),
+        scene_with(&GOOD_LANE.replace("radius: 0.1, mass: 1.0", "radius: 0.1, mas: 1.0")),
+    ] {
+        let message = error_of(&text);
+        assert!(!message.contains(" ("), "{message}");
+        assert!(message.contains(", column "), "{message}");
+    }
 }
 
 #[test]
