@@ -444,8 +444,8 @@ fn positive(place: &str, value: f64) -> Result<(), FieldError> {
 pub const ROD_START_SLOP: f64 = 1e-8;
 
 /// Most steps a scene (its `steps`), `run --steps` or `throw --steps` asks for, and the longest demo in ticks
-/// ([`crate::demo::MAX_TICKS`]): one limit, so that any run the sandbox accepts can also be recorded (about
-/// 46 hours at 60 Hz).
+/// ([`crate::demo::MAX_TICKS`]): one limit, so that a scene's whole run fits in a demo (about 46 hours at 60 Hz).
+/// The window's recorder does not stop itself there: a recording kept running past it is refused when saved.
 pub const MAX_RUN_STEPS: u64 = 10_000_000;
 
 /// Longest time step [s].

@@ -47,6 +47,8 @@ pub struct DemoUi {
     export: Option<ExportJob>,
     /// The last export's outcome.
     pub export_status: Option<String>,
+    /// The name the last Stop & save asked for, before a taken name was numbered (for "last saved").
+    last_asked: Option<PathBuf>,
 }
 
 impl Default for DemoUi {
@@ -58,6 +60,7 @@ impl Default for DemoUi {
             export_fps: 30,
             export: None,
             export_status: None,
+            last_asked: None,
         }
     }
 }
@@ -120,10 +123,18 @@ impl ExportJob {
             let report = Arc::clone(&report);
             std::thread::spawn(move || {
                 use std::io::BufRead;
-                for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                // Read to the end whatever the bytes are: a line that is not UTF-8 must not stop the draining, or
+                // the exporter would block on a full pipe.
+                let mut pipe = std::io::BufReader::new(pipe);
+                let mut line = Vec::new();
+                while pipe.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                    let text = String::from_utf8_lossy(&line)
+                        .trim_end_matches(['\n', '\r'])
+                        .to_string();
                     if let Ok(mut report) = report.lock() {
-                        report.read(line);
+                        report.read(text);
                     }
+                    line.clear();
                 }
             })
         });
@@ -225,19 +236,25 @@ impl ExportJob {
             let _ = reader.join();
         }
         let seconds = self.started.elapsed().as_secs_f64();
-        if self.cancelled {
-            return Ok("export cancelled".into());
-        }
+        // The exit status first: a cancel that arrives once the clip is written is too late to stop it.
         if status.success() {
             let kept = self
                 .kept
                 .as_ref()
                 .map(|k| format!(" ({} exists, kept)", k.display()))
                 .unwrap_or_default();
+            let late = if self.cancelled {
+                "; the cancel came after it had finished"
+            } else {
+                ""
+            };
             return Ok(format!(
-                "exported {}{kept} in {seconds:.1} s",
+                "exported {}{kept} in {seconds:.1} s{late}",
                 self.out.display()
             ));
+        }
+        if self.cancelled {
+            return Ok("export cancelled".into());
         }
         let said: Vec<String> = self
             .report
@@ -288,13 +305,16 @@ pub fn fresh_demo_path(scene: &str) -> PathBuf {
     ))
 }
 
-/// "last saved: …", and when the "save as" name was taken, that the file there was kept.
-fn saved_note(saved: &Path, save_as: &str) -> String {
-    let asked = save_as.trim();
-    if asked.is_empty() || Path::new(asked) == saved {
-        format!("last saved: {}", saved.display())
-    } else {
-        format!("last saved: {} ({asked} exists, kept)", saved.display())
+/// "last saved: …", and when the name asked for at that save (`asked`, not the field's text now) was taken, that
+/// the file there was kept.
+fn saved_note(saved: &Path, asked: Option<&Path>) -> String {
+    match asked {
+        Some(asked) if asked != saved => format!(
+            "last saved: {} ({} exists, kept)",
+            saved.display(),
+            asked.display()
+        ),
+        _ => format!("last saved: {}", saved.display()),
     }
 }
 
@@ -340,6 +360,7 @@ fn toggle_recording(
         }
         stop.write(StopRecording(path.clone()));
         ui.replay_path = path.display().to_string();
+        ui.last_asked = Some(asked);
     } else {
         start.write(StartRecording);
     }
@@ -665,7 +686,7 @@ fn recorder_controls(
         );
     });
     if let Some(saved) = &recorder.last_saved {
-        ui.small(saved_note(saved, &demo_ui.save_path));
+        ui.small(saved_note(saved, demo_ui.last_asked.as_deref()));
     }
     ui.separator();
     ui.horizontal(|ui| {
@@ -927,8 +948,10 @@ mod tests {
             .collect();
         let beside = dir.join("mine-2.demo.ron");
         assert_eq!(stops, std::slice::from_ref(&beside));
+        let asked = app.world().resource::<DemoUi>().last_asked.clone();
+        assert_eq!(asked.as_deref(), Some(taken.as_path()));
         assert_eq!(
-            saved_note(&beside, &taken.display().to_string()),
+            saved_note(&beside, asked.as_deref()),
             format!(
                 "last saved: {} ({} exists, kept)",
                 beside.display(),
@@ -951,6 +974,54 @@ mod tests {
             ExportJob::watch(child, PathBuf::from("clip.gif"), None),
             proc,
         )
+    }
+
+    /// A job around `sh -c script`.
+    #[cfg(unix)]
+    fn shell_job(script: &str) -> ExportJob {
+        let child = Command::new("sh")
+            .args(["-c", script])
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        ExportJob::watch(child, PathBuf::from("clip.gif"), None)
+    }
+
+    /// A line of the exporter's standard error that is not UTF-8 does not stop the reading: the progress after
+    /// it still arrives (the reader once stopped there, and the exporter would have blocked on a full pipe).
+    #[cfg(unix)]
+    #[test]
+    fn progress_after_a_line_that_is_not_utf8_still_arrives() {
+        let mut job = shell_job("printf '\\377\\376 driver noise\\nprogress frames 5/9\\n' >&2");
+        let started = Instant::now();
+        let status = loop {
+            if let Ok(Some(status)) = job.child.try_wait() {
+                break status;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "sh did not end"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(job.outcome(status).is_ok());
+        assert_eq!(job.heading(), "exporting 5/9");
+    }
+
+    /// A cancel that arrives after the clip was written does not claim the export was cancelled.
+    #[cfg(unix)]
+    #[test]
+    fn a_cancel_after_the_clip_was_written_says_it_came_too_late() {
+        let mut job = shell_job("exit 0");
+        job.cancelled = true;
+        let status = job.child.wait().expect("sh ends");
+        let said = job.outcome(status).expect("succeeded");
+        assert!(said.starts_with("exported clip.gif"), "{said}");
+        assert!(
+            said.ends_with("the cancel came after it had finished"),
+            "{said}"
+        );
     }
 
     /// An exporter child is not left running on its own: dropping its job (the app's world going away) stops it.

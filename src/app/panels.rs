@@ -844,8 +844,10 @@ fn spawn_panel(
             .text("mass [kg]"),
     );
     if ui.button("Rain (10 balls)").clicked() {
-        let worlds: Vec<&LaneWorld> = lanes.iter().map(|l| &l.1.world).collect();
-        let Some(lane) = lanes.iter().map(|l| l.1).min_by_key(|l| l.index) else {
+        let mut sorted: Vec<&Lane> = lanes.iter().map(|l| l.1).collect();
+        sorted.sort_by_key(|lane| lane.index);
+        let worlds: Vec<&LaneWorld> = sorted.iter().map(|lane| &lane.world).collect();
+        let Some(lane) = sorted.first() else {
             return;
         };
         let (balls, missing) = rain(
@@ -869,8 +871,9 @@ const RAIN_BALLS: usize = 10;
 /// Places tried for each rain ball before it is given up.
 const RAIN_TRIES: usize = 100;
 
-/// Up to [`RAIN_BALLS`] balls of `radius` and `mass` for every lane in `worlds`, placed in `bounds` (the first
-/// lane's, lane-local): falling from near the top under gravity, or streaming in from the left edge without it.
+/// Up to [`RAIN_BALLS`] balls of `radius` and `mass` for every lane in `worlds` (in lane order), placed in
+/// `bounds` (the first lane's, lane-local): falling from near the top under the first lane's gravity, or streaming
+/// in from the left edge without it.
 /// Each is placed where every lane would accept it (no overlap with a lane's balls, nor with an IPC lane's walls)
 /// and clear of the others of its batch, trying up to [`RAIN_TRIES`] random places; the second value counts the
 /// balls that found none. Rain once refused its own balls for overlapping each other.
@@ -884,6 +887,11 @@ fn rain(
     let no_gravity = worlds
         .first()
         .is_none_or(|w| w.settings.gravity.length() < 1e-9);
+    // Each try is checked against the balls near it only.
+    let grids: Vec<crate::physics::spawn_grid::SpawnGrid> = worlds
+        .iter()
+        .map(|w| crate::physics::spawn_grid::SpawnGrid::new(&w.balls))
+        .collect();
     let mut placed: Vec<SpawnBall> = Vec::with_capacity(RAIN_BALLS);
     for _ in 0..RAIN_BALLS {
         for _ in 0..RAIN_TRIES {
@@ -914,7 +922,12 @@ fn rain(
             let clear_of_batch = placed.iter().all(|other| {
                 (other.position - position).length() > other.radius + radius + clearance
             });
-            if clear_of_batch && worlds.iter().all(|w| w.check_spawn(&ball, None).is_ok()) {
+            if clear_of_batch
+                && worlds
+                    .iter()
+                    .zip(&grids)
+                    .all(|(w, grid)| w.check_spawn(&ball, Some(grid)).is_ok())
+            {
                 placed.push(SpawnBall {
                     position,
                     velocity,

@@ -239,7 +239,7 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
             } else if turned_back(world) {
                 format!("stopped at {depth} depth")
             } else {
-                format!("left contact after {depth} depth, moving at {speed:.3} m/s")
+                format!("left contact after reaching {depth} depth, moving at {speed:.3} m/s")
             }
         }
         ContactMethod::Ipc => match stats.min_gap {
