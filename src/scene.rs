@@ -494,8 +494,8 @@ pub const STIFFNESS_RANGE: ValueRange = ValueRange {
     high: MAX_STIFFNESS,
     unit: "N/m",
 };
-/// The friction mollifier's speed ε_v [m/s]. Its displacement ε_v h enters squared: at 10⁻¹⁶⁰ m/s that underflowed
-/// and every IPC step of a friction lane returned its start with no fault (found by an independent check). A
+/// The friction mollifier's speed ε_v [m/s]. Its displacement ε_v h enters squared: at 10⁻¹⁶⁰ m/s that underflows
+/// and every IPC step of a friction lane would return its start, without a fault. A
 /// nanometre a second is already far below any sliding speed the sandbox shows; above 10³ m/s friction acts like
 /// a weak drag on every ball it touches.
 pub const FRICTION_EPSILON_V_RANGE: ValueRange = ValueRange {

@@ -177,7 +177,7 @@ pub fn run_gui() -> anyhow::Result<()> {
     // A scene file that does not load opens the default scene with the file's error on screen (it stays in the
     // scene menu, to be picked again once mended), as a bad file picked from the menu does.
     let mut startup_log = SimLog::default();
-    let active = match ActiveScene::load(&scene_path) {
+    let mut active = match ActiveScene::load(&scene_path) {
         Ok(active) => active,
         Err(e) if scene_path != Path::new(DEFAULT_SCENE) => {
             startup_log.error(format!("{e}; opened {DEFAULT_SCENE} instead"));
@@ -192,7 +192,6 @@ pub fn run_gui() -> anyhow::Result<()> {
     let mut catalogue = SceneCatalogue {
         paths: BUILT_IN_SCENES.iter().map(PathBuf::from).collect(),
     };
-    let mut active = active;
     active.path = catalogue.add(&active.path);
     catalogue.add(&scene_path);
 

@@ -368,8 +368,8 @@ fn sandbox_ui(
 
 /// The sizes the panels may take in a window of `size` (egui points), so that the canvas keeps most of the
 /// window whatever the user drags and however the window is resized: each side panel at most 30 % of the width,
-/// the plots at most 40 % of the height. Without a limit, a window shrunk to 800 × 450 and grown back kept plots
-/// over 95 % of the middle column.
+/// the plots at most 40 % of the height. Without a limit, egui keeps a panel's size when the window shrinks
+/// round it, and the plots could take nearly all of the middle column.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct PanelLimits {
     side: egui::Rangef,
@@ -391,7 +391,7 @@ impl PanelLimits {
 
 /// A y range the energy plot shows at least: a thousandth of the energy's size around its values (and at least
 /// a microjoule). A conserved energy differs from step to step only by rounding (12.5 J ± 10⁻¹⁵); fitted to that,
-/// the axis read "12.5000000000000" and the rounding looked like a trend. `None` without finite values.
+/// the axis would read "12.5000000000000" and the rounding would look like a trend. `None` without finite values.
 fn least_visible_span(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     let (lo, hi) =
         values
@@ -407,7 +407,7 @@ fn least_visible_span(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
 
 /// The height of a plot under its title: `below_legend`, the panel's height left under the legend, less what the
 /// title took (`title_top`, the column's cursor before the title; `ui`, the column after it). The plots fill the
-/// panel exactly, so the panel keeps the size it was given: content taller than the panel made it grow each
+/// panel exactly, so the panel keeps the size it was given: content taller than the panel grows it each
 /// frame, and shorter content makes it shrink. (Inside the row of plots, a column's own available height is the
 /// row's, not the panel's.)
 fn plot_height(ui: &egui::Ui, below_legend: f32, title_top: f32) -> f32 {
@@ -876,7 +876,7 @@ const RAIN_TRIES: usize = 100;
 /// in from the left edge without it.
 /// Each is placed where every lane would accept it (no overlap with a lane's balls, nor with an IPC lane's walls)
 /// and clear of the others of its batch, trying up to [`RAIN_TRIES`] random places; the second value counts the
-/// balls that found none. Rain once refused its own balls for overlapping each other.
+/// balls that found none.
 fn rain(
     worlds: &[&LaneWorld],
     (lo, hi): (DVec2, DVec2),

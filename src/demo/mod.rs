@@ -782,8 +782,7 @@ impl Player {
                     self.settled = false;
                 }
             }
-            // The last action applied before the point returned to (a seek back once kept showing one from
-            // after it).
+            // The last action applied before the point returned to, not one from after it.
             self.last_action = self
                 .next_action
                 .checked_sub(1)

@@ -170,8 +170,8 @@ pub struct SceneCatalogue {
 
 impl SceneCatalogue {
     /// Adds `path` unless an entry names the same file (spelled the same, or resolving to the same file, as an
-    /// absolute path to a shipped scene does); returns the entry's path. A shipped scene opened by its absolute
-    /// path was listed twice.
+    /// absolute path to a shipped scene does); returns the entry's path, so a shipped scene opened by its
+    /// absolute path is listed once.
     pub fn add(&mut self, path: &std::path::Path) -> PathBuf {
         let resolved = std::fs::canonicalize(path).ok();
         let same = |entry: &PathBuf| {

@@ -285,7 +285,7 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
 /// Whether a lane's only ball, out of contact now, was turned back: it is about at rest, or it moves away from the
 /// nearest wall mostly along that wall's normal (within 45°) and is not falling (moving within 45° of gravity),
 /// as the seed's throw does after the wall stops it. A ball that falls past a wall's end or slides off a slope
-/// has not been "stopped" by it, though the lane once said so.
+/// has not been "stopped" by it.
 fn turned_back(world: &LaneWorld) -> bool {
     let Some(ball) = world.balls.first() else {
         return true;
