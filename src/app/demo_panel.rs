@@ -853,32 +853,47 @@ mod tests {
 
     /// A recording that began in one scene and ends in another is named after the one it starts from (where
     /// its replay opens), not the scene on screen when it stops.
-    #[test]
-    fn a_recording_is_named_after_the_scene_it_starts_in() {
-        let scene = |path: &str| Scene::load(Path::new(path)).expect("a built-in scene loads");
-        let mut app = App::new();
+    /// F5 pressed once in a window recording `recorded_scene` with the panel `ui`, `active` on screen: the app, and
+    /// the paths the StopRecording messages it sent name.
+    fn press_f5_while_recording(
+        recorded_scene: &str,
+        ui: DemoUi,
+        active: Option<&str>,
+    ) -> (App, Vec<PathBuf>) {
         let mut recorder = Recorder::default();
-        recorder.begin(scene("assets/scenes/ball_pit.ron"), 100.0, 0);
+        let scene = Scene::load(Path::new(recorded_scene)).expect("a built-in scene loads");
+        recorder.begin(scene, 100.0, 0);
+        let mut app = App::new();
         app.insert_resource(recorder)
-            .insert_resource(
-                ActiveScene::load(Path::new("assets/scenes/slope.ron")).expect("loads"),
-            )
+            .insert_resource(ui)
             .init_resource::<ButtonInput<KeyCode>>()
-            .init_resource::<DemoUi>()
             .init_resource::<SimLog>()
             .add_message::<StartRecording>()
             .add_message::<StopRecording>()
             .add_systems(Update, record_key);
+        if let Some(active) = active {
+            app.insert_resource(ActiveScene::load(Path::new(active)).expect("loads"));
+        }
         app.world_mut()
             .resource_mut::<ButtonInput<KeyCode>>()
             .press(KeyCode::F5);
         app.update();
-        let stops: Vec<PathBuf> = app
+        let stops = app
             .world_mut()
             .resource_mut::<Messages<StopRecording>>()
             .drain()
             .map(|s| s.0)
             .collect();
+        (app, stops)
+    }
+
+    #[test]
+    fn a_recording_is_named_after_the_scene_it_starts_in() {
+        let (app, stops) = press_f5_while_recording(
+            "assets/scenes/ball_pit.ron",
+            DemoUi::default(),
+            Some("assets/scenes/slope.ron"),
+        );
         assert_eq!(stops.len(), 1);
         let name = stops[0].display().to_string();
         assert!(name.contains("ball-pit-"), "{name}");
@@ -922,30 +937,14 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("a scratch folder");
         let taken = dir.join("mine.demo.ron");
         std::fs::write(&taken, b"the first recording").expect("writes");
-        let mut recorder = Recorder::default();
-        let scene = Scene::load(Path::new("assets/scenes/wall_throw.ron")).expect("loads");
-        recorder.begin(scene, 100.0, 0);
-        let mut app = App::new();
-        app.insert_resource(recorder)
-            .insert_resource(DemoUi {
+        let (app, stops) = press_f5_while_recording(
+            "assets/scenes/wall_throw.ron",
+            DemoUi {
                 save_path: taken.display().to_string(),
                 ..default()
-            })
-            .init_resource::<ButtonInput<KeyCode>>()
-            .init_resource::<SimLog>()
-            .add_message::<StartRecording>()
-            .add_message::<StopRecording>()
-            .add_systems(Update, record_key);
-        app.world_mut()
-            .resource_mut::<ButtonInput<KeyCode>>()
-            .press(KeyCode::F5);
-        app.update();
-        let stops: Vec<PathBuf> = app
-            .world_mut()
-            .resource_mut::<Messages<StopRecording>>()
-            .drain()
-            .map(|s| s.0)
-            .collect();
+            },
+            None,
+        );
         let beside = dir.join("mine-2.demo.ron");
         assert_eq!(stops, std::slice::from_ref(&beside));
         let asked = app.world().resource::<DemoUi>().last_asked.clone();

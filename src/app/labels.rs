@@ -418,19 +418,25 @@ mod tests {
         found
     }
 
-    #[test]
-    fn each_lane_is_titled_at_its_corner_its_fault_shown_while_it_lasts_and_its_labels_go_with_it()
-    {
+    /// `label_lanes` with labels of `label_scale` under a main camera of `camera_scale` world units per pixel.
+    fn labelling_app(label_scale: LabelScale, camera_scale: f32) -> App {
         let mut app = App::new();
-        app.init_resource::<LabelScale>()
+        app.insert_resource(label_scale)
             .add_systems(Update, label_lanes);
         app.world_mut().spawn((
             MainCamera,
             Projection::Orthographic(OrthographicProjection {
-                scale: 0.5,
+                scale: camera_scale,
                 ..OrthographicProjection::default_2d()
             }),
         ));
+        app
+    }
+
+    #[test]
+    fn each_lane_is_titled_at_its_corner_its_fault_shown_while_it_lasts_and_its_labels_go_with_it()
+    {
+        let mut app = labelling_app(LabelScale::default(), 0.5);
         let lane = lane_from("assets/scenes/wall_throw.ron", 1, DVec2::new(3.0, -2.0));
         let title = "ipc dhat=1mm [ipc]";
         let lane = app.world_mut().spawn(lane).id();
@@ -486,17 +492,8 @@ mod tests {
     /// title with room, or above a lane with none beside it, is whole.
     #[test]
     fn titles_of_lanes_side_by_side_stop_short_of_the_next_lane() {
-        let mut app = App::new();
-        app.init_resource::<LabelScale>()
-            .add_systems(Update, label_lanes);
         // 20 mm per pixel: the pit's 1.2 m wide lanes are 60 px apart, room for 5 characters of 9.6 px.
-        app.world_mut().spawn((
-            MainCamera,
-            Projection::Orthographic(OrthographicProjection {
-                scale: 20.0,
-                ..OrthographicProjection::default_2d()
-            }),
-        ));
+        let mut app = labelling_app(LabelScale::default(), 20.0);
         let left = lane_from("assets/scenes/ball_pit.ron", 0, DVec2::ZERO);
         let width = left.bounds.1.x - left.bounds.0.x;
         let right = lane_from("assets/scenes/ball_pit.ron", 1, DVec2::new(width, 0.0));
@@ -528,16 +525,7 @@ mod tests {
 
     #[test]
     fn a_label_scale_scales_the_text_and_its_gap_to_the_corner() {
-        let mut app = App::new();
-        app.insert_resource(LabelScale(0.625))
-            .add_systems(Update, label_lanes);
-        app.world_mut().spawn((
-            MainCamera,
-            Projection::Orthographic(OrthographicProjection {
-                scale: 2.0,
-                ..OrthographicProjection::default_2d()
-            }),
-        ));
+        let mut app = labelling_app(LabelScale(0.625), 2.0);
         let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
         let lane = app.world_mut().spawn(lane).id();
         app.update();

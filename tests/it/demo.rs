@@ -1083,29 +1083,34 @@ fn a_throw_after_the_scene_finished_runs_the_scene_again_and_replays() {
     );
 }
 
+/// The demo `record` makes of wall throw with `script` (saved as `<name>.demo.ron` in the scratch folder), and
+/// a headless window replaying it, paused at its first tick.
+fn replaying_wall_throw_script(script: &str, name: &str) -> (Demo, App) {
+    let script = Script::parse(script, name).expect("parses");
+    let demo = record_script(&scene(WALL_THROW), &script, name, |_, _| {}).expect("records");
+    let path = scratch(&format!("{name}.demo.ron"));
+    demo.save(&path).expect("saves");
+    let mut app = headless(WALL_THROW);
+    app.world_mut().write_message(StartReplay(path));
+    app.update();
+    app.world_mut().resource_mut::<Replay>().playing = false;
+    (demo, app)
+}
+
 /// The replay viewer's plots and layout across seeks: a seek or a step within the run on screen keeps the lane
 /// entities (so the view does not move) and the plots up to that tick, also back to before a spawn (whose ball
 /// goes); a seek into another run (past a throw) starts the plots of that run. The ECS state always matches an
 /// independent player.
 #[test]
 fn seeking_a_replay_keeps_the_plots_and_the_lanes_of_the_run_on_screen() {
-    let script = Script::parse(
+    let (demo, mut app) = replaying_wall_throw_script(
         "Script(ticks: 300, hash_every: 10, actions: [
             (tick: 0, action: Throw(v0: 1.0)),
             (tick: 100, action: Throw(v0: 5.0)),
             (tick: 130, action: Spawn(BallSpec(position: (0.2, 0.1), velocity: (3.0, 0.0), radius: 0.01))),
         ])",
-        "seek script",
-    )
-    .expect("parses");
-    let demo =
-        record_script(&scene(WALL_THROW), &script, "seek script", |_, _| {}).expect("records");
-    let path = scratch("seek.demo.ron");
-    demo.save(&path).expect("saves");
-    let mut app = headless(WALL_THROW);
-    app.world_mut().write_message(StartReplay(path.clone()));
-    app.update();
-    app.world_mut().resource_mut::<Replay>().playing = false;
+        "seek",
+    );
     let mut reference = Player::new(demo, "reference");
     // (lane entities, per lane: the plotted steps, the lane's steps, its balls and ball entities)
     type View = (Vec<Entity>, Vec<(Vec<u64>, u64, usize, usize)>);
@@ -1218,22 +1223,13 @@ fn layout(app: &mut App) -> Vec<(DVec2, (DVec2, DVec2))> {
 /// lane's left edge, the lanes turned from one above the other to side by side.
 #[test]
 fn a_replay_lays_its_lanes_out_as_their_run_was_built() {
-    let script = Script::parse(
-        "Script(ticks: 200, hash_every: 10, actions: [(tick: 99, action: Restart)])",
-        "restart script",
-    )
-    .expect("parses");
-    let demo =
-        record_script(&scene(WALL_THROW), &script, "restart script", |_, _| {}).expect("records");
-    let path = scratch("restart.demo.ron");
-    demo.save(&path).expect("saves");
     let mut fresh = headless(WALL_THROW);
     fresh.update();
     let built = layout(&mut fresh);
-    let mut app = headless(WALL_THROW);
-    app.world_mut().write_message(StartReplay(path));
-    app.update();
-    app.world_mut().resource_mut::<Replay>().playing = false;
+    let (_, mut app) = replaying_wall_throw_script(
+        "Script(ticks: 200, hash_every: 10, actions: [(tick: 99, action: Restart)])",
+        "restart",
+    );
     for tick in [150, 60, 199] {
         app.world_mut().resource_mut::<Replay>().seek = Some(tick);
         app.update();
