@@ -341,6 +341,15 @@ fn toggle_recording(
         } else {
             PathBuf::from(ui.save_path.trim())
         };
+        // A folder is not a demo's name: numbered, it would become another folder the user never named.
+        if ui.save_path.trim().ends_with('/') || asked.is_dir() {
+            log.error(format!(
+                "save as {}: that is a folder; name the file, e.g. {}; still recording",
+                asked.display(),
+                asked.join("mine.demo.ron").display()
+            ));
+            return;
+        }
         // Never over an earlier recording: the field keeps its text, and fresh names are whole seconds.
         let Some(path) = unused_path(&asked) else {
             log.error(format!(
@@ -946,6 +955,22 @@ mod tests {
             None,
         );
         let beside = dir.join("mine-2.demo.ron");
+        // A folder given as the name is refused, and the recording goes on.
+        let (app_folder, folder_stops) = press_f5_while_recording(
+            "assets/scenes/wall_throw.ron",
+            DemoUi {
+                save_path: format!("{}/", dir.display()),
+                ..default()
+            },
+            None,
+        );
+        assert!(folder_stops.is_empty());
+        let said = app_folder.world().resource::<SimLog>().error.clone();
+        assert!(
+            said.as_deref()
+                .is_some_and(|e| e.contains("that is a folder")),
+            "{said:?}"
+        );
         assert_eq!(stops, std::slice::from_ref(&beside));
         let asked = app.world().resource::<DemoUi>().last_asked.clone();
         assert_eq!(asked.as_deref(), Some(taken.as_path()));

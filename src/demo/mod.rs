@@ -347,23 +347,36 @@ pub fn holds_a_file(path: &Path) -> bool {
 /// `path` with `-n` before its extension: `demos/mine.demo.ron` → `demos/mine-2.demo.ron`, `clip.gif` →
 /// `clip-2.gif`, `frames/` → `frames-2/`. The double extension `.demo.ron` stays whole.
 pub fn numbered_path(path: &Path, n: u32) -> std::path::PathBuf {
-    let text = path.to_string_lossy();
-    let (body, slash) = match text.strip_suffix('/') {
-        Some(body) => (body, "/"),
-        None => (text.as_ref(), ""),
+    // On the path's own bytes, so a name that is not UTF-8 keeps its bytes (the cuts are at ASCII '/' and '.').
+    #[cfg(unix)]
+    let text: Vec<u8> = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec();
+    #[cfg(not(unix))]
+    let text: Vec<u8> = path.to_string_lossy().as_bytes().to_vec();
+    let (body, slash): (&[u8], &[u8]) = match text.strip_suffix(b"/") {
+        Some(body) => (body, b"/"),
+        None => (&text, b""),
     };
-    let name_start = body.rfind('/').map_or(0, |i| i + 1);
+    let name_start = body.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
     let name = &body[name_start..];
-    let stem_len = if name.len() > ".demo.ron".len() && name.ends_with(".demo.ron") {
-        name.len() - ".demo.ron".len()
+    let stem_len = if name.len() > b".demo.ron".len() && name.ends_with(b".demo.ron") {
+        name.len() - b".demo.ron".len()
     } else {
-        match name.rfind('.') {
+        match name.iter().rposition(|&b| b == b'.') {
             Some(dot) if dot > 0 => dot,
             _ => name.len(),
         }
     };
     let split = name_start + stem_len;
-    std::path::PathBuf::from(format!("{}-{n}{}{slash}", &body[..split], &body[split..]))
+    let mut numbered = body[..split].to_vec();
+    numbered.extend_from_slice(format!("-{n}").as_bytes());
+    numbered.extend_from_slice(&body[split..]);
+    numbered.extend_from_slice(slash);
+    #[cfg(unix)]
+    return std::path::PathBuf::from(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&numbered),
+    );
+    #[cfg(not(unix))]
+    return std::path::PathBuf::from(String::from_utf8_lossy(&numbered).into_owned());
 }
 
 /// Most numbered names [`unused_path`] tries before it gives up.

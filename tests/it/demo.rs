@@ -546,6 +546,14 @@ fn numbered_names_go_before_the_extension() {
             "{path}"
         );
     }
+    // A name that is not UTF-8 keeps its bytes.
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let latin1 = Path::new(std::ffi::OsStr::from_bytes(b"caf\xe9/clip.gif"));
+        let numbered = numbered_path(latin1, 2);
+        assert_eq!(numbered.as_os_str().as_bytes(), b"caf\xe9/clip-2.gif");
+    }
     let first = scratch("taken.demo.ron");
     std::fs::write(&first, b"x").expect("writes");
     let _ = std::fs::remove_file(scratch("taken-2.demo.ron"));
