@@ -102,19 +102,20 @@ fn title_room(lane: &Lane, others: &[&Lane], title_m: f64) -> Option<f64> {
         .reduce(f64::min)
 }
 
-/// `text` cut to at most `chars` characters, its end replaced by "…" when cut.
+/// `text` cut to at most `chars` characters, its end replaced by "..." when cut (the labels' font has no "…";
+/// it drew a box).
 fn elided(text: String, chars: usize) -> String {
     if text.chars().count() <= chars {
         return text;
     }
-    match chars {
-        0 => String::new(),
-        _ => text.chars().take(chars - 1).chain(['…']).collect(),
+    match chars.checked_sub(3) {
+        Some(kept) if kept > 0 => text.chars().take(kept).chain("...".chars()).collect(),
+        _ => text.chars().take(chars).collect(),
     }
 }
 
 /// How a line of a lane is drawn, if it shows: its text, colour and place, at `px` world units per pixel and the
-/// labels' `scale`. A title is cut short ("…") where it would run into the lane beside it (`room`, see
+/// labels' `scale`. A title is cut short ("...") where it would run into the lane beside it (`room`, see
 /// [`title_room`]), so that in a narrow view the titles of lanes side by side do not run over each other.
 fn line_look(
     lane: &Lane,
@@ -488,7 +489,7 @@ mod tests {
         assert_eq!(left, 0);
     }
 
-    /// Lanes side by side in a narrow view: each title is cut short ("…") before the next lane's corner, and a
+    /// Lanes side by side in a narrow view: each title is cut short ("...") before the next lane's corner, and a
     /// title with room, or above a lane with none beside it, is whole.
     #[test]
     fn titles_of_lanes_side_by_side_stop_short_of_the_next_lane() {
@@ -504,7 +505,7 @@ mod tests {
         app.update();
         let title = |app: &mut App, lane| labels_of(app, lane)[0].1.clone();
         let cut = title(&mut app, left);
-        assert!(cut.ends_with('…'), "{cut}");
+        assert!(cut.ends_with("..."), "{cut}");
         let fits = ((width as f32 * UNITS_PER_METRE / 20.0 - TITLE_GAP_PX)
             / (CHAR_WIDTH * TITLE_PX))
             .floor() as usize;
@@ -521,6 +522,14 @@ mod tests {
             });
         app.update();
         assert_eq!(title(&mut app, left), "penalty k=1e4 [penalty]");
+    }
+
+    #[test]
+    fn a_cut_title_ends_in_three_dots_when_there_is_room_for_them() {
+        assert_eq!(elided("penalty k=1e4".into(), 13), "penalty k=1e4");
+        assert_eq!(elided("penalty k=1e4".into(), 7), "pena...");
+        assert_eq!(elided("penalty k=1e4".into(), 3), "pen");
+        assert_eq!(elided("penalty k=1e4".into(), 0), "");
     }
 
     #[test]
