@@ -544,7 +544,7 @@ fn run_controls(
     actions: &mut Actions,
     view: &mut CameraView,
 ) {
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
         // A replay has its own play, step and rewind (the Demo section above); these would be refused.
         if info.replay_ticks.is_none() {
             let label = if control.paused {
@@ -616,7 +616,7 @@ fn run_controls(
     {
         clocks.fixed.set_timestep_hz(ui_state.fixed_rate_hz);
     }
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut ui_state.show_inspector, "inspector");
         ui.checkbox(&mut ui_state.show_landscape, "landscape");
         ui.checkbox(&mut ui_state.show_plots, "plots");
