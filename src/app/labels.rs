@@ -12,7 +12,8 @@ use super::lane_bands::StrayBalls;
 use super::method_color;
 use super::render::{MainCamera, camera_scale};
 use crate::physics::DVec2;
-use crate::sim::{Lane, UNITS_PER_METRE};
+use crate::scene::Scene;
+use crate::sim::{ActiveScene, Lane, Replay, UNITS_PER_METRE};
 
 /// Height of the title text [logical px].
 pub const TITLE_PX: f32 = 16.0;
@@ -68,14 +69,21 @@ pub enum LabelLine {
     Fault,
 }
 
-/// The text a line shows for a lane, if any.
-fn line_text(lane: &Lane, line: LabelLine) -> Option<String> {
+/// The text a line shows for a lane, if any. A lane whose settings differ from its scene's (`scene`) says
+/// "edited" in its title: its name often quotes a setting ("penalty k=1e4") that an edit has changed.
+fn line_text(lane: &Lane, line: LabelLine, scene: Option<&Scene>) -> Option<String> {
     match line {
-        LabelLine::Title => Some(format!(
-            "{} [{}]",
-            lane.world.name,
-            lane.world.settings.method.label()
-        )),
+        LabelLine::Title => {
+            let edited = scene
+                .and_then(|scene| scene.lanes.get(lane.index))
+                .is_some_and(|spec| spec.contact != lane.world.settings);
+            Some(format!(
+                "{} [{}{}]",
+                lane.world.name,
+                lane.world.settings.method.label(),
+                if edited { ", edited" } else { "" }
+            ))
+        }
         LabelLine::Fault => lane
             .world
             .fault
@@ -123,8 +131,9 @@ fn line_look(
     px: f32,
     scale: f32,
     room: Option<f64>,
+    scene: Option<&Scene>,
 ) -> Option<(String, Color, Transform)> {
-    let mut text = line_text(lane, line)?;
+    let mut text = line_text(lane, line, scene)?;
     if line == LabelLine::Title
         && let Some(room) = room
     {
@@ -151,13 +160,15 @@ fn line_look(
 ///
 /// A new lane's lines are drawn in the frame the lane first is: an export shows a rebuilt scene (a restart, a
 /// throw) from its first frame, which may be the only frame of that tick.
-#[allow(clippy::type_complexity)]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn label_lanes(
     mut commands: Commands,
     lanes: Query<(Entity, &Lane)>,
     new_lanes: Query<(Entity, &Lane), Added<Lane>>,
     camera: Query<&Projection, With<MainCamera>>,
     scale: Res<LabelScale>,
+    active: Option<Res<ActiveScene>>,
+    replay: Option<Res<Replay>>,
     mut labels: Query<(
         Entity,
         &LaneLabel,
@@ -171,13 +182,18 @@ fn label_lanes(
     let all: Vec<&Lane> = lanes.iter().map(|(_, lane)| lane).collect();
     let title_m = f64::from(TITLE_PX * scale.0 * px / UNITS_PER_METRE);
     let room = |lane: &Lane| title_room(lane, &all, title_m);
+    // The scene the lanes were built from: a replay's own, else the one loaded.
+    let scene = replay
+        .as_deref()
+        .map(|r| &r.player.session.scene)
+        .or(active.as_deref().map(|a| &a.current));
     for (lane_entity, lane) in &new_lanes {
         for (line, anchor, font_px) in [
             (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
             (LabelLine::Fault, Anchor::TOP_LEFT, FAULT_PX),
         ] {
             let (text, rgb, place, visibility) =
-                match line_look(lane, line, px, scale.0, room(lane)) {
+                match line_look(lane, line, px, scale.0, room(lane), scene) {
                     Some((text, rgb, place)) => (text, rgb, place, Visibility::Inherited),
                     None => (
                         String::new(),
@@ -208,7 +224,8 @@ fn label_lanes(
             commands.entity(entity).despawn();
             continue;
         };
-        let Some((wanted, rgb, place)) = line_look(lane, label.line, px, scale.0, room(lane))
+        let Some((wanted, rgb, place)) =
+            line_look(lane, label.line, px, scale.0, room(lane), scene)
         else {
             visibility.set_if_neq(Visibility::Hidden);
             continue;
@@ -339,9 +356,11 @@ fn label_strays(
             let text = stray_text(stray.position, more);
             let title = lanes.get(stray.lane).ok().and_then(|lane| {
                 // The whole title: the rectangle the stray label keeps clear of, cut short or not.
-                let (title, _, place) = line_look(lane, LabelLine::Title, px, scale.0, None)?;
+                let (title, _, place) = line_look(lane, LabelLine::Title, px, scale.0, None, None)?;
                 let s = scale.0 * px;
-                let width = title.chars().count() as f32 * CHAR_WIDTH * TITLE_PX * s;
+                // With room for the ", edited" a title may carry (not looked up here).
+                let chars = title.chars().count() + ", edited".len();
+                let width = chars as f32 * CHAR_WIDTH * TITLE_PX * s;
                 let at = place.translation.truncate();
                 Some(Rect::new(at.x, at.y, at.x + width, at.y + TITLE_PX * s))
             });
@@ -522,6 +541,30 @@ mod tests {
             });
         app.update();
         assert_eq!(title(&mut app, left), "penalty k=1e4 [penalty]");
+    }
+
+    /// A lane whose settings an edit has changed says so in its title, whose name may quote the old value.
+    #[test]
+    fn a_lane_edited_away_from_its_scene_says_edited_in_its_title() {
+        let mut app = labelling_app(LabelScale::default(), 1.0);
+        app.insert_resource(
+            ActiveScene::load(std::path::Path::new("assets/scenes/wall_throw.ron")).expect("loads"),
+        );
+        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
+        let lane = app.world_mut().spawn(lane).id();
+        app.update();
+        assert_eq!(labels_of(&mut app, lane)[0].1, "penalty k=1e4 [penalty]");
+        app.world_mut()
+            .get_mut::<Lane>(lane)
+            .expect("the lane")
+            .world
+            .settings
+            .stiffness = 1e6;
+        app.update();
+        assert_eq!(
+            labels_of(&mut app, lane)[0].1,
+            "penalty k=1e4 [penalty, edited]"
+        );
     }
 
     #[test]
