@@ -51,6 +51,9 @@ pub struct Recorder {
     pub hash_every: u64,
     /// Where the last demo was saved.
     pub last_saved: Option<PathBuf>,
+    /// The longest recording, in ticks ([`crate::demo::MAX_TICKS`]; smaller in tests): one kept running past it
+    /// ends there, so that what is saved can be replayed.
+    pub max_ticks: u64,
 }
 
 impl Default for Recorder {
@@ -60,6 +63,7 @@ impl Default for Recorder {
             recording: None,
             hash_every: DEFAULT_HASH_EVERY,
             last_saved: None,
+            max_ticks: crate::demo::MAX_TICKS,
         }
     }
 }
@@ -70,6 +74,11 @@ pub struct Recording {
     pub demo: Demo,
     /// `SimControl::ticks` when it started.
     pub start_tick: u64,
+    /// Set once the recording has reached the recorder's `max_ticks`: the demo ends at that tick, whose hash is
+    /// stored, and what happens after it is not recorded.
+    pub ended_at: Option<u64>,
+    /// Actions that came after the end and were left out.
+    pub left_out: u64,
 }
 
 impl Recorder {
@@ -96,18 +105,22 @@ impl Recorder {
                 hashes: Vec::new(),
             },
             start_tick: now,
+            ended_at: None,
+            left_out: 0,
         });
     }
 
     /// Logs an applied action at `SimControl::ticks == now` (nothing when not recording).
     pub fn record(&mut self, now: u64, action: Action) {
-        if let Some(r) = &mut self.recording
-            && r.demo.actions.len() < crate::demo::MAX_ACTIONS
-        {
-            r.demo.actions.push(TimedAction {
-                tick: now.saturating_sub(r.start_tick),
-                action,
-            });
+        if let Some(r) = &mut self.recording {
+            let tick = now.saturating_sub(r.start_tick);
+            if r.ended_at.is_some_and(|end| tick > end)
+                || r.demo.actions.len() >= crate::demo::MAX_ACTIONS
+            {
+                r.left_out += 1;
+                return;
+            }
+            r.demo.actions.push(TimedAction { tick, action });
         }
     }
 
@@ -141,11 +154,21 @@ pub fn record_hash(
     if replay.is_some() || !control.steps_this_tick() {
         return;
     }
+    let max_ticks = recorder.max_ticks;
     let Some(r) = &mut recorder.recording else {
         return;
     };
     let tick = control.ticks.saturating_sub(r.start_tick);
-    if tick.is_multiple_of(r.demo.hash_every) && r.demo.hashes.len() < crate::demo::MAX_HASHES {
+    if r.ended_at.is_some() {
+        return;
+    }
+    // The last tick a demo may hold: its hash is stored, and the recording ends there.
+    if tick >= max_ticks {
+        r.ended_at = Some(tick);
+    }
+    if (tick.is_multiple_of(r.demo.hash_every) || r.ended_at.is_some())
+        && r.demo.hashes.len() < crate::demo::MAX_HASHES
+    {
         let hash = hash_lanes(lanes_in_order(lanes.iter()));
         r.demo.hashes.push(TickHash {
             tick,
@@ -177,8 +200,9 @@ pub fn recording_messages(
             continue;
         };
         let tick = now.saturating_sub(r.start_tick);
+        let tick = r.ended_at.map_or(tick, |end| tick.min(end));
         r.demo.ticks = tick;
-        if r.demo.hashes.last().is_none_or(|h| h.tick < tick) {
+        if r.ended_at.is_none() && r.demo.hashes.last().is_none_or(|h| h.tick < tick) {
             r.demo.hashes.push(TickHash {
                 tick,
                 hash: hash_hex(hash_lanes(lanes_in_order(lanes.iter()))),
@@ -186,11 +210,17 @@ pub fn recording_messages(
         }
         match save_without_replacing(&r.demo, &stop.0) {
             Ok(saved) => {
-                let kept = if saved == stop.0 {
+                let mut kept = if saved == stop.0 {
                     String::new()
                 } else {
                     format!("; {} already exists and was kept", stop.0.display())
                 };
+                if r.ended_at.is_some() {
+                    kept.push_str(&format!(
+                        "; the recording ended at its limit of {} ticks (actions after it, left out: {})",
+                        r.demo.ticks, r.left_out
+                    ));
+                }
                 log.info(format!(
                     "saved {} ({}, {}){kept}",
                     saved.display(),

@@ -1215,6 +1215,60 @@ fn a_seek_back_shows_the_last_action_before_its_tick() {
     }
 }
 
+/// A window recording kept running past the longest demo ends at that tick: its hash is stored there, what
+/// came after is left out and said so, and the saved demo loads and replays (it was refused when saved).
+#[test]
+fn a_recording_kept_past_its_limit_ends_there_and_replays() {
+    let mut app = headless(WALL_THROW);
+    app.world_mut().resource_mut::<Recorder>().max_ticks = 40;
+    app.world_mut().write_message(StartRecording);
+    app.update();
+    let spawn = |app: &mut App, y: f64| {
+        app.world_mut().write_message(SpawnBall {
+            position: DVec2::new(0.1, y),
+            velocity: DVec2::new(1.0, 0.0),
+            radius: 0.01,
+            mass: 1.0,
+        });
+    };
+    for _ in 0..20 {
+        app.update();
+    }
+    spawn(&mut app, 0.3);
+    for _ in 0..40 {
+        app.update();
+    }
+    spawn(&mut app, -0.3);
+    app.update();
+    let path = scratch("limit.demo.ron");
+    let _ = std::fs::remove_file(&path);
+    app.world_mut().write_message(StopRecording(path.clone()));
+    app.update();
+    let said = app
+        .world()
+        .resource::<contact_sandbox::sim::SimLog>()
+        .info
+        .clone();
+    assert!(
+        said.as_deref().is_some_and(
+            |s| s.contains("ended at its limit of 40 ticks (actions after it, left out: 1)")
+        ),
+        "{said:?}"
+    );
+    let demo = Demo::load(&path).expect("the saved demo is valid");
+    assert_eq!(demo.ticks, 40);
+    assert_eq!(demo.hashes.last().map(|h| h.tick), Some(40));
+    let spawns = demo
+        .actions
+        .iter()
+        .filter(|a| matches!(a.action, Action::Spawn(_)))
+        .count();
+    assert_eq!(spawns, 1);
+    let mut player = Player::new(demo, path.display().to_string());
+    let verdict = player.run_to_end(false).expect("replays").clone();
+    assert_eq!(verdict.mismatch, None, "{verdict}");
+}
+
 /// Each lane's place and extent on screen: its offset and its bounds, by lane.
 fn layout(app: &mut App) -> Vec<(DVec2, (DVec2, DVec2))> {
     let mut query = app.world_mut().query::<&Lane>();
