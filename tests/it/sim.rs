@@ -221,16 +221,21 @@ fn restart_restores_the_scene() {
     assert_eq!(with_lane(&mut app, 1, |l| l.world.stats.steps), 1);
 }
 
-#[test]
-fn a_spawn_inside_the_ipc_wall_is_refused_with_a_message_and_no_lane_changes() {
-    let mut app = headless(WALL_THROW);
-    app.update();
+/// Sends a spawn of a 1 kg point ball at rest at `position` (wall throw's wall starts at x = 0.503 m).
+fn spawn_point_ball(app: &mut App, position: DVec2) {
     app.world_mut().write_message(SpawnBall {
-        position: DVec2::new(0.513, 0.0),
+        position,
         velocity: DVec2::ZERO,
         radius: 0.0,
         mass: 1.0,
     });
+}
+
+#[test]
+fn a_spawn_inside_the_ipc_wall_is_refused_with_a_message_and_no_lane_changes() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    spawn_point_ball(&mut app, DVec2::new(0.513, 0.0));
     run_updates(&mut app, 2);
     let error = app
         .world()
@@ -261,12 +266,7 @@ fn a_burst_of_refused_spawns_gives_one_message() {
         DVec2::new(0.515, 0.0),
         DVec2::new(0.517, 0.0),
     ] {
-        app.world_mut().write_message(SpawnBall {
-            position,
-            velocity: DVec2::ZERO,
-            radius: 0.0,
-            mass: 1.0,
-        });
+        spawn_point_ball(&mut app, position);
     }
     run_updates(&mut app, 2);
     let log = app.world().resource::<SimLog>();
@@ -288,12 +288,7 @@ fn a_burst_of_refused_spawns_gives_one_message() {
 fn an_error_about_the_old_lanes_is_cleared_when_the_lanes_are_rebuilt() {
     let mut app = headless(WALL_THROW);
     app.update();
-    app.world_mut().write_message(SpawnBall {
-        position: DVec2::new(0.513, 0.0),
-        velocity: DVec2::ZERO,
-        radius: 0.0,
-        mass: 1.0,
-    });
+    spawn_point_ball(&mut app, DVec2::new(0.513, 0.0));
     run_updates(&mut app, 2);
     assert!(app.world().resource::<SimLog>().error.is_some());
     app.world_mut()
