@@ -445,7 +445,8 @@ pub const ROD_START_SLOP: f64 = 1e-8;
 
 /// Most steps a scene (its `steps`), `run --steps` or `throw --steps` asks for, and the longest demo in ticks
 /// ([`crate::demo::MAX_TICKS`]): one limit, so that a scene's whole run fits in a demo (about 46 hours at 60 Hz).
-/// A window recording kept running past it ends there (`Recorder::max_ticks`).
+/// A window recording kept running past it ends there (`Recorder::max_ticks`), as one with more actions than a
+/// demo holds ends before them (`Recorder::max_actions`).
 pub const MAX_RUN_STEPS: u64 = 10_000_000;
 
 /// Longest time step [s].

@@ -622,16 +622,32 @@ fn mirror_new_bodies(commands: &mut Commands, lane_entity: Entity, lane: &mut La
     }
 }
 
+/// Lanes whose settings an edit may have changed.
+type EditedLanes<'w, 's> =
+    Query<'w, 's, (&'static mut Lane, &'static mut LaneSettings), Changed<LaneSettings>>;
+
 /// Gather: copies each valid settings edit into its lane; an invalid one is reverted and reported.
 /// While a demo replays, the lanes follow the demo and edits are reverted.
 pub fn gather_settings(
-    mut lanes: Query<(&mut Lane, &mut LaneSettings), Changed<LaneSettings>>,
+    mut lanes: ParamSet<(EditedLanes, Query<&Lane>)>,
     mut log: ResMut<SimLog>,
     mut recorder: ResMut<Recorder>,
     control: Res<SimControl>,
     replay: Option<Res<Replay>>,
 ) {
-    for (mut lane, mut settings) in &mut lanes {
+    // A recording with no room for these edits ends before them (see `Recorder::end_unless_room`).
+    let coming = lanes
+        .p0()
+        .iter()
+        .filter(|(lane, settings)| settings.0 != lane.world.settings)
+        .count();
+    if replay.is_none() && !recorder.has_room(coming) {
+        let all = lanes.p1();
+        recorder.end_unless_room(control.ticks, coming, || {
+            crate::demo::hash_lanes(recording::lanes_in_order(all.iter()))
+        });
+    }
+    for (mut lane, mut settings) in &mut lanes.p0() {
         if settings.0 == lane.world.settings {
             continue;
         }

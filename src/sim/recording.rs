@@ -54,6 +54,9 @@ pub struct Recorder {
     /// The longest recording, in ticks ([`crate::demo::MAX_TICKS`]; smaller in tests): one kept running past it
     /// ends there, so that what is saved can be replayed.
     pub max_ticks: u64,
+    /// The most actions a recording holds ([`crate::demo::MAX_ACTIONS`]; smaller in tests). A recording ends
+    /// before the first frame whose actions might not all fit, so that what is saved can be replayed.
+    pub max_actions: usize,
 }
 
 impl Default for Recorder {
@@ -64,6 +67,7 @@ impl Default for Recorder {
             hash_every: DEFAULT_HASH_EVERY,
             last_saved: None,
             max_ticks: crate::demo::MAX_TICKS,
+            max_actions: crate::demo::MAX_ACTIONS,
         }
     }
 }
@@ -74,11 +78,28 @@ pub struct Recording {
     pub demo: Demo,
     /// `SimControl::ticks` when it started.
     pub start_tick: u64,
-    /// Set once the recording has reached the recorder's `max_ticks`: the demo ends at that tick, whose hash is
-    /// stored, and what happens after it is not recorded.
-    pub ended_at: Option<u64>,
+    /// Set once the recording has reached one of the recorder's limits: the demo ends at that tick, whose hash
+    /// is stored, and what happens after it is not recorded.
+    pub ended: Option<RecordingEnd>,
     /// Actions that came after the end and were left out.
     pub left_out: u64,
+}
+
+/// Where a recording kept running past a limit ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordingEnd {
+    /// The demo's last tick.
+    pub tick: u64,
+    /// The limit it reached.
+    pub limit: RecordingLimit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordingLimit {
+    /// [`Recorder::max_ticks`].
+    Ticks,
+    /// [`Recorder::max_actions`].
+    Actions,
 }
 
 impl Recorder {
@@ -105,23 +126,67 @@ impl Recorder {
                 hashes: Vec::new(),
             },
             start_tick: now,
-            ended_at: None,
+            ended: None,
             left_out: 0,
         });
     }
 
-    /// Logs an applied action at `SimControl::ticks == now` (nothing when not recording).
+    /// Logs an applied action at `SimControl::ticks == now` (nothing when not recording). After the recording's
+    /// end, the action is only counted as left out.
     pub fn record(&mut self, now: u64, action: Action) {
         if let Some(r) = &mut self.recording {
             let tick = now.saturating_sub(r.start_tick);
-            if r.ended_at.is_some_and(|end| tick > end)
-                || r.demo.actions.len() >= crate::demo::MAX_ACTIONS
-            {
+            // The second test is a backstop: `end_unless_room` ends the recording before this can happen.
+            if r.ended.is_some() || r.demo.actions.len() >= self.max_actions {
                 r.left_out += 1;
                 return;
             }
             r.demo.actions.push(TimedAction { tick, action });
         }
+    }
+
+    /// Called before up to `coming` actions are applied at `now`: unless they all fit within `max_actions`,
+    /// the recording ends here, with `hash` (the lanes' state now, before those actions) as its last hash, and
+    /// the actions are left out. A replay then ends in the state the window was in, so it matches. Returns
+    /// whether the recording ended.
+    pub fn end_unless_room(&mut self, now: u64, coming: usize, hash: impl FnOnce() -> u64) -> bool {
+        if self.has_room(coming) {
+            return false;
+        }
+        let Some(r) = &mut self.recording else {
+            return false;
+        };
+        let tick = now.saturating_sub(r.start_tick);
+        r.ended = Some(RecordingEnd {
+            tick,
+            limit: RecordingLimit::Actions,
+        });
+        r.demo.hashes.retain(|h| h.tick < tick);
+        r.demo.hashes.push(TickHash {
+            tick,
+            hash: hash_hex(hash()),
+        });
+        true
+    }
+
+    /// Do `coming` more actions fit in the recording (always, when none runs or it has ended)?
+    pub fn has_room(&self, coming: usize) -> bool {
+        self.recording.as_ref().is_none_or(|r| {
+            r.ended.is_some() || r.demo.actions.len().saturating_add(coming) <= self.max_actions
+        })
+    }
+
+    /// The ticks a batch of steps starting at `now` may take (at most `wanted`, at least 1): a recording that
+    /// has not ended must see the tick of its `max_ticks` limit, to end there with its hash.
+    pub fn ticks_before_limit(&self, now: u64, wanted: u32) -> u32 {
+        let Some(r) = self.recording.as_ref().filter(|r| r.ended.is_none()) else {
+            return wanted;
+        };
+        let left = self
+            .max_ticks
+            .saturating_sub(now.saturating_sub(r.start_tick))
+            .max(1);
+        u32::try_from(left).map_or(wanted, |left| wanted.min(left))
     }
 
     /// Ticks recorded so far.
@@ -138,7 +203,7 @@ impl Recorder {
 }
 
 /// The lanes' worlds in lane order.
-fn lanes_in_order<'a>(lanes: impl Iterator<Item = &'a Lane>) -> Vec<&'a LaneWorld> {
+pub(super) fn lanes_in_order<'a>(lanes: impl Iterator<Item = &'a Lane>) -> Vec<&'a LaneWorld> {
     let mut sorted: Vec<&Lane> = lanes.collect();
     sorted.sort_by_key(|l| l.index);
     sorted.into_iter().map(|l| &l.world).collect()
@@ -159,14 +224,17 @@ pub fn record_hash(
         return;
     };
     let tick = control.ticks.saturating_sub(r.start_tick);
-    if r.ended_at.is_some() {
+    if r.ended.is_some() {
         return;
     }
     // The last tick a demo may hold: its hash is stored, and the recording ends there.
     if tick >= max_ticks {
-        r.ended_at = Some(tick);
+        r.ended = Some(RecordingEnd {
+            tick,
+            limit: RecordingLimit::Ticks,
+        });
     }
-    if (tick.is_multiple_of(r.demo.hash_every) || r.ended_at.is_some())
+    if (tick.is_multiple_of(r.demo.hash_every) || r.ended.is_some())
         && r.demo.hashes.len() < crate::demo::MAX_HASHES
     {
         let hash = hash_lanes(lanes_in_order(lanes.iter()));
@@ -200,9 +268,9 @@ pub fn recording_messages(
             continue;
         };
         let tick = now.saturating_sub(r.start_tick);
-        let tick = r.ended_at.map_or(tick, |end| tick.min(end));
+        let tick = r.ended.map_or(tick, |end| tick.min(end.tick));
         r.demo.ticks = tick;
-        if r.ended_at.is_none() && r.demo.hashes.last().is_none_or(|h| h.tick < tick) {
+        if r.ended.is_none() && r.demo.hashes.last().is_none_or(|h| h.tick < tick) {
             r.demo.hashes.push(TickHash {
                 tick,
                 hash: hash_hex(hash_lanes(lanes_in_order(lanes.iter()))),
@@ -215,11 +283,19 @@ pub fn recording_messages(
                 } else {
                     format!("; {} already exists and was kept", stop.0.display())
                 };
-                if r.ended_at.is_some() {
-                    kept.push_str(&format!(
+                match r.ended.map(|end| end.limit) {
+                    Some(RecordingLimit::Ticks) => kept.push_str(&format!(
                         "; the recording ended at its limit of {} ticks (actions after it, left out: {})",
                         r.demo.ticks, r.left_out
-                    ));
+                    )),
+                    Some(RecordingLimit::Actions) => kept.push_str(&format!(
+                        "; the recording ended at tick {}, before the actions that would have passed its limit \
+                         of {} (left out: {})",
+                        r.demo.ticks,
+                        recorder.max_actions,
+                        r.left_out
+                    )),
+                    None => {}
                 }
                 log.info(format!(
                     "saved {} ({}, {}){kept}",

@@ -130,13 +130,17 @@ struct HashPlan {
 }
 
 impl HashPlan {
-    /// The plan for the current recording, if any.
+    /// The plan for the current recording, if any (none once it has ended).
     fn of(recorder: &Recorder) -> Option<HashPlan> {
-        recorder.recording.as_ref().map(|r| HashPlan {
-            start: r.start_tick,
-            every: r.demo.hash_every.max(1),
-            room: MAX_HASHES.saturating_sub(r.demo.hashes.len()),
-        })
+        recorder
+            .recording
+            .as_ref()
+            .filter(|r| r.ended.is_none())
+            .map(|r| HashPlan {
+                start: r.start_tick,
+                every: r.demo.hash_every.max(1),
+                room: MAX_HASHES.saturating_sub(r.demo.hashes.len()),
+            })
     }
 }
 
@@ -346,12 +350,13 @@ impl Background<'_> {
             }
             return true;
         }
+        let first_tick = control.ticks;
         let ticks = if control.paused {
             1
         } else {
-            in_flight.batch(self.real.delta())
+            self.recorder
+                .ticks_before_limit(first_tick, in_flight.batch(self.real.delta()))
         };
-        let first_tick = control.ticks;
         let plan = HashPlan::of(&self.recorder);
         if !start(
             in_flight,
@@ -376,17 +381,35 @@ impl Background<'_> {
 }
 
 /// Update, first in ApplyMessages: a message that changes the lanes waits for the batch in flight, so it
-/// applies to the finished state (as inline) and the batch's result cannot overwrite it.
+/// applies to the finished state (as inline) and the batch's result cannot overwrite it. A recording with no
+/// room for the actions this frame may bring ends first, at the state before them.
 pub fn settle_before_messages(
     in_flight: Option<ResMut<StepInFlight>>,
     mut b: Bookkeeping,
     mut m: PendingMessages,
 ) {
-    let pending = m.any();
+    let messages = m.take();
+    // At most one action per message and per pause-log entry, and the settings a rebuild keeps (one per lane).
+    let kept_settings = if messages.rebuilds > 0 {
+        b.lanes.iter().len()
+    } else {
+        0
+    };
+    let coming = messages.actions + kept_settings + b.control.pace_log.len();
+    let room = b.recorder.has_room(coming);
     if let Some(mut in_flight) = in_flight
-        && pending
+        && (messages.any || !room)
     {
         collect(&mut in_flight, &mut b, true);
+    }
+    if !room {
+        let lanes = &b.lanes;
+        let now = b.control.ticks;
+        b.recorder.end_unless_room(now, coming, || {
+            hash_lanes(super::recording::lanes_in_order(
+                lanes.iter().map(|(_, lane, _)| lane),
+            ))
+        });
     }
 }
 
@@ -405,19 +428,27 @@ pub struct PendingMessages<'w, 's> {
     stop_replay: MessageReader<'w, 's, StopReplay>,
 }
 
+/// What [`PendingMessages::take`] found.
+struct Pending {
+    /// Any message at all.
+    any: bool,
+    /// Messages that each lead to at most one recorded action.
+    actions: usize,
+    /// Of those, messages that rebuild the lanes (a rebuild also records the settings edits it keeps).
+    rebuilds: usize,
+}
+
 impl PendingMessages<'_, '_> {
-    /// Were any messages sent since the last call? (Marks them seen.)
-    fn any(&mut self) -> bool {
-        let any = !(self.spawns.is_empty()
-            && self.throws.is_empty()
-            && self.rods.is_empty()
-            && self.restarts.is_empty()
-            && self.loads.is_empty()
-            && self.cycles.is_empty()
-            && self.start_recording.is_empty()
-            && self.stop_recording.is_empty()
-            && self.start_replay.is_empty()
-            && self.stop_replay.is_empty());
+    /// The messages sent since the last call (marks them seen).
+    fn take(&mut self) -> Pending {
+        let rebuilds =
+            self.throws.len() + self.restarts.len() + self.loads.len() + self.cycles.len();
+        let actions = self.spawns.len() + self.rods.len() + rebuilds;
+        let any = actions > 0
+            || !(self.start_recording.is_empty()
+                && self.stop_recording.is_empty()
+                && self.start_replay.is_empty()
+                && self.stop_replay.is_empty());
         self.spawns.clear();
         self.throws.clear();
         self.rods.clear();
@@ -428,7 +459,11 @@ impl PendingMessages<'_, '_> {
         self.stop_recording.clear();
         self.start_replay.clear();
         self.stop_replay.clear();
-        any
+        Pending {
+            any,
+            actions,
+            rebuilds,
+        }
     }
 }
 

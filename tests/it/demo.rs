@@ -1240,7 +1240,24 @@ fn a_recording_kept_past_its_limit_ends_there_and_replays() {
     }
     spawn(&mut app, -0.3);
     app.update();
-    let path = scratch("limit.demo.ron");
+    let (demo, said) = save_and_replay(&mut app, "limit.demo.ron");
+    assert!(
+        said.contains("ended at its limit of 40 ticks (actions after it, left out: 1)"),
+        "{said}"
+    );
+    assert_eq!(demo.ticks, 40);
+    let spawns = demo
+        .actions
+        .iter()
+        .filter(|a| matches!(a.action, Action::Spawn(_)))
+        .count();
+    assert_eq!(spawns, 1);
+}
+
+/// Stops the recording into a fresh scratch file `name`, and replays what was saved: it must match its hashes
+/// throughout, and end on a hash at its last tick. Returns the demo and what the window said.
+fn save_and_replay(app: &mut App, name: &str) -> (Demo, String) {
+    let path = scratch(name);
     let _ = std::fs::remove_file(&path);
     app.world_mut().write_message(StopRecording(path.clone()));
     app.update();
@@ -1248,25 +1265,132 @@ fn a_recording_kept_past_its_limit_ends_there_and_replays() {
         .world()
         .resource::<contact_sandbox::sim::SimLog>()
         .info
-        .clone();
-    assert!(
-        said.as_deref().is_some_and(
-            |s| s.contains("ended at its limit of 40 ticks (actions after it, left out: 1)")
-        ),
-        "{said:?}"
-    );
+        .clone()
+        .unwrap_or_default();
     let demo = Demo::load(&path).expect("the saved demo is valid");
-    assert_eq!(demo.ticks, 40);
-    assert_eq!(demo.hashes.last().map(|h| h.tick), Some(40));
-    let spawns = demo
-        .actions
-        .iter()
-        .filter(|a| matches!(a.action, Action::Spawn(_)))
-        .count();
-    assert_eq!(spawns, 1);
-    let mut player = Player::new(demo, path.display().to_string());
+    assert_eq!(demo.hashes.last().map(|h| h.tick), Some(demo.ticks));
+    let mut player = Player::new(demo.clone(), path.display().to_string());
     let verdict = player.run_to_end(false).expect("replays").clone();
     assert_eq!(verdict.mismatch, None, "{verdict}");
+    assert_eq!(verdict.matched, demo.hashes.len());
+    (demo, said)
+}
+
+/// The window's background stepping takes several ticks per batch; a batch must not step past the tick where
+/// the recording ends, or the demo would end later than its limit with the worker's hashes after its end.
+#[test]
+fn a_recording_stepped_in_the_background_ends_at_its_tick_limit() {
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins).add_plugins(SimPlugin);
+    app.insert_resource(Stepping::Background);
+    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(3));
+    app.insert_resource(ActiveScene::load(Path::new(BALL_PIT)).expect("built-in scene loads"));
+    app.update();
+    {
+        let mut recorder = app.world_mut().resource_mut::<Recorder>();
+        recorder.max_ticks = 31;
+        recorder.hash_every = 7;
+    }
+    app.world_mut().write_message(StartRecording);
+    app.update();
+    for _ in 0..40 {
+        app.update();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(app.world().resource::<StepInFlight>().largest_batch >= 2);
+    let (demo, said) = save_and_replay(&mut app, "background-limit.demo.ron");
+    assert_eq!(demo.ticks, 31, "{said}");
+    assert!(said.contains("ended at its limit of 31 ticks"), "{said}");
+}
+
+/// An inspector edit is applied in the fixed tick, not with the messages: a full recording ends before it too.
+#[test]
+fn a_recording_out_of_room_ends_before_a_settings_edit() {
+    let mut app = headless(BALL_PIT);
+    app.world_mut().write_message(StartRecording);
+    for _ in 0..3 {
+        app.update();
+    }
+    // Set once the restart that starts the recording is behind: the frame after it counts it again (the bound
+    // on a frame's actions is not an exact count).
+    app.world_mut().resource_mut::<Recorder>().max_actions = 1;
+    app.world_mut().write_message(SpawnBall {
+        position: DVec2::new(0.0, 1.6),
+        velocity: DVec2::ZERO,
+        radius: 0.03,
+        mass: 0.2,
+    });
+    for _ in 0..3 {
+        app.update();
+    }
+    let mut query = app.world_mut().query::<(&Lane, &mut LaneSettings)>();
+    for (lane, mut settings) in query.iter_mut(app.world_mut()) {
+        if lane.index == 1 {
+            settings.0.friction = 0.6;
+        }
+    }
+    for _ in 0..3 {
+        app.update();
+    }
+    let (demo, said) = save_and_replay(&mut app, "settings-limit.demo.ron");
+    assert_eq!(demo.actions.len(), 1, "{said}");
+    assert!(said.contains("(left out: 1)"), "{said}");
+    assert!(demo.ticks >= 3, "{said}");
+}
+
+/// A recording full of actions ends before the frame whose actions would not fit, at the state before them,
+/// inline and in the background: what was saved replays to the end, where the window had been.
+#[test]
+fn a_recording_out_of_room_for_actions_ends_before_them_and_replays() {
+    for stepping in [Stepping::Inline, Stepping::Background] {
+        let mut app = headless(BALL_PIT);
+        app.insert_resource(stepping);
+        app.world_mut().resource_mut::<Recorder>().max_actions = 6;
+        app.world_mut().write_message(StartRecording);
+        app.update();
+        let spawn = |app: &mut App, k: u32| {
+            app.world_mut().write_message(SpawnBall {
+                position: DVec2::new(-0.4 + 0.09 * f64::from(k), 1.6),
+                velocity: DVec2::ZERO,
+                radius: 0.03,
+                mass: 0.2,
+            });
+        };
+        for k in 0..3 {
+            spawn(&mut app, k);
+            app.update();
+            app.update();
+        }
+        // Pause and resume: two actions, five in all.
+        app.world_mut().resource_mut::<SimControl>().toggle_pause();
+        app.update();
+        app.world_mut().resource_mut::<SimControl>().toggle_pause();
+        app.update();
+        app.update();
+        let recording = app.world().resource::<Recorder>();
+        let start = recording.recording.as_ref().map_or(0, |r| r.start_tick);
+        assert_eq!(recording.actions(), 5, "{stepping:?}");
+        // Two spawns in one frame: only one would fit, so the recording ends before both, at the tick they came
+        // in (the frame's fixed ticks run before its messages).
+        spawn(&mut app, 4);
+        spawn(&mut app, 5);
+        app.update();
+        let at = app.world().resource::<SimControl>().ticks - start;
+        for k in 6..9 {
+            spawn(&mut app, k);
+            app.update();
+        }
+        let (demo, said) = save_and_replay(&mut app, "action-limit.demo.ron");
+        assert_eq!(demo.actions.len(), 5, "{stepping:?}");
+        assert_eq!(demo.ticks, at, "{stepping:?}: {said}");
+        assert!(
+            said.contains(&format!(
+                "the recording ended at tick {at}, before the actions that would have passed its limit of 6 \
+                 (left out: 5)"
+            )),
+            "{stepping:?}: {said}"
+        );
+    }
 }
 
 /// Each lane's place and extent on screen: its offset and its bounds, by lane.
