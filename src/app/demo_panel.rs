@@ -49,6 +49,9 @@ pub struct DemoUi {
     pub export_status: Option<String>,
     /// The name the last Stop & save asked for, before a taken name was numbered (for "last saved").
     last_asked: Option<PathBuf>,
+    /// The save the replay field was last set to: a newer one replaces the field's guess (the name can be taken
+    /// between the guess and the save, which then numbers from the name asked for).
+    replay_follows: Option<PathBuf>,
 }
 
 impl Default for DemoUi {
@@ -61,6 +64,7 @@ impl Default for DemoUi {
             export: None,
             export_status: None,
             last_asked: None,
+            replay_follows: None,
         }
     }
 }
@@ -367,7 +371,9 @@ fn toggle_recording(
             ));
             return;
         }
-        stop.write(StopRecording(path.clone()));
+        // The name asked for, not the free one found: if that is taken before the save, the save numbers from the
+        // name asked for (`mine-3`), not from the free one (`mine-2-2`).
+        stop.write(StopRecording(asked.clone()));
         ui.replay_path = path.display().to_string();
         ui.last_asked = Some(asked);
     } else {
@@ -696,6 +702,10 @@ fn recorder_controls(
     });
     if let Some(saved) = &recorder.last_saved {
         ui.small(saved_note(saved, demo_ui.last_asked.as_deref()));
+        if demo_ui.replay_follows.as_ref() != Some(saved) {
+            demo_ui.replay_path = saved.display().to_string();
+            demo_ui.replay_follows = Some(saved.clone());
+        }
     }
     ui.separator();
     ui.horizontal(|ui| {
@@ -971,7 +981,11 @@ mod tests {
                 .is_some_and(|e| e.contains("that is a folder")),
             "{said:?}"
         );
-        assert_eq!(stops, std::slice::from_ref(&beside));
+        assert_eq!(stops, std::slice::from_ref(&taken));
+        assert_eq!(
+            app.world().resource::<DemoUi>().replay_path,
+            beside.display().to_string()
+        );
         let asked = app.world().resource::<DemoUi>().last_asked.clone();
         assert_eq!(asked.as_deref(), Some(taken.as_path()));
         assert_eq!(
