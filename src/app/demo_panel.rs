@@ -17,8 +17,8 @@ use bevy_egui::egui;
 use crate::cli::export::{ProgressStage, parse_progress_line};
 use crate::demo::unused_path;
 use crate::sim::{
-    ActiveScene, Recorder, Replay, SimControl, SimLog, StartRecording, StartReplay, StopRecording,
-    StopReplay,
+    ActiveScene, ErrorTopic, Recorder, Replay, SimControl, SimLog, StartRecording, StartReplay,
+    StopRecording, StopReplay,
 };
 
 /// Where recordings are saved unless the user types another path.
@@ -411,13 +411,7 @@ fn poll_export(mut ui: ResMut<DemoUi>, mut log: ResMut<SimLog>) {
     match job.child.try_wait() {
         Ok(None) => {
             // A new export is under way: an earlier export's failure no longer describes what the panel shows.
-            if log
-                .error
-                .as_deref()
-                .is_some_and(|e| e.starts_with("export failed"))
-            {
-                log.error = None;
-            }
+            log.withdraw(&ErrorTopic::Export);
         }
         Ok(Some(status)) => {
             let message = match job.outcome(status) {
@@ -426,7 +420,7 @@ fn poll_export(mut ui: ResMut<DemoUi>, mut log: ResMut<SimLog>) {
                     message
                 }
                 Err(message) => {
-                    log.error(message.clone());
+                    log.error_about(ErrorTopic::Export, message.clone());
                     message
                 }
             };
@@ -1104,14 +1098,16 @@ mod tests {
         })
         .init_resource::<SimLog>()
         .add_systems(Update, poll_export);
-        app.world_mut()
-            .resource_mut::<SimLog>()
-            .error("export failed: demos/x.demo.ron: cannot read the file");
+        app.world_mut().resource_mut::<SimLog>().error_about(
+            ErrorTopic::Export,
+            "export failed: demos/x.demo.ron: cannot read the file",
+        );
         app.update();
         assert_eq!(app.world().resource::<SimLog>().error, None);
+        // Not about an export, though it says so: it stays.
         app.world_mut()
             .resource_mut::<SimLog>()
-            .error("spawn refused in lane 'a'");
+            .error("export failed, says a spawn refused in lane 'a'");
         app.update();
         assert!(app.world().resource::<SimLog>().error.is_some());
         cancel_export(&mut app.world_mut().resource_mut::<DemoUi>());

@@ -238,6 +238,18 @@ pub struct SimLog {
     pub errors: Vec<String>,
     /// Errors raised so far (`errors` keeps only the last 100).
     pub raised: u64,
+    /// What the current error is about, when a later event may answer it ([`SimLog::error_about`]).
+    pub topic: Option<ErrorTopic>,
+}
+
+/// What an error is about, so that the event that answers it can take it off the screen
+/// ([`SimLog::withdraw`]) without touching an unrelated error raised since.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorTopic {
+    /// A failed export: a new export under way answers it.
+    Export,
+    /// A refused settings edit of the lane with this index: a later edit of that lane that applies answers it.
+    LaneEdit(usize),
 }
 
 impl SimLog {
@@ -249,7 +261,22 @@ impl SimLog {
         }
         self.errors.push(message.clone());
         self.error = Some(message);
+        self.topic = None;
         self.raised += 1;
+    }
+
+    /// An error about `topic`: [`SimLog::withdraw`] with the same topic clears it while it is the one shown.
+    pub fn error_about(&mut self, topic: ErrorTopic, message: impl Into<String>) {
+        self.error(message);
+        self.topic = Some(topic);
+    }
+
+    /// Clears the shown error if it is about `topic`.
+    pub fn withdraw(&mut self, topic: &ErrorTopic) {
+        if self.topic.as_ref() == Some(topic) {
+            self.error = None;
+            self.topic = None;
+        }
     }
 
     pub fn info(&mut self, message: impl Into<String>) {

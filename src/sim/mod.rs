@@ -660,12 +660,7 @@ pub fn gather_settings(
         match applied {
             Ok(()) => {
                 // A refusal of this lane's last edit is answered by this one: its banner would now mislead.
-                let refused_here = format!("lane '{}': ", lane.world.name);
-                if log.error.as_deref().is_some_and(|e| {
-                    e.starts_with(&refused_here) && e.contains("the edit was not applied")
-                }) {
-                    log.error = None;
-                }
+                log.withdraw(&ErrorTopic::LaneEdit(lane.index));
                 log.info(format!("lane '{}': settings applied", lane.world.name));
                 recorder.record(
                     control.ticks,
@@ -676,7 +671,7 @@ pub fn gather_settings(
                 );
             }
             Err(message) => {
-                log.error(message);
+                log.error_about(ErrorTopic::LaneEdit(lane.index), message);
                 settings.0 = lane.world.settings.clone();
             }
         }

@@ -184,6 +184,17 @@ fn an_invalid_settings_edit_is_reported_and_not_applied() {
         .clone()
         .expect("an error message");
     assert!(error.contains("dhat"), "{error}");
+    // A valid edit of another lane does not answer it.
+    {
+        let mut query = app.world_mut().query::<(&Lane, &mut LaneSettings)>();
+        for (lane, mut settings) in query.iter_mut(app.world_mut()) {
+            if lane.index == 0 {
+                settings.0.dhat = Some(2e-3);
+            }
+        }
+    }
+    app.update();
+    assert_eq!(app.world().resource::<SimLog>().error, Some(error));
     // A valid edit of the same lane answers the refusal: its banner goes.
     {
         let mut query = app.world_mut().query::<(&Lane, &mut LaneSettings)>();
