@@ -215,11 +215,8 @@ fn sandbox_ui(
         });
 
     let mut replay_edits = ReplayEdits::default();
-    egui::Panel::left("sandbox")
-        .frame(unfilled_panel(&ctx))
-        .resizable(true)
-        .default_size(330.0)
-        .size_range(limits.side)
+    LimitedPanel::Sandbox
+        .panel(&ctx, limits)
         .show_inside(&mut viewport_ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
                 scene_menu(
@@ -292,11 +289,8 @@ fn sandbox_ui(
             });
         });
 
-    egui::Panel::right("lanes")
-        .frame(unfilled_panel(&ctx))
-        .resizable(true)
-        .default_size(400.0)
-        .size_range(limits.side)
+    LimitedPanel::Lanes
+        .panel(&ctx, limits)
         .show_inside(&mut viewport_ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
                 for &entity in &sorted {
@@ -338,13 +332,8 @@ fn sandbox_ui(
         });
 
     if ui_state.show_plots {
-        egui::Panel::bottom("plots")
-            .frame(unfilled_panel(&ctx))
-            .resizable(true)
-            // At least tall enough to read the curves under their legend (sized to its content the panel left
-            // the plots 45 px tall).
-            .default_size(200.0)
-            .size_range(limits.bottom)
+        LimitedPanel::Plots
+            .panel(&ctx, limits)
             .show_inside(&mut viewport_ui, |ui| {
                 plots_panel(ui, &lanes, &sorted, &colors)
             });
@@ -387,6 +376,77 @@ impl PanelLimits {
             bottom: egui::Rangef::new(170.0f32.min(bottom_max), bottom_max),
         }
     }
+}
+
+/// The panels [`PanelLimits`] limits.
+#[derive(Clone, Copy, Debug)]
+enum LimitedPanel {
+    /// Left: scene menu, run controls, throw and spawn.
+    Sandbox,
+    /// Right: per-lane settings, the energy landscape.
+    Lanes,
+    /// Bottom of the middle column: the plots.
+    Plots,
+}
+
+impl LimitedPanel {
+    /// The panel, resizable within `limits` and shown at the size its user chose as far as they allow (see
+    /// [`show_chosen_size`]).
+    fn panel(self, ctx: &egui::Context, limits: PanelLimits) -> egui::Panel {
+        let (panel, name, default_size, size_range): (fn(egui::Id) -> egui::Panel, _, _, _) =
+            match self {
+                LimitedPanel::Sandbox => (egui::Panel::left, "sandbox", 330.0, limits.side),
+                LimitedPanel::Lanes => (egui::Panel::right, "lanes", 400.0, limits.side),
+                // At least tall enough to read the curves under their legend (sized to its content the panel
+                // left the plots 45 px tall).
+                LimitedPanel::Plots => (egui::Panel::bottom, "plots", 200.0, limits.bottom),
+            };
+        let id = egui::Id::new(name);
+        show_chosen_size(ctx, id, default_size, !matches!(self, LimitedPanel::Plots));
+        panel(id)
+            .frame(unfilled_panel(ctx))
+            .resizable(true)
+            .default_size(default_size)
+            .size_range(size_range)
+    }
+}
+
+/// egui sizes a panel by its size the frame before (its `PanelState`), clamped to the panel's range, so a panel
+/// that a small window clamped stayed small when the window grew again, until the user dragged it. Here a panel
+/// keeps the size its user chose apart from the size it is shown at: the chosen size is `default_size` until the
+/// user drags the panel's edge, then the size they dragged it to, in whatever window; each frame egui is handed
+/// the chosen size to clamp to the window's limits afresh. `vertical`: a side panel, sized by its width.
+fn show_chosen_size(ctx: &egui::Context, id: egui::Id, default_size: f32, vertical: bool) {
+    // egui's id for the panel's edge; while the user drags it, egui sizes the panel by the pointer.
+    let edge = id.with("__resize");
+    if ctx.is_being_dragged(edge) {
+        return;
+    }
+    let drag_ended = ctx.drag_stopped_id() == Some(edge);
+    ctx.data_mut(|data| {
+        // None in the panel's first frame, which egui shows at its default size.
+        let Some(state) = data.get_persisted::<egui::containers::panel::PanelState>(id) else {
+            return;
+        };
+        let chosen = data.get_temp_mut_or(id.with("chosen size"), default_size);
+        if drag_ended {
+            // The size the drag left the panel at, within the limits of the window it was dragged in.
+            *chosen = if vertical {
+                state.rect.width()
+            } else {
+                state.rect.height()
+            };
+            return;
+        }
+        let chosen = *chosen;
+        // In place, not a new entry: this runs every frame.
+        let rect = &mut data.get_persisted_mut_or(id, state).rect;
+        if vertical {
+            rect.set_width(chosen);
+        } else {
+            rect.set_height(chosen);
+        }
+    });
 }
 
 /// A y range the energy plot shows at least: a thousandth of the energy's size around its values (and at least
@@ -2073,50 +2133,115 @@ mod tests {
         );
     }
 
-    /// The plots' panel, laid out as `sandbox_ui` lays it (its limits, a legend line, three titled plots of
-    /// [`plot_height`]), through a window shrunk to 800 × 450 and grown back, three frames at each size. Returns
-    /// its height after each frame.
-    fn plots_panel_heights(sizes: &[(f32, f32)]) -> Vec<f32> {
-        let ctx = egui::Context::default();
-        let mut heights = Vec::new();
-        for &(w, h) in sizes {
-            for _ in 0..3 {
-                let input = egui::RawInput {
-                    screen_rect: Some(egui::Rect::from_min_size(
-                        egui::Pos2::ZERO,
-                        egui::vec2(w, h),
-                    )),
-                    ..Default::default()
-                };
-                let mut height = 0.0;
-                let _ = ctx.run_ui(input, |ui| {
-                    let limits = PanelLimits::for_window(ui.ctx().viewport_rect().size());
-                    let response = egui::Panel::bottom("plots")
-                        .resizable(true)
-                        .default_size(200.0)
-                        .size_range(limits.bottom)
-                        .show_inside(ui, |ui| {
-                            ui.label("━ lane a   ━ lane b");
-                            let below_legend = ui.available_height();
-                            ui.horizontal(|ui| {
-                                for title in ["a", "b", "c"] {
-                                    ui.vertical(|ui| {
-                                        ui.set_width(100.0);
-                                        let title_top = ui.cursor().min.y;
-                                        ui.small(title);
-                                        Plot::new(title)
-                                            .height(plot_height(ui, below_legend, title_top))
-                                            .show(ui, |_| {});
-                                    });
-                                }
+    /// The limited panels, laid out as `sandbox_ui` lays them (text and a separator in each side panel; in the plots
+    /// panel a legend line and three titled plots of [`plot_height`]), for one frame of a window of `size` with
+    /// `events`. Returns the left panel's width, the right panel's width and the plots panel's height.
+    fn panel_sizes(ctx: &egui::Context, (w, h): (f32, f32), events: Vec<egui::Event>) -> [f32; 3] {
+        let input = egui::RawInput {
+            events,
+            screen_rect: Some(egui::Rect::from_min_size(
+                egui::Pos2::ZERO,
+                egui::vec2(w, h),
+            )),
+            ..Default::default()
+        };
+        let mut sizes = [0.0; 3];
+        let _ = ctx.run_ui(input, |ui| {
+            let limits = PanelLimits::for_window(ui.ctx().viewport_rect().size());
+            // A separator takes the panel's width, as the side panels' do.
+            let side = |ui: &mut egui::Ui| {
+                ui.label("a line of settings long enough to wrap in a narrow panel");
+                ui.separator();
+            };
+            let left = LimitedPanel::Sandbox
+                .panel(ui.ctx(), limits)
+                .show_inside(ui, side);
+            let right = LimitedPanel::Lanes
+                .panel(ui.ctx(), limits)
+                .show_inside(ui, side);
+            let plots = LimitedPanel::Plots
+                .panel(ui.ctx(), limits)
+                .show_inside(ui, |ui| {
+                    ui.label("━ lane a   ━ lane b");
+                    let below_legend = ui.available_height();
+                    ui.horizontal(|ui| {
+                        for title in ["a", "b", "c"] {
+                            ui.vertical(|ui| {
+                                ui.set_width(100.0);
+                                let title_top = ui.cursor().min.y;
+                                ui.small(title);
+                                Plot::new(title)
+                                    .height(plot_height(ui, below_legend, title_top))
+                                    .show(ui, |_| {});
                             });
-                        });
-                    height = response.response.rect.height();
+                        }
+                    });
                 });
-                heights.push(height);
-            }
+            sizes = [
+                left.response.rect.width(),
+                right.response.rect.width(),
+                plots.response.rect.height(),
+            ];
+        });
+        sizes
+    }
+
+    /// [`panel_sizes`] through windows of `sizes`, three frames at each.
+    fn panel_sizes_through(ctx: &egui::Context, sizes: &[(f32, f32)]) -> Vec<[f32; 3]> {
+        sizes
+            .iter()
+            .flat_map(|&size| [(); 3].map(|_| panel_sizes(ctx, size, vec![])))
+            .collect()
+    }
+
+    /// The plots panel's height after each frame of [`panel_sizes_through`].
+    fn plots_panel_heights(sizes: &[(f32, f32)]) -> Vec<f32> {
+        panel_sizes_through(&egui::Context::default(), sizes)
+            .iter()
+            .map(|s| s[2])
+            .collect()
+    }
+
+    /// Drags the pointer from `from` to `to` in a window of `size`, a frame at each step, and lets go.
+    fn drag(ctx: &egui::Context, size: (f32, f32), from: (f32, f32), to: (f32, f32)) {
+        let (from, to) = (egui::Pos2::from(from), egui::Pos2::from(to));
+        let button = |pos, pressed| egui::Event::PointerButton {
+            pos,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers: egui::Modifiers::NONE,
+        };
+        for events in [
+            vec![egui::Event::PointerMoved(from)],
+            vec![button(from, true)],
+            vec![egui::Event::PointerMoved(from.lerp(to, 0.5))],
+            vec![egui::Event::PointerMoved(to)],
+            vec![button(to, false)],
+            vec![egui::Event::PointerGone],
+        ] {
+            panel_sizes(ctx, size, events);
         }
-        heights
+    }
+
+    /// Each panel's size within its limits in a window of `window`, and equal to `chosen` (left, right, plots) as
+    /// far as they allow.
+    fn assert_shown_at(sizes: [f32; 3], chosen: [f32; 3], window: (f32, f32), context: &str) {
+        let limits = PanelLimits::for_window(window.into());
+        for ((shown, chosen), range) in
+            sizes
+                .into_iter()
+                .zip(chosen)
+                .zip([limits.side, limits.side, limits.bottom])
+        {
+            assert!(
+                shown <= range.max + 0.5 && shown >= range.min - 0.5,
+                "{context}: {sizes:?} outside {limits:?}"
+            );
+            assert!(
+                (shown - chosen.clamp(range.min, range.max)).abs() < 1.0,
+                "{context}: {sizes:?}, chosen {chosen:?}"
+            );
+        }
     }
 
     #[test]
@@ -2136,8 +2261,8 @@ mod tests {
                 "{heights:?}"
             );
         }
-        // At 800 × 450 at most 40 % of the height; grown back, the canvas gets the new room (egui keeps the
-        // panel's size as clamped), where the plots once took nearly all of the middle column.
+        // At 800 × 450 at most 40 % of the height, where the plots once took nearly all of the middle column;
+        // grown back, no more than their size at the start.
         assert!(
             heights[3..6].iter().all(|&h| h <= 0.4 * 450.0 + 0.5),
             "{heights:?}"
@@ -2148,6 +2273,75 @@ mod tests {
                 .all(|&h| (170.0..=at_start + 0.5).contains(&h)),
             "{heights:?}"
         );
+    }
+
+    /// A small window clamps the panels; grown again it gives them back the sizes they had (egui kept them at
+    /// the clamped sizes: the plots at 180 px in 1600 × 900 where they had 200).
+    #[test]
+    fn the_panels_come_back_to_their_sizes_when_the_window_grows_again() {
+        let (large, small) = ((1600.0, 900.0), (800.0, 450.0));
+        let sizes = panel_sizes_through(&egui::Context::default(), &[large, small, large]);
+        let at_start = sizes[2];
+        assert_shown_at(at_start, [330.0, 400.0, 200.0], large, "at start");
+        for &shown in &sizes[3..6] {
+            assert_shown_at(shown, at_start, small, "small");
+        }
+        // The limits bite at 800 × 450: 240 px a side, 180 px for the plots.
+        assert_eq!(sizes[5].map(f32::round), [240.0, 240.0, 180.0]);
+        for &shown in &sizes[6..] {
+            assert_eq!(shown, at_start, "grown again: {sizes:?}");
+        }
+    }
+
+    /// A drag of a panel's edge sets the size it comes back to, larger or smaller, in a large window or a small
+    /// one.
+    #[test]
+    fn a_dragged_size_is_kept_through_a_small_window() {
+        let ctx = egui::Context::default();
+        let (large, small) = ((1600.0, 900.0), (800.0, 450.0));
+        panel_sizes_through(&ctx, &[large]);
+        // The plots' top edge from 200 px up to 250, the left panel's edge from 330 px in to 280.
+        drag(&ctx, large, (800.0, 700.0), (800.0, 650.0));
+        drag(&ctx, large, (330.0, 300.0), (280.0, 300.0));
+        let chosen = [280.0, 400.0, 250.0];
+        let sizes = panel_sizes_through(&ctx, &[large, small, large]);
+        for (i, &shown) in sizes.iter().enumerate() {
+            let size = if (3..6).contains(&i) { small } else { large };
+            assert_shown_at(shown, chosen, size, &format!("frame {i}"));
+        }
+        // In the small window the right panel's edge from 240 px in to 210: that is its size from now on.
+        let right_edge = small.0 - 240.0;
+        drag(&ctx, small, (right_edge, 100.0), (right_edge + 30.0, 100.0));
+        let sizes = panel_sizes_through(&ctx, &[small, large]);
+        assert_shown_at(sizes[5], [280.0, 210.0, 250.0], large, "grown");
+    }
+
+    /// Through windows of many sizes a panel dragged as large as its limit allows (and one left at its default)
+    /// never exceeds the window's maximum and comes back to its size when there is room.
+    #[test]
+    fn a_panel_is_shown_at_its_chosen_size_or_its_window_maximum_at_every_size() {
+        let ctx = egui::Context::default();
+        let large = (1600.0, 900.0);
+        panel_sizes_through(&ctx, &[large]);
+        // Both edges far past their limits: the plots up to 360 px (40 % of 900), the left panel out to 480 (30 % of
+        // 1600).
+        drag(&ctx, large, (800.0, 700.0), (800.0, 100.0));
+        drag(&ctx, large, (330.0, 300.0), (900.0, 300.0));
+        let chosen = [480.0, 400.0, 360.0];
+        let windows = [
+            large,
+            (640.0, 360.0),
+            (1920.0, 1080.0),
+            (1000.0, 1000.0),
+            (3840.0, 600.0),
+            (700.0, 2000.0),
+            large,
+        ];
+        let sizes = panel_sizes_through(&ctx, &windows);
+        for (i, &shown) in sizes.iter().enumerate() {
+            let window = windows[i / 3];
+            assert_shown_at(shown, chosen, window, &format!("{window:?}"));
+        }
     }
 
     #[test]
