@@ -219,6 +219,7 @@ fn sandbox_ui(
         .panel(&ctx, limits)
         .show_inside(&mut viewport_ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
+                fit_sliders(ui);
                 scene_menu(
                     ui,
                     active.as_deref(),
@@ -293,6 +294,7 @@ fn sandbox_ui(
         .panel(&ctx, limits)
         .show_inside(&mut viewport_ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
+                fit_sliders(ui);
                 for &entity in &sorted {
                     if let Ok((_, lane, mut settings, diagnostics)) = lanes.get_mut(entity) {
                         // The scene's own start, so the same throw reads the same in every lane after
@@ -1142,110 +1144,7 @@ fn lane_panel(
     .show(ui, |ui| {
         let mut edit = settings.0.clone();
         let refused = Refusals::default();
-        // Two settings a row, so both lanes of the wall throw and the energy landscape below them fit a
-        // 900 px window without scrolling.
-        egui::Grid::new(("settings", lane.index))
-            .num_columns(4)
-            .show(ui, |ui| {
-                // Each method's own settings; the other's stay visible (switching the method uses them) but
-                // greyed out, since they do nothing in this lane now.
-                let penalty = edit.method == ContactMethod::Penalty;
-                let ipc = edit.method == ContactMethod::Ipc;
-                ui.label("method");
-                egui::ComboBox::from_id_salt(("method", lane.index))
-                    .selected_text(edit.method.label())
-                    .width(70.0)
-                    .show_ui(ui, |ui| {
-                        ui.selectable_value(&mut edit.method, ContactMethod::Penalty, "penalty");
-                        ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
-                    });
-                ui.label("friction μ");
-                ui.add(
-                    setting_field(&mut edit.friction, "friction μ", 0.0..=10.0, &refused)
-                        .speed(0.01)
-                        .max_decimals(3),
-                )
-                .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
-                ui.end_row();
-                ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
-                ui.add_enabled(
-                    penalty,
-                    setting_field(&mut edit.stiffness, "k [N/m]", any::<f64>(), &refused)
-                        .speed(100.0),
-                );
-                ui.label("h [s]");
-                ui.add(
-                    setting_field(&mut edit.h, "h [s]", any::<f64>(), &refused)
-                        .speed(1e-4)
-                        .max_decimals(5),
-                );
-                ui.end_row();
-                ui.add_enabled(ipc, egui::Label::new("dhat [m]"));
-                ui.add_enabled_ui(ipc, |ui| {
-                    ui.horizontal(|ui| {
-                        let mut auto = edit.dhat.is_none();
-                        if ui.checkbox(&mut auto, "auto").changed() {
-                            edit.dhat = if auto { None } else { Some(w.dhat()) };
-                        }
-                        if let Some(dhat) = edit.dhat.as_mut() {
-                            ui.add(
-                                setting_field(dhat, "dhat [m]", any::<f64>(), &refused)
-                                    .speed(1e-5)
-                                    .max_decimals(6),
-                            );
-                        } else {
-                            ui.small(format!("{:.2e}", w.dhat()));
-                        }
-                    })
-                });
-                ui.label("gravity y")
-                    .on_hover_text("vertical gravity [m/s²]");
-                ui.add(
-                    setting_field(&mut edit.gravity.y, "gravity y", any::<f64>(), &refused)
-                        .speed(0.1),
-                );
-                ui.end_row();
-                ui.add_enabled(ipc, egui::Label::new("κ"));
-                ui.add_enabled(
-                    ipc,
-                    setting_field(&mut edit.kappa, "κ", any::<f64>(), &refused).speed(100.0),
-                );
-                ui.label("Newton tol [m]");
-                ui.add(
-                    // In scientific notation, every digit kept (a value re-read from its text must not change): 1e-10 m
-                    // read "0.00000000010" with fixed decimals.
-                    setting_field(
-                        &mut edit.newton_tolerance,
-                        "Newton tol [m]",
-                        any::<f64>(),
-                        &refused,
-                    )
-                    .speed(1e-11)
-                    .custom_formatter(|v, _| format!("{v:e}")),
-                );
-                ui.end_row();
-                ui.add_enabled(ipc, egui::Label::new("adaptive κ"));
-                ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
-                ui.label("Newton cap");
-                ui.add(
-                    setting_field(
-                        &mut edit.newton_max_iterations,
-                        "Newton cap",
-                        any::<u32>(),
-                        &refused,
-                    )
-                    .speed(1.0),
-                );
-                ui.end_row();
-                ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
-                ui.add_enabled(
-                    ipc,
-                    setting_field(&mut edit.ccd_factor, "CCD factor s", any::<f64>(), &refused)
-                        .speed(0.01)
-                        .max_decimals(3),
-                );
-                ui.end_row();
-            });
+        settings_grid(ui, lane.index, w, &mut edit, &refused);
         if let Some(refusal) = refused.take() {
             // egui may read the same text twice as the field loses focus: one message for it.
             let message = refusal.message(&w.name);
@@ -1258,6 +1157,146 @@ fn lane_panel(
         }
         preflight(ui, w, diagnostics, start_speed);
     });
+}
+
+/// The lane's settings as label–field pairs, editing `edit`; the method's own settings are enabled, the other's
+/// greyed out. `w` is the lane as it runs (for d̂'s automatic value).
+fn settings_grid(
+    ui: &mut egui::Ui,
+    lane_index: usize,
+    w: &LaneWorld,
+    edit: &mut crate::physics::world::ContactSettings,
+    refused: &Refusals,
+) -> egui::Response {
+    // Two settings a row, so both lanes of the wall throw and the energy landscape below them fit a
+    // 900 px window without scrolling; one a row in a panel narrower than two a row were when last drawn,
+    // whose right-hand column would be cut off.
+    let two_a_row_id = egui::Id::new(("two settings a row", lane_index));
+    let two_a_row_width = ui.ctx().data(|d| d.get_temp::<f32>(two_a_row_id));
+    let narrow = two_a_row_width.is_some_and(|width| ui.available_width() < width);
+    let next_setting = |ui: &mut egui::Ui| {
+        if narrow {
+            ui.end_row();
+        }
+    };
+    let grid = egui::Grid::new(("settings", lane_index, narrow))
+        .num_columns(if narrow { 2 } else { 4 })
+        .show(ui, |ui| {
+            // Each method's own settings; the other's stay visible (switching the method uses them) but
+            // greyed out, since they do nothing in this lane now.
+            let penalty = edit.method == ContactMethod::Penalty;
+            let ipc = edit.method == ContactMethod::Ipc;
+            ui.label("method");
+            egui::ComboBox::from_id_salt(("method", lane_index))
+                .selected_text(edit.method.label())
+                .width(70.0)
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut edit.method, ContactMethod::Penalty, "penalty");
+                    ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
+                });
+            next_setting(ui);
+            ui.label("friction μ");
+            ui.add(
+                setting_field(&mut edit.friction, "friction μ", 0.0..=10.0, &refused)
+                    .speed(0.01)
+                    .max_decimals(3),
+            )
+            .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
+            ui.end_row();
+            ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
+            ui.add_enabled(
+                penalty,
+                setting_field(&mut edit.stiffness, "k [N/m]", any::<f64>(), &refused).speed(100.0),
+            );
+            next_setting(ui);
+            ui.label("h [s]");
+            ui.add(
+                setting_field(&mut edit.h, "h [s]", any::<f64>(), &refused)
+                    .speed(1e-4)
+                    .max_decimals(5),
+            );
+            ui.end_row();
+            ui.add_enabled(ipc, egui::Label::new("dhat [m]"));
+            ui.add_enabled_ui(ipc, |ui| {
+                ui.horizontal(|ui| {
+                    let mut auto = edit.dhat.is_none();
+                    if ui.checkbox(&mut auto, "auto").changed() {
+                        edit.dhat = if auto { None } else { Some(w.dhat()) };
+                    }
+                    if let Some(dhat) = edit.dhat.as_mut() {
+                        ui.add(
+                            setting_field(dhat, "dhat [m]", any::<f64>(), &refused)
+                                .speed(1e-5)
+                                .max_decimals(6),
+                        );
+                    } else {
+                        ui.small(format!("{:.2e}", w.dhat()));
+                    }
+                })
+            });
+            next_setting(ui);
+            ui.label("gravity y")
+                .on_hover_text("vertical gravity [m/s²]");
+            ui.add(
+                setting_field(&mut edit.gravity.y, "gravity y", any::<f64>(), &refused).speed(0.1),
+            );
+            ui.end_row();
+            ui.add_enabled(ipc, egui::Label::new("κ"));
+            ui.add_enabled(
+                ipc,
+                setting_field(&mut edit.kappa, "κ", any::<f64>(), &refused).speed(100.0),
+            );
+            next_setting(ui);
+            ui.label("Newton tol [m]");
+            ui.add(
+                // In scientific notation, every digit kept (a value re-read from its text must not change): 1e-10 m
+                // read "0.00000000010" with fixed decimals.
+                setting_field(
+                    &mut edit.newton_tolerance,
+                    "Newton tol [m]",
+                    any::<f64>(),
+                    &refused,
+                )
+                .speed(1e-11)
+                .custom_formatter(|v, _| format!("{v:e}")),
+            );
+            ui.end_row();
+            ui.add_enabled(ipc, egui::Label::new("adaptive κ"));
+            ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
+            next_setting(ui);
+            ui.label("Newton cap");
+            ui.add(
+                setting_field(
+                    &mut edit.newton_max_iterations,
+                    "Newton cap",
+                    any::<u32>(),
+                    &refused,
+                )
+                .speed(1.0),
+            );
+            ui.end_row();
+            ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
+            ui.add_enabled(
+                ipc,
+                setting_field(&mut edit.ccd_factor, "CCD factor s", any::<f64>(), &refused)
+                    .speed(0.01)
+                    .max_decimals(3),
+            );
+            ui.end_row();
+        });
+    if !narrow {
+        let width = grid.response.rect.width();
+        ui.ctx().data_mut(|d| d.insert_temp(two_a_row_id, width));
+    }
+    grid.response
+}
+
+/// Shortens the sliders of a narrow panel, so that each slider's value and name stay in the panel: at egui's
+/// 100 points a slider, a panel at its 240-point least cut off "fixed rate [Hz]" and "penalty log10 k".
+fn fit_sliders(ui: &mut egui::Ui) {
+    // About what a slider's value box and a name of 15 letters take beside it.
+    const BESIDE_SLIDER: f32 = 150.0;
+    ui.spacing_mut().slider_width = (ui.available_width() - BESIDE_SLIDER).clamp(40.0, 100.0);
 }
 
 /// Speeds below which a ball's motion can be lost, when they are large enough to see (from 1 mm/s).
@@ -2457,6 +2496,55 @@ mod tests {
             .spawn(Lane::new(0, world, DVec2::ZERO, (DVec2::ZERO, DVec2::ZERO)));
         app.update();
         assert!(app.world().resource::<RodImpactLog>().0.is_empty());
+    }
+
+    /// A lane's settings sit two a row where they fit, one a row in a panel too narrow for that (whose
+    /// right-hand settings were cut off), and two a row again once the panel is wide again.
+    #[test]
+    fn lane_settings_go_one_a_row_in_a_narrow_panel_and_none_is_cut_off() {
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped scene loads");
+        let world = scene.build().into_iter().next().expect("a lane");
+        let ctx = egui::Context::default();
+        // The grid's width and height, and the width it had, after three frames in a panel `width` wide.
+        let mut show = |width: f32| {
+            let mut shown = (0.0, 0.0, 0.0);
+            for _ in 0..3 {
+                let input = egui::RawInput {
+                    screen_rect: Some(egui::Rect::from_min_size(
+                        egui::Pos2::ZERO,
+                        egui::vec2(1600.0, 900.0),
+                    )),
+                    ..Default::default()
+                };
+                let _ = ctx.run_ui(input, |ui| {
+                    let mut edit = world.settings.clone();
+                    let rect =
+                        egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(width, 900.0));
+                    ui.scope_builder(egui::UiBuilder::new().max_rect(rect), |ui| {
+                        let grid = settings_grid(ui, 0, &world, &mut edit, &Refusals::default());
+                        shown = (grid.rect.width(), grid.rect.height(), ui.available_width());
+                    });
+                });
+            }
+            shown
+        };
+        let (wide_w, wide_h, wide_room) = show(400.0);
+        let (narrow_w, narrow_h, narrow_room) = show(240.0);
+        let (again_w, again_h, _) = show(400.0);
+        assert!(
+            wide_w <= wide_room,
+            "two a row fit 400 points: {wide_w} of {wide_room}"
+        );
+        assert!(
+            narrow_w <= narrow_room,
+            "cut off at 240 points: {narrow_w} of {narrow_room}"
+        );
+        assert!(
+            narrow_h > 1.8 * wide_h,
+            "one a row: {narrow_h} against {wide_h}"
+        );
+        assert_eq!((again_w, again_h), (wide_w, wide_h));
     }
 
     /// The pre-flight warns where a loosened tolerance freezes visible motion, and not at the seed's settings
