@@ -1197,7 +1197,7 @@ fn settings_grid(
             next_setting(ui);
             ui.label("friction μ");
             ui.add(
-                setting_field(&mut edit.friction, "friction μ", 0.0..=10.0, &refused)
+                setting_field(&mut edit.friction, "friction μ", 0.0..=10.0, refused)
                     .speed(0.01)
                     .max_decimals(3),
             )
@@ -1206,12 +1206,12 @@ fn settings_grid(
             ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
             ui.add_enabled(
                 penalty,
-                setting_field(&mut edit.stiffness, "k [N/m]", any::<f64>(), &refused).speed(100.0),
+                setting_field(&mut edit.stiffness, "k [N/m]", any::<f64>(), refused).speed(100.0),
             );
             next_setting(ui);
             ui.label("h [s]");
             ui.add(
-                setting_field(&mut edit.h, "h [s]", any::<f64>(), &refused)
+                setting_field(&mut edit.h, "h [s]", any::<f64>(), refused)
                     .speed(1e-4)
                     .max_decimals(5),
             );
@@ -1225,7 +1225,7 @@ fn settings_grid(
                     }
                     if let Some(dhat) = edit.dhat.as_mut() {
                         ui.add(
-                            setting_field(dhat, "dhat [m]", any::<f64>(), &refused)
+                            setting_field(dhat, "dhat [m]", any::<f64>(), refused)
                                 .speed(1e-5)
                                 .max_decimals(6),
                         );
@@ -1238,13 +1238,13 @@ fn settings_grid(
             ui.label("gravity y")
                 .on_hover_text("vertical gravity [m/s²]");
             ui.add(
-                setting_field(&mut edit.gravity.y, "gravity y", any::<f64>(), &refused).speed(0.1),
+                setting_field(&mut edit.gravity.y, "gravity y", any::<f64>(), refused).speed(0.1),
             );
             ui.end_row();
             ui.add_enabled(ipc, egui::Label::new("κ"));
             ui.add_enabled(
                 ipc,
-                setting_field(&mut edit.kappa, "κ", any::<f64>(), &refused).speed(100.0),
+                setting_field(&mut edit.kappa, "κ", any::<f64>(), refused).speed(100.0),
             );
             next_setting(ui);
             ui.label("Newton tol [m]");
@@ -1255,7 +1255,7 @@ fn settings_grid(
                     &mut edit.newton_tolerance,
                     "Newton tol [m]",
                     any::<f64>(),
-                    &refused,
+                    refused,
                 )
                 .speed(1e-11)
                 .custom_formatter(|v, _| format!("{v:e}")),
@@ -1270,7 +1270,7 @@ fn settings_grid(
                     &mut edit.newton_max_iterations,
                     "Newton cap",
                     any::<u32>(),
-                    &refused,
+                    refused,
                 )
                 .speed(1.0),
             );
@@ -1278,7 +1278,7 @@ fn settings_grid(
             ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
             ui.add_enabled(
                 ipc,
-                setting_field(&mut edit.ccd_factor, "CCD factor s", any::<f64>(), &refused)
+                setting_field(&mut edit.ccd_factor, "CCD factor s", any::<f64>(), refused)
                     .speed(0.01)
                     .max_decimals(3),
             );
@@ -2507,7 +2507,7 @@ mod tests {
         let world = scene.build().into_iter().next().expect("a lane");
         let ctx = egui::Context::default();
         // The grid's width and height, and the width it had, after three frames in a panel `width` wide.
-        let mut show = |width: f32| {
+        let show = |width: f32| {
             let mut shown = (0.0, 0.0, 0.0);
             for _ in 0..3 {
                 let input = egui::RawInput {
