@@ -21,9 +21,9 @@ use crate::physics::geometry::ball_wall_gap;
 use crate::physics::newton::{NewtonSettings, StopReason};
 use crate::physics::world::{ContactMethod, LaneWorld};
 use crate::sim::{
-    ActiveScene, Ball, BodyState, CycleScene, Lane, LaneDiagnostics, LaneMember, LaneSettings,
-    LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall, Stepping,
-    ThrowBall,
+    ActiveScene, Ball, BodyState, CycleScene, ErrorTopic, Lane, LaneDiagnostics, LaneMember,
+    LaneSettings, LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall,
+    Stepping, ThrowBall,
 };
 
 /// Bodies as the selected-body panel lists them.
@@ -1149,7 +1149,8 @@ fn lane_panel(
             // egui may read the same text twice as the field loses focus: one message for it.
             let message = refusal.message(&w.name);
             if log.error.as_deref() != Some(message.as_str()) {
-                log.error(message);
+                // A later edit of this lane that applies answers it (`gather_settings`).
+                log.error_about(ErrorTopic::LaneEdit(lane.index), message);
             }
         }
         if edit != settings.0 {

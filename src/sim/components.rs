@@ -250,6 +250,8 @@ pub enum ErrorTopic {
     Export,
     /// A refused settings edit of the lane with this index: a later edit of that lane that applies answers it.
     LaneEdit(usize),
+    /// A demo that could not be replayed: a replay that starts answers it.
+    Replay,
 }
 
 impl SimLog {

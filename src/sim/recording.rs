@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 use bevy::prelude::*;
 
 use super::{
-    ActiveScene, DiagnosticSample, HISTORY_LEN, Lane, LaneDiagnostics, LaneMember, LaneSettings,
-    RestartScene, SimControl, SimLog, build_lanes, drop_surplus_bodies, lane_bounds, push_sample,
-    sample, spawn_lane_entities_with_history,
+    ActiveScene, DiagnosticSample, ErrorTopic, HISTORY_LEN, Lane, LaneDiagnostics, LaneMember,
+    LaneSettings, RestartScene, SimControl, SimLog, build_lanes, drop_surplus_bodies, lane_bounds,
+    push_sample, sample, spawn_lane_entities_with_history,
 };
 use crate::demo::{
     Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, Player, TickHash, TimedAction, Verdict,
@@ -514,12 +514,14 @@ pub fn replay_messages(
                         let mut replay = Replay::new(player);
                         replay.before = Some(before);
                         commands.insert_resource(replay);
+                        // A demo that could not be opened before is answered by this one.
+                        log.withdraw(&ErrorTopic::Replay);
                         log.info(format!("replaying {}", start.0.display()));
                     }
-                    Err(e) => log.error(e.to_string()),
+                    Err(e) => log.error_about(ErrorTopic::Replay, e.to_string()),
                 }
             }
-            Err(e) => log.error(e.to_string()),
+            Err(e) => log.error_about(ErrorTopic::Replay, e.to_string()),
         }
     }
 }

@@ -1303,6 +1303,34 @@ fn a_recording_stepped_in_the_background_ends_at_its_tick_limit() {
     assert!(said.contains("ended at its limit of 31 ticks"), "{said}");
 }
 
+/// A demo that cannot be opened leaves its error on screen until a replay starts; then it goes, and an
+/// unrelated error raised meanwhile would have stayed.
+#[test]
+fn a_replay_that_starts_takes_an_earlier_replay_error_off_the_screen() {
+    let mut app = headless(WALL_THROW);
+    let missing = scratch("no-such.demo.ron");
+    let _ = std::fs::remove_file(&missing);
+    app.world_mut().write_message(StartReplay(missing));
+    app.update();
+    let error = app
+        .world()
+        .resource::<contact_sandbox::sim::SimLog>()
+        .error
+        .clone();
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("no-such.demo.ron")),
+        "{error:?}"
+    );
+    app.world_mut()
+        .write_message(StartReplay(SHIPPED_DEMO.into()));
+    app.update();
+    assert!(app.world().get_resource::<Replay>().is_some());
+    let log = app.world().resource::<contact_sandbox::sim::SimLog>();
+    assert_eq!(log.error, None, "{:?}", log.errors);
+}
+
 /// An inspector edit is applied in the fixed tick, not with the messages: a full recording ends before it too.
 #[test]
 fn a_recording_out_of_room_ends_before_a_settings_edit() {
