@@ -246,6 +246,10 @@ fn sandbox_ui(
                     &mut actions,
                     &mut view,
                 );
+                // The latest event (a save and its name, a throw, a scene loaded, a hint): quiet, under the run.
+                if let Some(info) = log.info.as_deref() {
+                    ui.label(egui::RichText::new(info).small().weak());
+                }
                 if let Some(error) = log.error.clone() {
                     ui.separator();
                     ui.colored_label(egui::Color32::from_rgb(255, 110, 90), format!("⚠ {error}"));
