@@ -54,18 +54,27 @@ impl Plugin for PanelsPlugin {
 pub struct RodImpactLog(pub Vec<String>);
 
 /// Adds each lane's new rod impacts to the log; a restart or another scene (new lane entities) starts it over.
+/// A lane changes for other reasons than a step (a spawn, an edit), so each lane's step is listed once: `listed`
+/// holds the step whose impacts were last listed, by lane.
 fn record_rod_impacts(
-    lanes: Query<&Lane, Changed<Lane>>,
+    lanes: Query<(Entity, &Lane), Changed<Lane>>,
     new_lanes: Query<(), Added<Lane>>,
     mut log: ResMut<RodImpactLog>,
+    mut listed: Local<Vec<(Entity, u64)>>,
 ) {
     if !new_lanes.is_empty() {
         log.0.clear();
+        listed.clear();
     }
-    for lane in &lanes {
+    for (entity, lane) in &lanes {
         let Some(last) = &lane.world.last else {
             continue;
         };
+        match listed.iter_mut().find(|(e, _)| *e == entity) {
+            Some((_, step)) if *step == last.step => continue,
+            Some((_, step)) => *step = last.step,
+            None => listed.push((entity, last.step)),
+        }
         for (r, report) in last.rods.iter().enumerate() {
             for impact in &report.impacts {
                 let line = format!(
@@ -78,9 +87,7 @@ fn record_rod_impacts(
                     impact.impulse.y,
                     impact.kinetic_energy_change
                 );
-                if log.0.first() != Some(&line) {
-                    log.0.insert(0, line);
-                }
+                log.0.insert(0, line);
             }
         }
     }
@@ -2481,6 +2488,45 @@ mod tests {
         ] {
             assert!(!applies(other), "{other}");
         }
+    }
+
+    /// A lane changes for other reasons than a step (here: marked changed by hand, as a spawn or an edit does):
+    /// its last step's impacts are listed once however often it changes.
+    #[test]
+    fn each_steps_rod_impacts_are_listed_once() {
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/rod_drop.ron"))
+            .expect("the shipped scene loads");
+        let mut world = scene.build().into_iter().next().expect("one lane");
+        // Step to the first step with two impacts or more: the old check only skipped a repeat of the newest
+        // line.
+        let impacts = |w: &LaneWorld| {
+            w.last
+                .as_ref()
+                .map_or(0, |l| l.rods.iter().map(|r| r.impacts.len()).sum::<usize>())
+        };
+        for _ in 0..20_000 {
+            world.step();
+            if impacts(&world) >= 2 {
+                break;
+            }
+        }
+        let found = impacts(&world);
+        assert!(found >= 2, "no step of the rod drop has two impacts");
+        let mut app = App::new();
+        app.init_resource::<RodImpactLog>()
+            .add_systems(Update, record_rod_impacts);
+        let lane = app
+            .world_mut()
+            .spawn(Lane::new(0, world, DVec2::ZERO, (DVec2::ZERO, DVec2::ZERO)))
+            .id();
+        app.update();
+        for _ in 0..3 {
+            if let Some(mut lane) = app.world_mut().get_mut::<Lane>(lane) {
+                lane.set_changed();
+            }
+            app.update();
+        }
+        assert_eq!(app.world().resource::<RodImpactLog>().0.len(), found);
     }
 
     #[test]
