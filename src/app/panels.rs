@@ -1617,6 +1617,11 @@ fn plots_panel(
                         .y_grid_spacer(gap_grid_marks)
                         .y_axis_formatter(|mark, _| gap_axis_text(mark.value));
                 }
+                if !title.starts_with("min gap") {
+                    chart = chart
+                        .y_grid_spacer(egui_plot::uniform_grid_spacer(one_two_five_steps))
+                        .y_axis_formatter(|mark, _| axis_number_text(mark));
+                }
                 if title.starts_with("energy") {
                     let values = sorted
                         .iter()
@@ -1632,7 +1637,7 @@ fn plots_panel(
                     // would otherwise run along the frame's edge.
                     .set_margin_fraction(egui::Vec2::new(0.05, 0.12))
                     // The time axis in simulated seconds, said on its ticks.
-                    .x_axis_formatter(|mark, _| format!("{} s", mark.value))
+                    .x_axis_formatter(|mark, _| seconds_axis_text(mark))
                     .allow_scroll(false)
                     .show(ui, |plot| {
                         // Thinned to columns as wide as the plot's pixels as last drawn (egui_plot's transform),
@@ -1686,6 +1691,46 @@ fn gap_axis_text(value: f64) -> String {
     } else {
         text
     }
+}
+
+/// A time axis's tick text, with as many decimals as its step needs: 0.3 s, where `{}` wrote
+/// 0.30000000000000004 s, too long for egui_plot to draw, so the tick went unlabelled.
+fn seconds_axis_text(mark: egui_plot::GridMark) -> String {
+    format!("{} s", axis_number_text(mark))
+}
+
+/// A tick's number with the decimals its step needs (a step of 0.5 needs one, of 2 none), in powers of ten
+/// for steps below 10⁻³ or from 10⁶: egui_plot's own rounds the decimals, so ticks 5·10⁻⁷ apart all read
+/// "0.000000".
+fn axis_number_text(mark: egui_plot::GridMark) -> String {
+    let step = mark.step_size.abs();
+    if !(1e-3..1e6).contains(&step) {
+        return format!("{:.1e}", mark.value);
+    }
+    let decimals = (-step.log10() - 1e-9).ceil().clamp(0.0, 3.0) as usize;
+    format!("{:.*}", decimals, mark.value)
+}
+
+/// Grid steps of 1, 2 or 5 times a power of ten, the smallest no finer than the spacer's least step: with
+/// egui_plot's powers of ten alone, a plot of Newton counts from 2 to 9 had its lines at 1 (too close to label)
+/// and 10 (beyond its range), and no number on its axis.
+fn one_two_five_steps(input: egui_plot::GridInput) -> [f64; 3] {
+    let nice = |least: f64| {
+        let decade = 10f64.powf(least.log10().floor());
+        [1.0, 2.0, 5.0, 10.0]
+            .into_iter()
+            .map(|m| m * decade)
+            .find(|&step| step >= least * (1.0 - 1e-9))
+            .unwrap_or(10.0 * decade)
+    };
+    let base = if input.base_step_size.is_finite() && input.base_step_size > 0.0 {
+        input.base_step_size
+    } else {
+        1.0
+    };
+    let fine = nice(base);
+    let middle = nice(fine * 2.5);
+    [fine, middle, nice(middle * 2.5)]
 }
 
 /// Grid lines of the min-gap plot at round gaps: 0 and ±1 µm, ±10 µm, … ±1 km, every decade or, over a tall range,
@@ -2547,6 +2592,37 @@ mod tests {
             .spawn(Lane::new(0, world, DVec2::ZERO, (DVec2::ZERO, DVec2::ZERO)));
         app.update();
         assert!(app.world().resource::<RodImpactLog>().0.is_empty());
+    }
+
+    #[test]
+    fn time_ticks_have_the_decimals_of_their_step() {
+        let mark = |value, step_size| egui_plot::GridMark { value, step_size };
+        assert_eq!(seconds_axis_text(mark(0.1 + 0.2, 0.1)), "0.3 s");
+        assert_eq!(seconds_axis_text(mark(2.0, 1.0)), "2 s");
+        assert_eq!(seconds_axis_text(mark(20.0, 10.0)), "20 s");
+        assert_eq!(seconds_axis_text(mark(0.05, 0.01)), "0.05 s");
+        assert_eq!(axis_number_text(mark(2.5, 0.5)), "2.5");
+        assert_eq!(axis_number_text(mark(4.0, 2.0)), "4");
+        assert_eq!(axis_number_text(mark(5e-7, 5e-7)), "5.0e-7");
+        assert_eq!(axis_number_text(mark(-1e-6, 5e-7)), "-1.0e-6");
+        assert_eq!(axis_number_text(mark(0.0, 5e-7)), "0.0e0");
+        assert_eq!(axis_number_text(mark(2e6, 1e6)), "2.0e6");
+    }
+
+    #[test]
+    fn grid_steps_are_one_two_or_five_times_a_power_of_ten() {
+        let steps = |base_step_size| {
+            one_two_five_steps(egui_plot::GridInput {
+                bounds: (0.0, 10.0),
+                base_step_size,
+            })
+        };
+        assert_eq!(steps(0.4), [0.5, 2.0, 5.0]);
+        assert_eq!(steps(1.0), [1.0, 5.0, 20.0]);
+        assert_eq!(steps(0.07), [0.1, 0.5, 2.0]);
+        assert_eq!(steps(3e5), [5e5, 2e6, 5e6]);
+        // Degenerate input still gives steps.
+        assert!(steps(0.0).iter().all(|s| s.is_finite() && *s > 0.0));
     }
 
     /// A lane's settings sit two a row where they fit, one a row in a panel too narrow for that (whose
