@@ -737,26 +737,34 @@ fn wall_throw_panel(
             .logarithmic(true)
             .text("v0 [m/s]"),
     );
+    // Each range reaches the value the lanes run, so that a slider shows it rather than its end.
     let mut h_ms = ui_state.throw_h * 1e3;
+    let h_ms_range = h_ms.min(0.5)..=h_ms.max(20.0);
     if ui
-        .add(egui::Slider::new(&mut h_ms, 0.5..=20.0).text("h [ms]"))
+        .add(egui::Slider::new(&mut h_ms, h_ms_range).text("h [ms]"))
         .changed()
     {
         ui_state.throw_h = h_ms * 1e-3;
     }
-    ui.add(egui::Slider::new(&mut ui_state.throw_log10_k, 2.0..=9.0).text("penalty log10 k"));
+    let log10_k = ui_state.throw_log10_k;
     ui.add(
-        egui::Slider::new(&mut ui_state.throw_dhat_mm, 0.05..=5.0)
-            .logarithmic(true)
-            .text("IPC dhat [mm]"),
+        egui::Slider::new(
+            &mut ui_state.throw_log10_k,
+            log10_k.min(2.0)..=log10_k.max(9.0),
+        )
+        .text("penalty log10 k"),
+    );
+    let dhat_mm = ui_state.throw_dhat_mm;
+    ui.add(
+        egui::Slider::new(
+            &mut ui_state.throw_dhat_mm,
+            dhat_mm.min(0.05)..=dhat_mm.max(5.0),
+        )
+        .logarithmic(true)
+        .text("IPC dhat [mm]"),
     );
     if ui.button("Throw").clicked() {
-        actions.throw.write(ThrowBall {
-            v0: ui_state.throw_v0,
-            h: Some(ui_state.throw_h),
-            stiffness: Some(10f64.powf(ui_state.throw_log10_k)),
-            dhat: Some(ui_state.throw_dhat_mm * 1e-3),
-        });
+        actions.throw.write(throw_from_sliders(ui_state));
     }
     let stop = control.stop_at_step.unwrap_or(0);
     for &entity in sorted {
@@ -800,6 +808,28 @@ fn follow_lane_settings(ui_state: &mut UiState, lanes: &[&LaneWorld]) {
     }
     if let Some(dhat) = now.2 {
         ui_state.throw_dhat_mm = dhat * 1e3;
+    }
+}
+
+/// The throw the panel asks for: its speed, and of h, k and d̂ only what the user moved away from the lanes'
+/// values. An untouched slider shows only one lane's value (h follows the first lane); sent, it would replace
+/// the edits of lanes that run another.
+fn throw_from_sliders(ui_state: &UiState) -> ThrowBall {
+    let followed = ui_state.throw_followed;
+    let moved = |now: f64, then: Option<f64>| then != Some(now);
+    ThrowBall {
+        v0: ui_state.throw_v0,
+        h: moved(ui_state.throw_h, followed.map(|f| f.0)).then_some(ui_state.throw_h),
+        stiffness: moved(
+            ui_state.throw_log10_k,
+            followed.and_then(|f| f.1).map(f64::log10),
+        )
+        .then(|| 10f64.powf(ui_state.throw_log10_k)),
+        dhat: moved(
+            ui_state.throw_dhat_mm,
+            followed.and_then(|f| f.2).map(|d| d * 1e3),
+        )
+        .then_some(ui_state.throw_dhat_mm * 1e-3),
     }
 }
 
@@ -2734,5 +2764,16 @@ mod tests {
         ui_state.throw_dhat_mm = 2.0;
         follow_lane_settings(&mut ui_state, &refs(&worlds));
         assert_eq!(ui_state.throw_dhat_mm, 2.0, "a slider set by hand stays");
+        // A Throw sends the slider moved by hand, and not the others: h follows lane 0 only, and sent it would
+        // have replaced lane 1's own h.
+        worlds[1].settings.h = 0.002;
+        follow_lane_settings(&mut ui_state, &refs(&worlds));
+        let throw = throw_from_sliders(&ui_state);
+        assert_eq!((throw.h, throw.stiffness), (None, None));
+        assert_eq!(throw.dhat, Some(2.0 * 1e-3));
+        ui_state.throw_h = 0.005;
+        ui_state.throw_log10_k = 5.0;
+        let throw = throw_from_sliders(&ui_state);
+        assert_eq!((throw.h, throw.stiffness), (Some(0.005), Some(1e5)));
     }
 }
