@@ -182,11 +182,13 @@ fn label_lanes(
     let all: Vec<&Lane> = lanes.iter().map(|(_, lane)| lane).collect();
     let title_m = f64::from(TITLE_PX * scale.0 * px / UNITS_PER_METRE);
     let room = |lane: &Lane| title_room(lane, &all, title_m);
-    // The scene the lanes were built from: a replay's own, else the one loaded.
+    // The scene the lanes' names describe: a replay's own, else the file as loaded. Not the scene a Throw made
+    // of it: a throw's k or d̂ leaves the name quoting the file's ("penalty k=1e4" at k = 10⁶), and the title
+    // must say "edited" then too.
     let scene = replay
         .as_deref()
         .map(|r| &r.player.session.scene)
-        .or(active.as_deref().map(|a| &a.current));
+        .or(active.as_deref().map(|a| &a.loaded));
     for (lane_entity, lane) in &new_lanes {
         for (line, anchor, font_px) in [
             (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
@@ -560,6 +562,18 @@ mod tests {
             .world
             .settings
             .stiffness = 1e6;
+        app.update();
+        assert_eq!(
+            labels_of(&mut app, lane)[0].1,
+            "penalty k=1e4 [penalty, edited]"
+        );
+        // A throw with k = 10⁶ makes it the scene's value, but the name still quotes the file's.
+        let thrown = {
+            let active = app.world().resource::<ActiveScene>();
+            crate::demo::thrown_scene(&active.current, 1.0, None, Some(1e6), None, "throw")
+                .expect("a valid throw")
+        };
+        app.world_mut().resource_mut::<ActiveScene>().current = thrown;
         app.update();
         assert_eq!(
             labels_of(&mut app, lane)[0].1,
