@@ -24,10 +24,15 @@ use super::stdout::outln;
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Ball counts, comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "1000,4000,10000")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1000,4000,10000",
+        allow_negative_numbers = true
+    )]
     pub n: Vec<usize>,
     /// Steps per run (each timed).
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = 120, allow_negative_numbers = true)]
     pub steps: usize,
     /// Engines, comma separated: ipc, penalty, rapier2d.
     #[arg(long, value_delimiter = ',', default_value = "ipc,penalty,rapier2d")]
@@ -38,7 +43,7 @@ pub struct BenchArgs {
     /// Runs of each (engine, N). They are taken in turn (every engine once, then again), so a slow spell of the
     /// machine hits all engines alike; the table gives the median of the runs' medians, their range, and the
     /// ratio to rapier2d run by run.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub repeat: usize,
 }
 

@@ -59,7 +59,7 @@ pub struct ExportArgs {
     #[arg(long)]
     pub force: bool,
     /// Frames per second of the clip (1..=120); frame k shows tick round(k · fixed_hz / fps).
-    #[arg(long, default_value = "30", value_parser = parse_fps)]
+    #[arg(long, default_value = "30", value_parser = parse_fps, allow_negative_numbers = true)]
     pub fps: u32,
     /// Frame size WIDTHxHEIGHT in pixels, each side 16..=3840 (even for MP4).
     #[arg(long, default_value = "1280x720", value_parser = parse_size)]

@@ -27,7 +27,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub scene: PathBuf,
     /// Steps per lane (default: the scene's `steps`, else 600).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub steps: Option<u64>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
