@@ -772,9 +772,14 @@ fn wall_throw_panel(
             continue;
         };
         let w = &lane.world;
+        let run_over = stop > 0 && w.stats.steps >= stop;
         ui.colored_label(
             colors.of(entity),
-            format!("{} — {}", w.name, crate::sim::lane_outcome(w)),
+            format!(
+                "{} — {}",
+                w.name,
+                crate::sim::lane_outcome_of_run(w, run_over)
+            ),
         );
         ui.label(format!(
             "   {}  (step {}/{stop})",

@@ -210,6 +210,19 @@ impl SimControl {
 /// ball has left its contacts) or "no contact yet". Penalty
 /// reports the deepest penetration, IPC the smallest gap (SPEC §2).
 pub fn lane_outcome(world: &LaneWorld) -> String {
+    lane_outcome_of_run(world, false)
+}
+
+/// [`lane_outcome`], for a run that may be over (`run_over`: the lane took all the steps it was given): a single
+/// ball that never came into contact then "never reached the wall", as `throw` says, rather than "flying".
+pub fn lane_outcome_of_run(world: &LaneWorld, run_over: bool) -> String {
+    let flying = || {
+        if run_over && !world.walls.is_empty() {
+            "never reached the wall".to_string()
+        } else {
+            "flying".to_string()
+        }
+    };
     if world.balls.is_empty() {
         return rods_outcome(world);
     }
@@ -275,10 +288,10 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
                 }
             }
             _ if pile => "no contact yet".into(),
-            _ => "flying".into(),
+            _ => flying(),
         },
         _ if pile => "no contact yet".into(),
-        _ => "flying".into(),
+        _ => flying(),
     }
 }
 

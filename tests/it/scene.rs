@@ -389,6 +389,18 @@ fn a_pile_reports_its_contacts_and_a_single_throw_where_it_stopped() {
         "{}",
         lane_outcome(&lanes[0])
     );
+    // At 1 m/s with h = 5 ms the 80 steps end 0.1 m short of the wall: "flying" while the run goes on, and
+    // "never reached the wall" (as `throw` says) once it is over.
+    let short = contact_sandbox::demo::thrown_scene(&throw, 1.0, Some(0.005), None, None, "t")
+        .expect("a throw at 1 m/s");
+    let lanes = run_scene(&short, 80);
+    for lane in &lanes {
+        assert_eq!(lane_outcome(lane), "flying");
+        assert_eq!(
+            contact_sandbox::sim::lane_outcome_of_run(lane, true),
+            "never reached the wall"
+        );
+    }
 }
 
 #[test]

@@ -415,7 +415,13 @@ fn the_binary_prints_one_line_and_fails_on_bad_input() {
         vec!["throw", "--kappa", "nan"],
         // Negative whole numbers were taken for options ("unexpected argument '-1' found").
         vec!["throw", "--steps", "-1"],
-        vec!["run", "--steps", "-3", "--scene", "assets/scenes/ball_pit.ron"],
+        vec![
+            "run",
+            "--steps",
+            "-3",
+            "--scene",
+            "assets/scenes/ball_pit.ron",
+        ],
         vec!["bench", "--n", "-5"],
         vec!["bench", "--repeat", "-2"],
         vec!["export", "--fps", "-1", "assets/demos/wall_throw.demo.ron"],
