@@ -75,6 +75,8 @@ pub struct UiState {
     pub throw_dhat_mm: f64,
     /// The lanes' `(h, penalty k, IPC d̂)` the throw sliders last followed (an inspector edit moves them too).
     pub throw_followed: Option<(f64, Option<f64>, Option<f64>)>,
+    /// The scene's throw speed the v0 slider last followed (a scene picked again, or a throw, moves it).
+    pub throw_v0_followed: Option<f64>,
     /// Radius and mass of balls spawned by the mouse and by rain.
     pub spawn_radius: f64,
     pub spawn_mass: f64,
@@ -153,6 +155,7 @@ impl Default for UiState {
             throw_log10_k: 4.0,
             throw_dhat_mm: 1.0,
             throw_followed: None,
+            throw_v0_followed: None,
             spawn_radius: 0.01,
             spawn_mass: 1.0,
             landscape_x_tilde: 0.47,

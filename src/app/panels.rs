@@ -269,7 +269,8 @@ fn sandbox_ui(
                     ui.separator();
                     demo_section(ui, &mut demo.controls, &control, active.as_deref(), &mut log);
                     ui.separator();
-                    if shown.is_some_and(|s| s.name == "Wall throw") {
+                    if let Some(scene) = shown.filter(|s| s.name == "Wall throw") {
+                        follow_scene_speed(&mut ui_state, scene);
                         wall_throw_panel(
                             ui,
                             &mut ui_state,
@@ -813,6 +814,24 @@ fn follow_lane_settings(ui_state: &mut UiState, lanes: &[&LaneWorld]) {
     }
     if let Some(dhat) = now.2 {
         ui_state.throw_dhat_mm = dhat * 1e3;
+    }
+}
+
+/// The v0 slider follows the scene's throw speed (its first ball's) when that changes: a scene picked again
+/// runs at its file's speed, and the slider showed the last throw's, which the next Throw then used. Moving the
+/// slider changes nothing until Throw.
+fn follow_scene_speed(ui_state: &mut UiState, scene: &crate::scene::Scene) {
+    let Some(v0) = scene
+        .lanes
+        .first()
+        .and_then(|lane| lane.balls.first())
+        .map(|ball| ball.velocity.x)
+    else {
+        return;
+    };
+    if ui_state.throw_v0_followed != Some(v0) {
+        ui_state.throw_v0_followed = Some(v0);
+        ui_state.throw_v0 = v0;
     }
 }
 
@@ -2780,5 +2799,16 @@ mod tests {
         ui_state.throw_log10_k = 5.0;
         let throw = throw_from_sliders(&ui_state);
         assert_eq!((throw.h, throw.stiffness), (Some(0.005), Some(1e5)));
+        // v0 follows the scene: a throw at 1 m/s, then the file picked again at its 5 m/s.
+        follow_scene_speed(&mut ui_state, &scene);
+        assert_eq!(ui_state.throw_v0, 5.0);
+        let thrown = crate::demo::thrown_scene(&scene, 1.0, None, None, None, "t").expect("throws");
+        follow_scene_speed(&mut ui_state, &thrown);
+        assert_eq!(ui_state.throw_v0, 1.0);
+        ui_state.throw_v0 = 3.0;
+        follow_scene_speed(&mut ui_state, &thrown);
+        assert_eq!(ui_state.throw_v0, 3.0, "a slider set by hand stays");
+        follow_scene_speed(&mut ui_state, &scene);
+        assert_eq!(ui_state.throw_v0, 5.0);
     }
 }
