@@ -662,17 +662,23 @@ fn a_window_recording_replays_headless_bit_for_bit() {
     let _ = window_recording_replays(headless(BALL_PIT), "window.demo.ron", Duration::ZERO, false);
 }
 
-/// The window's background stepping: batches of three ticks on a worker thread, messages and edits arriving
-/// while a batch runs, hashes taken inside batches, a switch to inline stepping and back ("physics thread").
-/// The recording still replays bit for bit.
-#[test]
-fn a_recording_stepped_in_the_background_replays_bit_for_bit() {
+/// The ball pit stepped as the window steps it: in the background, three fixed ticks a frame.
+fn background_pit() -> App {
     let mut app = App::new();
     app.add_plugins(MinimalPlugins).add_plugins(SimPlugin);
     app.insert_resource(Stepping::Background);
     app.insert_resource(TimeUpdateStrategy::FixedTimesteps(3));
     app.insert_resource(ActiveScene::load(Path::new(BALL_PIT)).expect("built-in scene loads"));
     app.update();
+    app
+}
+
+/// The window's background stepping: batches of three ticks on a worker thread, messages and edits arriving
+/// while a batch runs, hashes taken inside batches, a switch to inline stepping and back ("physics thread").
+/// The recording still replays bit for bit.
+#[test]
+fn a_recording_stepped_in_the_background_replays_bit_for_bit() {
+    let mut app = background_pit();
     // Hashes every 7 ticks, so most of them fall inside a batch and are taken by the worker.
     app.world_mut().resource_mut::<Recorder>().hash_every = 7;
     // Frames of 20 ms, so the ticks owed while a batch runs fit in the next one even when a loaded machine
@@ -1280,12 +1286,7 @@ fn save_and_replay(app: &mut App, name: &str) -> (Demo, String) {
 /// the recording ends, or the demo would end later than its limit with the worker's hashes after its end.
 #[test]
 fn a_recording_stepped_in_the_background_ends_at_its_tick_limit() {
-    let mut app = App::new();
-    app.add_plugins(MinimalPlugins).add_plugins(SimPlugin);
-    app.insert_resource(Stepping::Background);
-    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(3));
-    app.insert_resource(ActiveScene::load(Path::new(BALL_PIT)).expect("built-in scene loads"));
-    app.update();
+    let mut app = background_pit();
     {
         let mut recorder = app.world_mut().resource_mut::<Recorder>();
         recorder.max_ticks = 31;
