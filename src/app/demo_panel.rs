@@ -473,11 +473,15 @@ pub fn clip_path(export_out: &str, demo: &Path) -> PathBuf {
 }
 
 /// The recording's line in the panel: "REC tick 401 · 1 action".
-fn recording_label(ticks: u64, actions: usize) -> String {
-    format!(
-        "REC tick {ticks} · {}",
-        crate::text::counted(actions as u64, "action", "actions")
-    )
+/// The recording line: its ticks and actions so far, or where it ended at a limit (nothing after that is
+/// recorded, so it says to save it).
+fn recording_label(ticks: u64, actions: usize, ended: bool) -> String {
+    let actions = crate::text::counted(actions as u64, "action", "actions");
+    if ended {
+        format!("REC full: ended at tick {ticks} · {actions}; save it (F5)")
+    } else {
+        format!("REC tick {ticks} · {actions}")
+    }
 }
 
 fn start_export(ui: &mut DemoUi, demo: &Path) {
@@ -682,7 +686,11 @@ fn recorder_controls(
         if recorder.is_recording() {
             ui.colored_label(
                 egui::Color32::from_rgb(235, 64, 52),
-                recording_label(recorder.ticks(control.ticks), recorder.actions()),
+                recording_label(
+                    recorder.ticks(control.ticks),
+                    recorder.actions(),
+                    recorder.recording.as_ref().and_then(|r| r.ended).is_some(),
+                ),
             );
         }
     });
@@ -924,9 +932,13 @@ mod tests {
 
     #[test]
     fn the_recording_line_counts_actions_in_the_singular_and_plural() {
-        assert_eq!(recording_label(401, 1), "REC tick 401 · 1 action");
-        assert_eq!(recording_label(401, 0), "REC tick 401 · 0 actions");
-        assert_eq!(recording_label(7, 2), "REC tick 7 · 2 actions");
+        assert_eq!(recording_label(401, 1, false), "REC tick 401 · 1 action");
+        assert_eq!(recording_label(401, 0, false), "REC tick 401 · 0 actions");
+        assert_eq!(recording_label(7, 2, false), "REC tick 7 · 2 actions");
+        assert_eq!(
+            recording_label(40, 6, true),
+            "REC full: ended at tick 40 · 6 actions; save it (F5)"
+        );
     }
 
     #[test]

@@ -182,12 +182,12 @@ fn label_lanes(
     let all: Vec<&Lane> = lanes.iter().map(|(_, lane)| lane).collect();
     let title_m = f64::from(TITLE_PX * scale.0 * px / UNITS_PER_METRE);
     let room = |lane: &Lane| title_room(lane, &all, title_m);
-    // The scene the lanes' names describe: a replay's own, else the file as loaded. Not the scene a Throw made
+    // The scene the lanes' names describe: a replay's own, else the file, as loaded. Not the scene a Throw made
     // of it: a throw's k or d̂ leaves the name quoting the file's ("penalty k=1e4" at k = 10⁶), and the title
     // must say "edited" then too.
     let scene = replay
         .as_deref()
-        .map(|r| &r.player.session.scene)
+        .map(|r| &r.player.session.loaded)
         .or(active.as_deref().map(|a| &a.loaded));
     for (lane_entity, lane) in &new_lanes {
         for (line, anchor, font_px) in [

@@ -433,7 +433,24 @@ impl LimitedPanel {
 fn show_chosen_size(ctx: &egui::Context, id: egui::Id, default_size: f32, vertical: bool) {
     // egui's id for the panel's edge; while the user drags it, egui sizes the panel by the pointer.
     let edge = id.with("__resize");
+    // The panel's size as the drag began: a click on the edge that does not move it is no choice of size (a
+    // window that clamped the panel would otherwise make the clamped size the chosen one).
+    let before_drag = id.with("size before the drag");
+    let size_of = |state: &egui::containers::panel::PanelState| {
+        if vertical {
+            state.rect.width()
+        } else {
+            state.rect.height()
+        }
+    };
     if ctx.is_being_dragged(edge) {
+        ctx.data_mut(|data| {
+            if data.get_temp::<f32>(before_drag).is_none()
+                && let Some(state) = data.get_persisted::<egui::containers::panel::PanelState>(id)
+            {
+                data.insert_temp(before_drag, size_of(&state));
+            }
+        });
         return;
     }
     let drag_ended = ctx.drag_stopped_id() == Some(edge);
@@ -442,15 +459,15 @@ fn show_chosen_size(ctx: &egui::Context, id: egui::Id, default_size: f32, vertic
         let Some(state) = data.get_persisted::<egui::containers::panel::PanelState>(id) else {
             return;
         };
+        let before = data.remove_temp::<f32>(before_drag);
         let chosen = data.get_temp_mut_or(id.with("chosen size"), default_size);
         if drag_ended {
             // The size the drag left the panel at, within the limits of the window it was dragged in.
-            *chosen = if vertical {
-                state.rect.width()
-            } else {
-                state.rect.height()
-            };
-            return;
+            let size = size_of(&state);
+            if before.is_none_or(|before| (before - size).abs() > 0.5) {
+                *chosen = size;
+                return;
+            }
         }
         let chosen = *chosen;
         // In place, not a new entry: this runs every frame.
@@ -733,8 +750,9 @@ fn wall_throw_panel(
         .map(|(_, lane, ..)| &lane.world)
         .collect();
     follow_lane_settings(ui_state, &worlds);
+    let v0 = ui_state.throw_v0;
     ui.add(
-        egui::Slider::new(&mut ui_state.throw_v0, 0.5..=60.0)
+        egui::Slider::new(&mut ui_state.throw_v0, v0.min(0.5)..=v0.max(60.0))
             .logarithmic(true)
             .text("v0 [m/s]"),
     );
@@ -1237,7 +1255,13 @@ fn settings_grid(
     // Two settings a row, so both lanes of the wall throw and the energy landscape below them fit a
     // 900 px window without scrolling; one a row in a panel narrower than two a row were when last drawn,
     // whose right-hand column would be cut off.
-    let two_a_row_id = egui::Id::new(("two settings a row", lane_index));
+    // By layout: a manual d̂ field makes the row wider than "auto" does.
+    let two_a_row_id = egui::Id::new((
+        "two settings a row",
+        lane_index,
+        edit.method == ContactMethod::Ipc,
+        edit.dhat.is_some(),
+    ));
     let two_a_row_width = ui.ctx().data(|d| d.get_temp::<f32>(two_a_row_id));
     let narrow = two_a_row_width.is_some_and(|width| ui.available_width() < width);
     let next_setting = |ui: &mut egui::Ui| {
@@ -1753,16 +1777,26 @@ fn seconds_axis_text(mark: egui_plot::GridMark) -> String {
     format!("{} s", axis_number_text(mark))
 }
 
-/// A tick's number with the decimals its step needs (a step of 0.5 needs one, of 2 none), in powers of ten
-/// for steps below 10⁻³ or from 10⁶: egui_plot's own rounds the decimals, so ticks 5·10⁻⁷ apart all read
-/// "0.000000".
+/// A tick's number with the digits its step needs (a step of 0.5 needs one decimal, of 2 none), in powers of
+/// ten for steps below 10⁻⁶ or from 10⁶, with as many digits as tell the ticks apart: egui_plot's own rounds
+/// the decimals, so ticks 5·10⁻⁷ apart all read "0.000000", and ticks 5·10⁻⁴ apart round 1 J must not all read
+/// "1.0e0".
 fn axis_number_text(mark: egui_plot::GridMark) -> String {
     let step = mark.step_size.abs();
-    if !(1e-3..1e6).contains(&step) {
-        return format!("{:.1e}", mark.value);
+    let value = mark.value;
+    if !(step > 0.0 && step.is_finite() && value.is_finite()) {
+        return format!("{value}");
     }
-    let decimals = (-step.log10() - 1e-9).ceil().clamp(0.0, 3.0) as usize;
-    format!("{:.*}", decimals, mark.value)
+    if (1e-6..1e6).contains(&step) && value.abs() < 1e6 {
+        let decimals = (-step.log10() - 1e-9).ceil().clamp(0.0, 6.0) as usize;
+        return format!("{value:.decimals$}");
+    }
+    if value == 0.0 {
+        return "0".into();
+    }
+    // Digits after the mantissa's point: from the value's leading digit down to the step's.
+    let digits = (value.abs().log10().floor() - step.log10().floor()).clamp(1.0, 15.0) as usize;
+    format!("{value:.digits$e}")
 }
 
 /// Grid steps of 1, 2 or 5 times a power of ten, the smallest no finer than the spacer's least step: with
@@ -2464,6 +2498,13 @@ mod tests {
         drag(&ctx, small, (right_edge, 100.0), (right_edge + 30.0, 100.0));
         let sizes = panel_sizes_through(&ctx, &[small, large]);
         assert_shown_at(sizes[5], [280.0, 210.0, 250.0], large, "grown");
+        // A click on the left panel's edge in the small window, clamped at 240, moves nothing: the panel keeps
+        // its 280 for when there is room again.
+        let left_edge = small.0 * 0.3;
+        panel_sizes_through(&ctx, &[small]);
+        drag(&ctx, small, (left_edge, 100.0), (left_edge, 100.0));
+        let sizes = panel_sizes_through(&ctx, &[small, large]);
+        assert_shown_at(sizes[5], [280.0, 210.0, 250.0], large, "after a click");
     }
 
     /// Through windows of many sizes a panel dragged as large as its limit allows (and one left at its default)
@@ -2659,8 +2700,13 @@ mod tests {
         assert_eq!(axis_number_text(mark(4.0, 2.0)), "4");
         assert_eq!(axis_number_text(mark(5e-7, 5e-7)), "5.0e-7");
         assert_eq!(axis_number_text(mark(-1e-6, 5e-7)), "-1.0e-6");
-        assert_eq!(axis_number_text(mark(0.0, 5e-7)), "0.0e0");
+        assert_eq!(axis_number_text(mark(0.0, 5e-7)), "0");
         assert_eq!(axis_number_text(mark(2e6, 1e6)), "2.0e6");
+        assert_eq!(axis_number_text(mark(2.5e6, 5e5)), "2.5e6");
+        // Ticks round a flat energy of 1 J stay apart.
+        assert_eq!(axis_number_text(mark(1.0005, 5e-4)), "1.0005");
+        assert_eq!(axis_number_text(mark(12.5000002, 2e-7)), "1.25000002e1");
+        assert_eq!(axis_number_text(mark(1.0, 0.0)), "1");
     }
 
     #[test]
@@ -2687,9 +2733,9 @@ mod tests {
             .expect("the shipped scene loads");
         let world = scene.build().into_iter().next().expect("a lane");
         let ctx = egui::Context::default();
-        // The grid's width and height, and the width it had, after three frames in a panel `width` wide.
+        // The grid's width and height after three frames in a panel `width` wide.
         let show = |width: f32| {
-            let mut shown = (0.0, 0.0, 0.0);
+            let mut shown = (0.0, 0.0);
             for _ in 0..3 {
                 let input = egui::RawInput {
                     screen_rect: Some(egui::Rect::from_min_size(
@@ -2704,23 +2750,18 @@ mod tests {
                         egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(width, 900.0));
                     ui.scope_builder(egui::UiBuilder::new().max_rect(rect), |ui| {
                         let grid = settings_grid(ui, 0, &world, &mut edit, &Refusals::default());
-                        shown = (grid.rect.width(), grid.rect.height(), ui.available_width());
+                        shown = (grid.rect.width(), grid.rect.height());
                     });
                 });
             }
             shown
         };
-        let (wide_w, wide_h, wide_room) = show(400.0);
-        let (narrow_w, narrow_h, narrow_room) = show(240.0);
-        let (again_w, again_h, _) = show(400.0);
-        assert!(
-            wide_w <= wide_room,
-            "two a row fit 400 points: {wide_w} of {wide_room}"
-        );
-        assert!(
-            narrow_w <= narrow_room,
-            "cut off at 240 points: {narrow_w} of {narrow_room}"
-        );
+        let (wide_w, wide_h) = show(400.0);
+        let (narrow_w, narrow_h) = show(240.0);
+        let (again_w, again_h) = show(400.0);
+        // Against the panel's width: the room left after the grid would have grown to take it in.
+        assert!(wide_w <= 400.0, "two a row fit 400 points: {wide_w}");
+        assert!(narrow_w <= 240.0, "cut off at 240 points: {narrow_w}");
         assert!(
             narrow_h > 1.8 * wide_h,
             "one a row: {narrow_h} against {wide_h}"

@@ -382,6 +382,9 @@ pub fn hash_lanes<'a>(lanes: impl IntoIterator<Item = &'a LaneWorld>) -> u64 {
 pub struct Session {
     /// The scene a restart rebuilds (a throw or a scene switch replaces it).
     pub scene: Scene,
+    /// The scene as the demo's start or its last scene switch gave it, before any throw: what the lanes' names
+    /// describe (a throw's k or d̂ leaves a name like "penalty k=1e4" quoting it).
+    pub loaded: Scene,
     pub lanes: Vec<LaneWorld>,
     /// Fixed ticks taken so far (a tick in which every lane had reached the scene's step limit still counts).
     pub tick: u64,
@@ -402,6 +405,7 @@ impl Session {
         let lanes = scene.build();
         Session {
             stop_at_step: scene.steps,
+            loaded: scene.clone(),
             scene,
             lanes,
             tick: 0,
@@ -419,6 +423,9 @@ impl Session {
         let effect = self.effect(action)?;
         match effect {
             Effect::Rebuild(scene) => {
+                if matches!(action, Action::Scene(_)) {
+                    self.loaded = scene.clone();
+                }
                 self.lanes = scene.build();
                 self.stop_at_step = scene.steps;
                 self.scene = scene;
@@ -514,6 +521,30 @@ mod tests {
             radius: 1e-3,
             mass: 1.0,
         })
+    }
+
+    #[test]
+    fn a_throw_changes_the_scene_but_not_the_one_the_names_describe() {
+        let scene = two_lane_scene();
+        let mut session = Session::new(scene.clone());
+        session
+            .apply(&Action::Throw {
+                v0: 2.0,
+                h: None,
+                stiffness: Some(1e6),
+                dhat: None,
+            })
+            .expect("a valid throw");
+        assert_eq!(session.scene.lanes[1].contact.stiffness, 1e6);
+        assert_eq!(session.loaded, scene);
+        let mut other = scene.clone();
+        other.name = "other".into();
+        session
+            .apply(&Action::Scene(Box::new(other.clone())))
+            .expect("a valid scene");
+        assert_eq!(session.loaded, other);
+        session.apply(&Action::Restart).expect("restarts");
+        assert_eq!(session.loaded, other);
     }
 
     #[test]

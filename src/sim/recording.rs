@@ -162,6 +162,10 @@ impl Recorder {
             limit: RecordingLimit::Actions,
         });
         r.demo.hashes.retain(|h| h.tick < tick);
+        // The last hash must be at the end: a full list gives up its last one for it.
+        if r.demo.hashes.len() >= crate::demo::MAX_HASHES {
+            r.demo.hashes.pop();
+        }
         r.demo.hashes.push(TickHash {
             tick,
             hash: hash_hex(hash()),
@@ -191,9 +195,10 @@ impl Recorder {
 
     /// Ticks recorded so far.
     pub fn ticks(&self, now: u64) -> u64 {
-        self.recording
-            .as_ref()
-            .map_or(0, |r| now.saturating_sub(r.start_tick))
+        self.recording.as_ref().map_or(0, |r| {
+            let ticks = now.saturating_sub(r.start_tick);
+            r.ended.map_or(ticks, |end| ticks.min(end.tick))
+        })
     }
 
     /// Actions recorded so far.
@@ -233,6 +238,10 @@ pub fn record_hash(
             tick,
             limit: RecordingLimit::Ticks,
         });
+    }
+    if r.ended.is_some() && r.demo.hashes.len() >= crate::demo::MAX_HASHES {
+        // The last hash must be at the end: a full list gives up its last one for it.
+        r.demo.hashes.pop();
     }
     if (tick.is_multiple_of(r.demo.hash_every) || r.ended.is_some())
         && r.demo.hashes.len() < crate::demo::MAX_HASHES

@@ -1409,6 +1409,10 @@ fn a_recording_out_of_room_for_actions_ends_before_them_and_replays() {
             spawn(&mut app, k);
             app.update();
         }
+        // The recording line stops at the end (and says so), while the lanes go on.
+        let now = app.world().resource::<SimControl>().ticks;
+        assert!(now - start > at, "{stepping:?}");
+        assert_eq!(app.world().resource::<Recorder>().ticks(now), at);
         let (demo, said) = save_and_replay(&mut app, "action-limit.demo.ron");
         assert_eq!(demo.actions.len(), 5, "{stepping:?}");
         assert_eq!(demo.ticks, at, "{stepping:?}: {said}");
