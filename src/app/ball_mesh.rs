@@ -206,7 +206,7 @@ pub struct LaneLook {
 #[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query, resource or buffer
 pub fn draw_balls(
     mut commands: Commands,
-    camera: Query<&Projection, With<MainCamera>>,
+    camera: Query<(&Projection, Option<&GlobalTransform>), With<MainCamera>>,
     lanes: Query<(Entity, &Lane)>,
     bands: Res<LaneBands>,
     balls: Query<(&Ball, &Transform, &LaneMember)>,
@@ -217,11 +217,12 @@ pub fn draw_balls(
     mut lanes_drawn: Local<Vec<LaneLook>>,
 ) {
     strays.0.clear();
-    let (Ok(projection), Ok((batch_entity, mesh, mut visibility))) =
+    let (Ok((projection, camera_at)), Ok((batch_entity, mesh, mut visibility))) =
         (camera.single(), batch.single_mut())
     else {
         return;
     };
+    let view = seen_area(projection, camera_at);
     if balls.is_empty() {
         visibility.set_if_neq(Visibility::Hidden);
         return;
@@ -262,8 +263,14 @@ pub fn draw_balls(
             .find(|look| look.lane == member.0)
             .unwrap_or(&unknown);
         let radius = drawn_radius(ball.radius, px);
-        if !discs.push_clipped(centre, radius, margin, look.vertex_color, look.band) {
-            let (edge, direction) = edge_towards(centre, look.band);
+        let drawn = discs.push_clipped(centre, radius, margin, look.vertex_color, look.band);
+        // Beyond its band, or in it but out of sight (the penalty ball that went through the wall and on): marked
+        // on the edge of what can be seen of its band.
+        let seen = view.map_or(look.band, |view| view.intersect(look.band));
+        let disc = Rect::from_center_half_size(centre, Vec2::splat(radius));
+        let out_of_sight = drawn && !seen.is_empty() && disc.intersect(seen).is_empty();
+        if !drawn || out_of_sight {
+            let (edge, direction) = edge_towards(centre, if drawn { seen } else { look.band });
             strays.0.push(StrayBall {
                 lane: member.0,
                 edge,
@@ -290,6 +297,20 @@ pub fn draw_balls(
     commands
         .entity(batch_entity)
         .insert(Mesh2d(meshes.add(mesh)));
+}
+
+/// The part of the scene the main camera shows (render units), once its projection has been sized to its
+/// viewport; `None` before that, or without a placed camera.
+fn seen_area(projection: &Projection, camera_at: Option<&GlobalTransform>) -> Option<Rect> {
+    let (Projection::Orthographic(o), Some(at)) = (projection, camera_at) else {
+        return None;
+    };
+    let area = o.area;
+    (area.width() > 0.0 && area.height() > 0.0 && area.min.is_finite() && area.max.is_finite())
+        .then(|| {
+            let centre = at.translation().truncate();
+            Rect::from_corners(centre + area.min, centre + area.max)
+        })
 }
 
 #[cfg(test)]
@@ -552,6 +573,49 @@ mod tests {
         app.update();
         assert!(app.world().resource::<StrayBalls>().0.is_empty());
         assert_eq!(batch_state(&mut app), (Some(8), Visibility::Inherited));
+    }
+
+    /// The wall throw's penalty ball goes through the wall and on, within its band but out of the camera's sight:
+    /// it is marked on the edge of what is seen of its band, level with it, with its position.
+    #[test]
+    fn a_ball_out_of_sight_in_its_own_band_is_marked_on_the_edge_of_the_view() {
+        let (mut app, lanes) = ball_batch_app("assets/scenes/wall_throw.ron");
+        let offset = app.world().get::<Lane>(lanes[0]).expect("a lane").offset;
+        let drawn = |local: DVec2| ((local + offset) * f64::from(UNITS_PER_METRE)).as_vec2();
+        // A camera that sees the lanes' first metre.
+        let seen = Rect::from_corners(drawn(DVec2::new(-0.5, -1.0)), drawn(DVec2::new(1.0, 1.0)));
+        let mut projection = OrthographicProjection::default_2d();
+        projection.area = Rect::from_center_size(Vec2::ZERO, seen.size());
+        let mut cameras = app.world_mut().query_filtered::<Entity, With<MainCamera>>();
+        let camera = cameras.single(app.world()).expect("the camera");
+        app.world_mut().entity_mut(camera).insert((
+            Projection::Orthographic(projection),
+            GlobalTransform::from_translation(seen.center().extend(0.0)),
+        ));
+        let gone = DVec2::new(4.0, 0.0);
+        for (index, local) in [(0, DVec2::new(0.2, 0.0)), (1, gone)] {
+            let p = drawn(local);
+            app.world_mut().spawn((
+                Ball {
+                    index,
+                    radius: 0.01,
+                    mass: 1.0,
+                },
+                Transform::from_xyz(p.x, p.y, 1.0),
+                LaneMember(lanes[0]),
+            ));
+        }
+        app.update();
+        let strays = &app.world().resource::<StrayBalls>().0;
+        assert_eq!(strays.len(), 1, "{strays:?}");
+        let stray = strays[0];
+        assert_eq!(stray.lane, lanes[0]);
+        assert!(
+            (stray.edge - Vec2::new(seen.max.x, drawn(gone).y)).length() < 1e-3,
+            "{stray:?}"
+        );
+        assert_eq!(stray.direction, Vec2::X);
+        assert!((stray.position - gone).length() < 1e-6, "{stray:?}");
     }
 
     #[test]
