@@ -657,7 +657,7 @@ pub fn gather_settings(
     if replay.is_none() && !recorder.has_room(coming) {
         let all = lanes.p1();
         recorder.end_unless_room(control.ticks, coming, || {
-            crate::demo::hash_lanes(recording::lanes_in_order(all.iter()))
+            recording::hash_of_lanes(all.iter())
         });
     }
     for (mut lane, mut settings) in &mut lanes.p0() {

@@ -207,11 +207,11 @@ impl Recorder {
     }
 }
 
-/// The lanes' worlds in lane order.
-pub(super) fn lanes_in_order<'a>(lanes: impl Iterator<Item = &'a Lane>) -> Vec<&'a LaneWorld> {
+/// The state hash of the ECS lanes, taken in lane order as a replay's session takes its lanes.
+pub(super) fn hash_of_lanes<'a>(lanes: impl Iterator<Item = &'a Lane>) -> u64 {
     let mut sorted: Vec<&Lane> = lanes.collect();
     sorted.sort_by_key(|l| l.index);
-    sorted.into_iter().map(|l| &l.world).collect()
+    hash_lanes(sorted.into_iter().map(|l| &l.world))
 }
 
 /// FixedUpdate, between Gather and Step: the hash of the tick about to be left, every `hash_every` ticks.
@@ -246,7 +246,7 @@ pub fn record_hash(
     if (tick.is_multiple_of(r.demo.hash_every) || r.ended.is_some())
         && r.demo.hashes.len() < crate::demo::MAX_HASHES
     {
-        let hash = hash_lanes(lanes_in_order(lanes.iter()));
+        let hash = hash_of_lanes(lanes.iter());
         r.demo.hashes.push(TickHash {
             tick,
             hash: hash_hex(hash),
@@ -282,7 +282,7 @@ pub fn recording_messages(
         if r.ended.is_none() && r.demo.hashes.last().is_none_or(|h| h.tick < tick) {
             r.demo.hashes.push(TickHash {
                 tick,
-                hash: hash_hex(hash_lanes(lanes_in_order(lanes.iter()))),
+                hash: hash_hex(hash_of_lanes(lanes.iter())),
             });
         }
         match save_without_replacing(&r.demo, &stop.0) {

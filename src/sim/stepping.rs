@@ -406,9 +406,7 @@ pub fn settle_before_messages(
         let lanes = &b.lanes;
         let now = b.control.ticks;
         b.recorder.end_unless_room(now, coming, || {
-            hash_lanes(super::recording::lanes_in_order(
-                lanes.iter().map(|(_, lane, _)| lane),
-            ))
+            super::recording::hash_of_lanes(lanes.iter().map(|(_, lane, _)| lane))
         });
     }
 }
