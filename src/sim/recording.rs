@@ -57,6 +57,9 @@ pub struct Recorder {
     /// The most actions a recording holds ([`crate::demo::MAX_ACTIONS`]; smaller in tests). A recording ends
     /// before the first frame whose actions might not all fit, so that what is saved can be replayed.
     pub max_actions: usize,
+    /// The most hashes a recording stores ([`crate::demo::MAX_HASHES`]; smaller in tests). Once the list is full
+    /// no more are stored, except the end's hash, which takes the last place.
+    pub max_hashes: usize,
 }
 
 impl Default for Recorder {
@@ -68,6 +71,7 @@ impl Default for Recorder {
             last_saved: None,
             max_ticks: crate::demo::MAX_TICKS,
             max_actions: crate::demo::MAX_ACTIONS,
+            max_hashes: crate::demo::MAX_HASHES,
         }
     }
 }
@@ -163,7 +167,7 @@ impl Recorder {
         });
         r.demo.hashes.retain(|h| h.tick < tick);
         // The last hash must be at the end: a full list gives up its last one for it.
-        if r.demo.hashes.len() >= crate::demo::MAX_HASHES {
+        if r.demo.hashes.len() >= self.max_hashes {
             r.demo.hashes.pop();
         }
         r.demo.hashes.push(TickHash {
@@ -225,6 +229,7 @@ pub fn record_hash(
         return;
     }
     let max_ticks = recorder.max_ticks;
+    let max_hashes = recorder.max_hashes;
     let Some(r) = &mut recorder.recording else {
         return;
     };
@@ -239,12 +244,12 @@ pub fn record_hash(
             limit: RecordingLimit::Ticks,
         });
     }
-    if r.ended.is_some() && r.demo.hashes.len() >= crate::demo::MAX_HASHES {
+    if r.ended.is_some() && r.demo.hashes.len() >= max_hashes {
         // The last hash must be at the end: a full list gives up its last one for it.
         r.demo.hashes.pop();
     }
     if (tick.is_multiple_of(r.demo.hash_every) || r.ended.is_some())
-        && r.demo.hashes.len() < crate::demo::MAX_HASHES
+        && r.demo.hashes.len() < max_hashes
     {
         let hash = hash_of_lanes(lanes.iter());
         r.demo.hashes.push(TickHash {

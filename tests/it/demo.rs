@@ -1531,3 +1531,47 @@ fn stopping_a_replay_restores_the_sandbox_as_it_was() {
         }
     }
 }
+
+/// A recording whose hash list is full stores no more hashes until it ends; its end's hash then takes the
+/// list's last place, so the saved demo ends on a hash at its last tick and replays, whichever limit ended it.
+#[test]
+fn a_full_hash_list_gives_its_last_place_to_the_end_hash() {
+    for limit in ["ticks", "actions"] {
+        let mut app = headless(WALL_THROW);
+        {
+            let mut recorder = app.world_mut().resource_mut::<Recorder>();
+            recorder.hash_every = 2;
+            recorder.max_hashes = 4;
+            if limit == "ticks" {
+                recorder.max_ticks = 25;
+            }
+        }
+        app.world_mut().write_message(StartRecording);
+        for _ in 0..20 {
+            app.update();
+        }
+        if limit == "actions" {
+            app.world_mut().resource_mut::<Recorder>().max_actions = 0;
+            app.world_mut().write_message(SpawnBall {
+                position: DVec2::new(0.1, 0.3),
+                velocity: DVec2::new(1.0, 0.0),
+                radius: 0.01,
+                mass: 1.0,
+            });
+        }
+        for _ in 0..20 {
+            app.update();
+        }
+        let (demo, said) = save_and_replay(&mut app, &format!("full-hashes-{limit}.demo.ron"));
+        let ticks: Vec<u64> = demo.hashes.iter().map(|h| h.tick).collect();
+        assert_eq!(ticks.len(), 4, "{limit}: {ticks:?}, {said}");
+        // The first three every second tick from the start, then the end in the fourth place.
+        assert_eq!(&ticks[..3], &[0, 2, 4], "{limit}: {said}");
+        assert_eq!(ticks[3], demo.ticks, "{limit}: {said}");
+        if limit == "ticks" {
+            assert_eq!(demo.ticks, 25, "{said}");
+        } else {
+            assert!(demo.ticks > 6 && demo.ticks < 25, "{ticks:?}: {said}");
+        }
+    }
+}
