@@ -109,6 +109,23 @@ pub fn update_lane_bands(lanes: Query<(Entity, &Lane)>, mut bands: ResMut<LaneBa
     );
 }
 
+/// The lanes of the scene at `path`, laid out as the sim lays them out, without their bodies.
+#[cfg(test)]
+pub(crate) fn laid_out_lanes(path: &str) -> Vec<Lane> {
+    let scene =
+        crate::scene::Scene::load(std::path::Path::new(path)).expect("a built-in scene loads");
+    let worlds = scene.build();
+    let bounds: Vec<_> = worlds.iter().map(crate::sim::lane_bounds).collect();
+    let offsets = crate::sim::lane_offsets(&bounds);
+    worlds
+        .into_iter()
+        .zip(bounds)
+        .zip(offsets)
+        .enumerate()
+        .map(|(index, ((world, bounds), offset))| Lane::new(index, world, offset, bounds))
+        .collect()
+}
+
 /// A ball drawn nowhere because it is entirely beyond its lane's band: it is shown by a marker where it left.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StrayBall {
