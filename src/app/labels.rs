@@ -206,6 +206,29 @@ impl LabelInputs {
     }
 }
 
+/// Height of a line of text as Bevy lays it out, as a multiple of its font size (`LineHeight`'s default).
+const LINE_HEIGHT: f32 = 1.2;
+
+/// The rectangle a lane's title may take (render units) at `px` world units per pixel and the labels' `scale`:
+/// from its place above the lane's top-left corner (as [`line_look`] puts it), one line tall, and as wide as the
+/// whole title with ", edited". What keeps clear of it keeps clear of the title, cut short or not, edited or not.
+pub fn title_box(lane: &Lane, px: f32, scale: f32) -> Rect {
+    let s = scale * px;
+    let chars = lane.world.name.chars().count()
+        + " [".len()
+        + lane.world.settings.method.label().chars().count()
+        + ", edited]".len();
+    let corner =
+        (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2() * UNITS_PER_METRE;
+    let bottom = corner.y + TITLE_GAP_PX * s;
+    Rect::new(
+        corner.x,
+        bottom,
+        corner.x + chars as f32 * CHAR_WIDTH * TITLE_PX * s,
+        bottom + LINE_HEIGHT * TITLE_PX * s,
+    )
+}
+
 /// Spawns the two lines of a new lane, despawns those of a lane that is gone, and keeps each line's text, colour
 /// and place; the text keeps its size on screen (its scale is the camera's units per pixel). A line is rebuilt
 /// only when its [`LabelInputs`] change (a zoom, an edit, a fault), not each frame of a running lane.
@@ -537,6 +560,18 @@ mod tests {
         assert_eq!(at.scale, Vec3::new(0.5, 0.5, 1.0));
         let (line, _, visibility, _) = &shown[1];
         assert_eq!((*line, *visibility), (LabelLine::Fault, Visibility::Hidden));
+        // The box the band's edge line keeps clear of starts where the title is drawn (anchored at its bottom
+        // left), and holds it and its ", edited".
+        let lane_ref = app.world().get::<Lane>(lane).expect("the lane");
+        let held = title_box(lane_ref, 0.5, 1.0);
+        assert_eq!(held.min, at.translation.truncate());
+        // To a few ulps of the corner's y, 500 render units.
+        assert!(
+            (held.height() - 1.2 * TITLE_PX * 0.5).abs() < 1e-3,
+            "{held:?}"
+        );
+        let chars = "ipc dhat=1mm [ipc, edited]".len() as f32;
+        assert!((held.width() - chars * CHAR_WIDTH * TITLE_PX * 0.5).abs() < 1e-3);
 
         // A fault shows below the corner.
         app.world_mut()

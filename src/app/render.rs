@@ -6,7 +6,10 @@
 use bevy::prelude::*;
 use bevy::render::renderer::RenderAdapterInfo;
 
-use super::lane_bands::{self, LaneBands, StrayBalls, clip_segment, edge_towards, lane_area};
+use super::labels::{LabelScale, title_box};
+use super::lane_bands::{
+    self, LaneBands, StrayBalls, clear_of, clip_segment, edge_towards, lane_area,
+};
 use super::{UiState, WALL_RGB, ball_mesh, method_color};
 use crate::physics::DVec2;
 use crate::physics::rod_flight::RodEnd;
@@ -37,6 +40,8 @@ const STRAY_ARROW_INSET_PX: f32 = 2.0;
 
 /// The faint line where one lane's band ends and the next begins.
 const BAND_EDGE_COLOR: Color = Color::srgba(0.6, 0.62, 0.7, 0.25);
+/// How far that line stops short of a lane's title [logical px].
+const TITLE_CLEARANCE_PX: f32 = 4.0;
 
 /// Impulse arrows stay on screen this long after an impact [s of simulated time].
 const IMPULSE_ARROW_SECONDS: f32 = 0.6;
@@ -399,6 +404,28 @@ fn collect_impulses(
     });
 }
 
+/// The lines between the lanes' bands ([`LaneBands::boundaries`]), broken where a lane's title is drawn
+/// ([`title_box`], at `px` world units per pixel and the labels' `label_scale`) with [`TITLE_CLEARANCE_PX`] to
+/// spare. The line between lanes one above the other runs half the gap above the lower lane's top, where that
+/// lane's title is drawn whenever half the gap is between 4 and 23 px on screen: it struck the title through.
+pub fn band_edge_lines(
+    lanes: &[&Lane],
+    bands: &LaneBands,
+    px: f32,
+    label_scale: f32,
+) -> Vec<(Vec2, Vec2)> {
+    let areas: Vec<Rect> = lanes.iter().map(|lane| lane_area(lane)).collect();
+    let titles: Vec<Rect> = lanes
+        .iter()
+        .map(|lane| title_box(lane, px, label_scale).inflate(TITLE_CLEARANCE_PX * px))
+        .collect();
+    bands
+        .boundaries(&areas)
+        .into_iter()
+        .flat_map(|(a, b)| clear_of(a, b, &titles))
+        .collect()
+}
+
 /// What the selection ring needs of the selected body.
 type SelectedBody<'a> = (
     &'a Transform,
@@ -421,6 +448,7 @@ fn draw_gizmos(
     ui: Res<UiState>,
     bands: Res<LaneBands>,
     strays: Res<StrayBalls>,
+    label_scale: Option<Res<LabelScale>>,
 ) {
     let Ok(projection) = camera.single() else {
         return;
@@ -440,8 +468,9 @@ fn draw_gizmos(
             );
         }
     }
-    let areas: Vec<Rect> = lanes.iter().map(lane_area).collect();
-    for (a, b) in bands.boundaries(&areas) {
+    let all: Vec<&Lane> = lanes.iter().collect();
+    let label_scale = label_scale.map_or(1.0, |s| s.0);
+    for (a, b) in band_edge_lines(&all, &bands, px, label_scale) {
         gizmos.line_2d(a, b, BAND_EDGE_COLOR);
     }
     for stray in &strays.0 {
@@ -599,5 +628,58 @@ mod tests {
             let expected = expected.expect("the same impact");
             assert!((r.age - expected).abs() < 1e-6, "{r:?} against {expected}");
         }
+    }
+
+    /// The line between the wall throw's lanes (penalty above, IPC below) runs half their gap, 39 mm, above the
+    /// IPC lane's top, through its title at the scales a window shows them at: it is broken around the title at
+    /// every zoom, and still runs across the rest of the lanes.
+    #[test]
+    fn the_line_between_stacked_lanes_keeps_clear_of_the_titles() {
+        let lanes = lane_bands::laid_out_lanes("assets/scenes/wall_throw.ron");
+        let all: Vec<&Lane> = lanes.iter().collect();
+        let areas: Vec<Rect> = all.iter().map(|lane| lane_area(lane)).collect();
+        let entities = [Entity::from_raw_u32(1), Entity::from_raw_u32(2)];
+        let bands = LaneBands(
+            entities
+                .into_iter()
+                .flatten()
+                .zip(lane_bands::lane_bands(&areas))
+                .collect(),
+        );
+        let whole = bands.boundaries(&areas);
+        assert_eq!(whole.len(), 1, "{whole:?}");
+        let mut struck = 0;
+        for label_scale in [1.0, 0.625] {
+            for px in [
+                0.05, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 12.0, 50.0,
+            ] {
+                let titles: Vec<Rect> = all
+                    .iter()
+                    .map(|lane| title_box(lane, px, label_scale))
+                    .collect();
+                let crosses = |(a, b): (Vec2, Vec2)| {
+                    titles
+                        .iter()
+                        .any(|&title| clip_segment(a, b, title).is_some())
+                };
+                struck += usize::from(crosses(whole[0]));
+                let lines = band_edge_lines(&all, &bands, px, label_scale);
+                for &line in &lines {
+                    assert!(
+                        !crosses(line),
+                        "{line:?} crosses a title at {px} units/px, labels × {label_scale}"
+                    );
+                }
+                // What is left of the line: all of it but the title's width and the clearance.
+                let left: f32 = lines.iter().map(|(a, b)| a.distance(*b)).sum();
+                let title = titles.iter().map(Rect::width).fold(0.0, f32::max);
+                let (a, b) = whole[0];
+                assert!(
+                    left >= a.distance(b) - title - 2.0 * TITLE_CLEARANCE_PX * px - 1e-3,
+                    "{lines:?} at {px}"
+                );
+            }
+        }
+        assert!(struck > 0, "the whole line never crossed a title");
     }
 }
