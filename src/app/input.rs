@@ -4,8 +4,9 @@
 //! - Left press–drag–release: throw a ball from the press point with velocity from the drag
 //!   ([`DRAG_SPEED_PER_PIXEL`]); a click without drag selects the body under the cursor, or drops a ball at rest.
 //! - Right drag: pan. Right click (no drag) in a scene with rods: drop a rod. Wheel: zoom about the cursor.
-//! - P pause, O single step, R restart, `[` `]` previous/next scene, Tab hide the UI, F fit the view. While a
-//!   demo replays, P, O and R play/pause, step and rewind the replay, and `[` `]` do nothing.
+//! - P pause, O single step, R restart, `[` `]` previous/next scene, Tab hide the UI, F fit the view to the lanes
+//!   and the balls that flew on along their bands ([`CameraView::fit_everything`]). While a demo replays, P, O
+//!   and R play/pause, step and rewind the replay, and `[` `]` do nothing.
 
 use bevy::input::mouse::{AccumulatedMouseScroll, MouseScrollUnit};
 use bevy::prelude::*;
@@ -153,7 +154,7 @@ fn keyboard_controls(
         ui.show_ui = !ui.show_ui;
     }
     if keys.just_pressed(KeyCode::KeyF) {
-        view.auto_fit = true;
+        view.fit_everything();
     }
 }
 
@@ -275,7 +276,7 @@ fn mouse_buttons(
         transform.translation.y += delta.y * px;
         drag.pan_from = Some(to);
         drag.pan_moved = true;
-        view.auto_fit = false;
+        view.stop_fitting();
     }
     if buttons.just_released(MouseButton::Right) {
         let moved = drag.pan_moved;
@@ -404,7 +405,7 @@ fn zoom_with_wheel(
             let next = anchor + (t - anchor) * factor;
             transform.translation = next.extend(transform.translation.z);
         }
-        view.auto_fit = false;
+        view.stop_fitting();
     }
 }
 
@@ -805,5 +806,130 @@ mod tests {
         edits.apply(&mut replay);
         assert!(replay.playing);
         assert_eq!(replay.seek, Some(0));
+    }
+
+    /// F frames the lanes and every ball that flew on along its own lane's band (the penalty ball 4 m on past
+    /// the wall), but not a ball beyond the reach (10⁶ m on) nor one beyond its band (marked on the band's edge);
+    /// the fit of new lanes (a restart, a scene loaded) frames the lanes alone again.
+    #[test]
+    fn f_frames_every_ball_that_flew_on_along_its_band_within_the_reach() {
+        let mut app = App::new();
+        app.insert_resource(UiState {
+            show_ui: false,
+            ..default()
+        })
+        .init_resource::<ButtonInput<KeyCode>>()
+        .init_resource::<SimControl>()
+        .init_resource::<CameraView>()
+        .init_resource::<LaneBands>()
+        .add_message::<RestartScene>()
+        .add_message::<CycleScene>()
+        .add_systems(
+            Update,
+            (
+                keyboard_controls,
+                super::super::lane_bands::update_lane_bands,
+                super::super::render::fit_camera,
+            )
+                .chain(),
+        );
+        app.world_mut().spawn(Window {
+            resolution: WindowResolution::new(1600, 900),
+            ..default()
+        });
+        app.world_mut().spawn((
+            MainCamera,
+            Camera::default(),
+            Transform::default(),
+            Projection::Orthographic(OrthographicProjection::default_2d()),
+        ));
+        let spawn_lanes = |app: &mut App| -> Vec<(Entity, DVec2)> {
+            super::super::lane_bands::laid_out_lanes("assets/scenes/wall_throw.ron")
+                .into_iter()
+                .map(|lane| {
+                    let offset = lane.offset;
+                    (app.world_mut().spawn(lane).id(), offset)
+                })
+                .collect()
+        };
+        let lanes = spawn_lanes(&mut app);
+        let u = UNITS_PER_METRE;
+        let spawn_ball = |app: &mut App, (lane, offset): (Entity, DVec2), at: DVec2| {
+            let p = ((at + offset) * f64::from(u)).as_vec2();
+            app.world_mut().spawn((
+                Ball {
+                    index: 0,
+                    radius: 0.0,
+                    mass: 1.0,
+                },
+                Transform::from_translation(p.extend(1.0)),
+                LaneMember(lane),
+            ));
+            p
+        };
+        // The penalty ball, through the wall and 4 m on; the IPC ball at rest before its wall; an IPC ball 10⁶ m
+        // on; and one of the IPC lane's balls risen 1 m into the penalty lane's band, 3 m behind.
+        let penalty = spawn_ball(&mut app, lanes[0], DVec2::new(4.0, 0.0));
+        let ipc = spawn_ball(&mut app, lanes[1], DVec2::new(0.5, 0.0));
+        let far = spawn_ball(&mut app, lanes[1], DVec2::new(1e6, 0.0));
+        let risen = spawn_ball(&mut app, lanes[1], DVec2::new(-3.0, 1.0));
+        let seen = |app: &mut App| -> Rect {
+            let (transform, projection) = app
+                .world_mut()
+                .query_filtered::<(&Transform, &Projection), With<MainCamera>>()
+                .single(app.world())
+                .expect("one main camera");
+            let half = Vec2::new(800.0, 450.0) * camera_scale(projection);
+            Rect::from_center_half_size(transform.translation.truncate(), half)
+        };
+        let press_f = |app: &mut App| {
+            let mut keys = app.world_mut().resource_mut::<ButtonInput<KeyCode>>();
+            keys.reset_all();
+            keys.press(KeyCode::KeyF);
+            app.update();
+            app.world_mut()
+                .resource_mut::<ButtonInput<KeyCode>>()
+                .reset_all();
+        };
+
+        // The scene's own fit: the lanes.
+        app.update();
+        let lanes_only = seen(&mut app);
+        assert!(lanes_only.contains(ipc) && !lanes_only.contains(penalty));
+
+        press_f(&mut app);
+        let everything = seen(&mut app);
+        assert!(everything.contains(penalty), "{everything:?}");
+        assert!(everything.contains(ipc), "{everything:?}");
+        let area = super::super::lane_bands::laid_out_lanes("assets/scenes/wall_throw.ron")
+            .iter()
+            .map(super::super::lane_bands::lane_area)
+            .fold(Rect::EMPTY, |all, a| all.union(a));
+        assert!(
+            everything.contains(area.min) && everything.contains(area.max),
+            "{everything:?} lost the lanes' {area:?}"
+        );
+        assert!(!everything.contains(far), "{everything:?}");
+        assert!(!everything.contains(risen), "{everything:?}");
+        // No wider than the penalty ball needs: the lanes keep a useful share of the view.
+        assert!(everything.width() < 6.0 * u, "{everything:?}");
+        // It keeps fitting (a resized window, the ball flying on) until new lanes come.
+        app.update();
+        assert_eq!(seen(&mut app), everything);
+
+        // A restart: new lanes, their balls back at the start, framed as the scene frames them.
+        let old: Vec<Entity> = app
+            .world_mut()
+            .query_filtered::<Entity, Or<(With<Lane>, With<Ball>)>>()
+            .iter(app.world())
+            .collect();
+        for entity in old {
+            app.world_mut().despawn(entity);
+        }
+        let lanes = spawn_lanes(&mut app);
+        spawn_ball(&mut app, lanes[0], DVec2::new(4.0, 0.0));
+        app.update();
+        assert!(!app.world().resource::<CameraView>().with_balls);
+        assert_eq!(seen(&mut app), lanes_only);
     }
 }

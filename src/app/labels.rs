@@ -12,6 +12,7 @@ use super::lane_bands::StrayBalls;
 use super::method_color;
 use super::render::{MainCamera, camera_scale};
 use crate::physics::DVec2;
+use crate::physics::world::ContactMethod;
 use crate::scene::Scene;
 use crate::sim::{ActiveScene, Lane, Replay, UNITS_PER_METRE};
 
@@ -69,21 +70,23 @@ pub enum LabelLine {
     Fault,
 }
 
-/// The text a line shows for a lane, if any. A lane whose settings differ from its scene's (`scene`) says
-/// "edited" in its title: its name often quotes a setting ("penalty k=1e4") that an edit has changed.
-fn line_text(lane: &Lane, line: LabelLine, scene: Option<&Scene>) -> Option<String> {
+/// Whether a lane's settings differ from its scene's (`scene`): its title then says "edited", for its name often
+/// quotes a setting ("penalty k=1e4") that an edit has changed.
+fn is_edited(lane: &Lane, scene: Option<&Scene>) -> bool {
+    scene
+        .and_then(|scene| scene.lanes.get(lane.index))
+        .is_some_and(|spec| spec.contact != lane.world.settings)
+}
+
+/// The text a line shows for a lane, if any; `edited` as [`is_edited`] tells.
+fn line_text(lane: &Lane, line: LabelLine, edited: bool) -> Option<String> {
     match line {
-        LabelLine::Title => {
-            let edited = scene
-                .and_then(|scene| scene.lanes.get(lane.index))
-                .is_some_and(|spec| spec.contact != lane.world.settings);
-            Some(format!(
-                "{} [{}{}]",
-                lane.world.name,
-                lane.world.settings.method.label(),
-                if edited { ", edited" } else { "" }
-            ))
-        }
+        LabelLine::Title => Some(format!(
+            "{} [{}{}]",
+            lane.world.name,
+            lane.world.settings.method.label(),
+            if edited { ", edited" } else { "" }
+        )),
         LabelLine::Fault => lane
             .world
             .fault
@@ -95,11 +98,15 @@ fn line_text(lane: &Lane, line: LabelLine, scene: Option<&Scene>) -> Option<Stri
 /// The room a lane's title has to its right [m]: up to the left edge of the nearest lane beside it whose extent
 /// (with a title's height above it, `title_m`) reaches the title's row. `None`: nothing beside it (lanes one
 /// above the other).
-fn title_room(lane: &Lane, others: &[&Lane], title_m: f64) -> Option<f64> {
+fn title_room<'a>(
+    lane: &Lane,
+    others: impl IntoIterator<Item = &'a Lane>,
+    title_m: f64,
+) -> Option<f64> {
     let left = lane.bounds.0.x + lane.offset.x;
     let row = lane.bounds.1.y + lane.offset.y;
     others
-        .iter()
+        .into_iter()
         .filter_map(|other| {
             let other_left = other.bounds.0.x + other.offset.x;
             let bottom = other.bounds.0.y + other.offset.y;
@@ -131,9 +138,9 @@ fn line_look(
     px: f32,
     scale: f32,
     room: Option<f64>,
-    scene: Option<&Scene>,
+    edited: bool,
 ) -> Option<(String, Color, Transform)> {
-    let mut text = line_text(lane, line, scene)?;
+    let mut text = line_text(lane, line, edited)?;
     if line == LabelLine::Title
         && let Some(room) = room
     {
@@ -155,8 +162,76 @@ fn line_look(
     Some((text, rgb, place))
 }
 
+/// What a lane's line is made from: everything [`line_look`] reads. While it stays the same, so does the line,
+/// which is then neither formatted nor touched again; a running lane changes every tick, its labels seldom.
+#[derive(Component, Debug, Clone, PartialEq)]
+pub struct LabelInputs {
+    name: String,
+    method: ContactMethod,
+    edited: bool,
+    fault: Option<String>,
+    bounds: (DVec2, DVec2),
+    offset: DVec2,
+    px: f32,
+    scale: f32,
+    room: Option<f64>,
+}
+
+impl LabelInputs {
+    fn of(lane: &Lane, edited: bool, px: f32, scale: f32, room: Option<f64>) -> Self {
+        LabelInputs {
+            name: lane.world.name.clone(),
+            method: lane.world.settings.method,
+            edited,
+            fault: lane.world.fault.clone(),
+            bounds: lane.bounds,
+            offset: lane.offset,
+            px,
+            scale,
+            room,
+        }
+    }
+
+    /// Whether these are the inputs [`LabelInputs::of`] would make, compared in place (no copy of the strings).
+    fn are(&self, lane: &Lane, edited: bool, px: f32, scale: f32, room: Option<f64>) -> bool {
+        self.name == lane.world.name
+            && self.method == lane.world.settings.method
+            && self.edited == edited
+            && self.fault == lane.world.fault
+            && self.bounds == lane.bounds
+            && self.offset == lane.offset
+            && self.px == px
+            && self.scale == scale
+            && self.room == room
+    }
+}
+
+/// Height of a line of text as Bevy lays it out, as a multiple of its font size (`LineHeight`'s default).
+const LINE_HEIGHT: f32 = 1.2;
+
+/// The rectangle a lane's title may take (render units) at `px` world units per pixel and the labels' `scale`:
+/// from its place above the lane's top-left corner (as [`line_look`] puts it), one line tall, and as wide as the
+/// whole title with ", edited". What keeps clear of it keeps clear of the title, cut short or not, edited or not.
+pub fn title_box(lane: &Lane, px: f32, scale: f32) -> Rect {
+    let s = scale * px;
+    let chars = lane.world.name.chars().count()
+        + " [".len()
+        + lane.world.settings.method.label().chars().count()
+        + ", edited]".len();
+    let corner =
+        (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2() * UNITS_PER_METRE;
+    let bottom = corner.y + TITLE_GAP_PX * s;
+    Rect::new(
+        corner.x,
+        bottom,
+        corner.x + chars as f32 * CHAR_WIDTH * TITLE_PX * s,
+        bottom + LINE_HEIGHT * TITLE_PX * s,
+    )
+}
+
 /// Spawns the two lines of a new lane, despawns those of a lane that is gone, and keeps each line's text, colour
-/// and place; the text keeps its size on screen (its scale is the camera's units per pixel).
+/// and place; the text keeps its size on screen (its scale is the camera's units per pixel). A line is rebuilt
+/// only when its [`LabelInputs`] change (a zoom, an edit, a fault), not each frame of a running lane.
 ///
 /// A new lane's lines are drawn in the frame the lane first is: an export shows a rebuilt scene (a restart, a
 /// throw) from its first frame, which may be the only frame of that tick.
@@ -172,6 +247,7 @@ fn label_lanes(
     mut labels: Query<(
         Entity,
         &LaneLabel,
+        &mut LabelInputs,
         &mut Text2d,
         &mut TextColor,
         &mut Transform,
@@ -179,9 +255,8 @@ fn label_lanes(
     )>,
 ) {
     let px = camera.single().map(camera_scale).unwrap_or(1.0);
-    let all: Vec<&Lane> = lanes.iter().map(|(_, lane)| lane).collect();
     let title_m = f64::from(TITLE_PX * scale.0 * px / UNITS_PER_METRE);
-    let room = |lane: &Lane| title_room(lane, &all, title_m);
+    let room = |lane: &Lane| title_room(lane, lanes.iter().map(|(_, other)| other), title_m);
     // The scene the lanes' names describe: a replay's own, else the file, as loaded. Not the scene a Throw made
     // of it: a throw's k or d̂ leaves the name quoting the file's ("penalty k=1e4" at k = 10⁶), and the title
     // must say "edited" then too.
@@ -190,12 +265,13 @@ fn label_lanes(
         .map(|r| &r.player.session.loaded)
         .or(active.as_deref().map(|a| &a.loaded));
     for (lane_entity, lane) in &new_lanes {
+        let (edited, room) = (is_edited(lane, scene), room(lane));
         for (line, anchor, font_px) in [
             (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
             (LabelLine::Fault, Anchor::TOP_LEFT, FAULT_PX),
         ] {
             let (text, rgb, place, visibility) =
-                match line_look(lane, line, px, scale.0, room(lane), scene) {
+                match line_look(lane, line, px, scale.0, room, edited) {
                     Some((text, rgb, place)) => (text, rgb, place, Visibility::Inherited),
                     None => (
                         String::new(),
@@ -209,6 +285,7 @@ fn label_lanes(
                     lane: lane_entity,
                     line,
                 },
+                LabelInputs::of(lane, edited, px, scale.0, room),
                 Text2d::new(text),
                 TextFont {
                     font_size: FontSize::Px(font_px * scale.0),
@@ -221,13 +298,19 @@ fn label_lanes(
             ));
         }
     }
-    for (entity, label, mut text, mut color, mut transform, mut visibility) in &mut labels {
+    for (entity, label, mut inputs, mut text, mut color, mut transform, mut visibility) in
+        &mut labels
+    {
         let Ok((_, lane)) = lanes.get(label.lane) else {
             commands.entity(entity).despawn();
             continue;
         };
-        let Some((wanted, rgb, place)) =
-            line_look(lane, label.line, px, scale.0, room(lane), scene)
+        let (edited, room) = (is_edited(lane, scene), room(lane));
+        if inputs.are(lane, edited, px, scale.0, room) {
+            continue;
+        }
+        *inputs = LabelInputs::of(lane, edited, px, scale.0, room);
+        let Some((wanted, rgb, place)) = line_look(lane, label.line, px, scale.0, room, edited)
         else {
             visibility.set_if_neq(Visibility::Hidden);
             continue;
@@ -358,7 +441,8 @@ fn label_strays(
             let text = stray_text(stray.position, more);
             let title = lanes.get(stray.lane).ok().and_then(|lane| {
                 // The whole title: the rectangle the stray label keeps clear of, cut short or not.
-                let (title, _, place) = line_look(lane, LabelLine::Title, px, scale.0, None, None)?;
+                let (title, _, place) =
+                    line_look(lane, LabelLine::Title, px, scale.0, None, false)?;
                 let s = scale.0 * px;
                 // With room for the ", edited" a title may carry (not looked up here).
                 let chars = title.chars().count() + ", edited".len();
@@ -476,6 +560,18 @@ mod tests {
         assert_eq!(at.scale, Vec3::new(0.5, 0.5, 1.0));
         let (line, _, visibility, _) = &shown[1];
         assert_eq!((*line, *visibility), (LabelLine::Fault, Visibility::Hidden));
+        // The box the band's edge line keeps clear of starts where the title is drawn (anchored at its bottom
+        // left), and holds it and its ", edited".
+        let lane_ref = app.world().get::<Lane>(lane).expect("the lane");
+        let held = title_box(lane_ref, 0.5, 1.0);
+        assert_eq!(held.min, at.translation.truncate());
+        // To a few ulps of the corner's y, 500 render units.
+        assert!(
+            (held.height() - 1.2 * TITLE_PX * 0.5).abs() < 1e-3,
+            "{held:?}"
+        );
+        let chars = "ipc dhat=1mm [ipc, edited]".len() as f32;
+        assert!((held.width() - chars * CHAR_WIDTH * TITLE_PX * 0.5).abs() < 1e-3);
 
         // A fault shows below the corner.
         app.world_mut()
@@ -578,6 +674,85 @@ mod tests {
         assert_eq!(
             labels_of(&mut app, lane)[0].1,
             "penalty k=1e4 [penalty, edited]"
+        );
+    }
+
+    /// A running lane changes every tick, but its labels' inputs do not: its lines are not rebuilt (their
+    /// [`LabelInputs`], written with each rebuild, and their text stay untouched); a zoom or a fault rebuilds
+    /// them, and they show what they showed when rebuilt each frame.
+    #[test]
+    fn a_lane_s_lines_are_rebuilt_only_when_what_they_show_changes() {
+        let mut app = labelling_app(LabelScale::default(), 0.5);
+        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
+        let lane = app.world_mut().spawn(lane).id();
+        app.update();
+        let before = labels_of(&mut app, lane);
+        // What one more frame changed, per line (title first).
+        let touched = |app: &mut App| -> Vec<(bool, bool, bool)> {
+            let since = app.world().read_change_tick();
+            app.update();
+            let now = app.world().read_change_tick();
+            let mut seen: Vec<_> = app
+                .world_mut()
+                .query::<(&LaneLabel, Ref<LabelInputs>, Ref<Text2d>, Ref<Transform>)>()
+                .iter(app.world())
+                .map(|(label, inputs, text, place)| {
+                    let changed =
+                        |tick: bevy::ecs::change_detection::Tick| tick.is_newer_than(since, now);
+                    (
+                        label.line,
+                        (
+                            changed(inputs.last_changed()),
+                            changed(text.last_changed()),
+                            changed(place.last_changed()),
+                        ),
+                    )
+                })
+                .collect();
+            seen.sort_by_key(|(line, _)| *line == LabelLine::Fault);
+            seen.into_iter().map(|(_, changed)| changed).collect()
+        };
+        let run = |app: &mut App| {
+            let mut lane = app.world_mut().get_mut::<Lane>(lane).expect("the lane");
+            lane.world.time += 0.01;
+        };
+        // Spawned: changed once. Then frames of a running lane touch nothing.
+        app.update();
+        for _ in 0..3 {
+            run(&mut app);
+            assert_eq!(touched(&mut app), vec![(false, false, false); 2]);
+        }
+        assert_eq!(labels_of(&mut app, lane), before);
+
+        // A zoom moves and rebuilds both lines (the text stays: it is the same).
+        app.world_mut()
+            .query::<&mut Projection>()
+            .iter_mut(app.world_mut())
+            .for_each(|mut p| {
+                if let Projection::Orthographic(o) = p.as_mut() {
+                    o.scale = 2.0;
+                }
+            });
+        // The fault line is hidden: it has no place to move to.
+        assert_eq!(
+            touched(&mut app),
+            vec![(true, false, true), (true, false, false)]
+        );
+        assert_eq!(touched(&mut app), vec![(false, false, false); 2]);
+
+        // A fault rebuilds the lines, and its line shows it.
+        app.world_mut()
+            .get_mut::<Lane>(lane)
+            .expect("the lane")
+            .world
+            .fault = Some("the Newton solve did not converge".into());
+        assert_eq!(
+            touched(&mut app),
+            vec![(true, false, false), (true, true, true)]
+        );
+        assert_eq!(
+            labels_of(&mut app, lane)[1].1,
+            "paused: the Newton solve did not converge"
         );
     }
 

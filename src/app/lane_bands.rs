@@ -109,6 +109,23 @@ pub fn update_lane_bands(lanes: Query<(Entity, &Lane)>, mut bands: ResMut<LaneBa
     );
 }
 
+/// The lanes of the scene at `path`, laid out as the sim lays them out, without their bodies.
+#[cfg(test)]
+pub(crate) fn laid_out_lanes(path: &str) -> Vec<Lane> {
+    let scene =
+        crate::scene::Scene::load(std::path::Path::new(path)).expect("a built-in scene loads");
+    let worlds = scene.build();
+    let bounds: Vec<_> = worlds.iter().map(crate::sim::lane_bounds).collect();
+    let offsets = crate::sim::lane_offsets(&bounds);
+    worlds
+        .into_iter()
+        .zip(bounds)
+        .zip(offsets)
+        .enumerate()
+        .map(|(index, ((world, bounds), offset))| Lane::new(index, world, offset, bounds))
+        .collect()
+}
+
 /// A ball drawn nowhere because it is entirely beyond its lane's band: it is shown by a marker where it left.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StrayBall {
@@ -157,6 +174,37 @@ pub fn clip_segment(a: Vec2, b: Vec2, band: Rect) -> Option<(Vec2, Vec2)> {
         }
     }
     (t0 < t1).then(|| (a + d * t0, a + d * t1))
+}
+
+/// The parts of the segment `a`–`b` outside every rectangle of `holes`, in order from `a`: the segment's
+/// parameter range less the range [`clip_segment`] finds inside each hole.
+pub fn clear_of(a: Vec2, b: Vec2, holes: &[Rect]) -> Vec<(Vec2, Vec2)> {
+    let d = b - a;
+    let along = |p: Vec2| {
+        if d == Vec2::ZERO {
+            0.0
+        } else {
+            (p - a).dot(d) / d.length_squared()
+        }
+    };
+    let mut cut: Vec<(f32, f32)> = holes
+        .iter()
+        .filter_map(|&hole| clip_segment(a, b, hole))
+        .map(|(p, q)| (along(p), along(q)))
+        .collect();
+    cut.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut parts = Vec::new();
+    let mut t = 0.0_f32;
+    for (t0, t1) in cut {
+        if t0 > t {
+            parts.push((a + d * t, a + d * t0));
+        }
+        t = t.max(t1);
+    }
+    if t < 1.0 {
+        parts.push((a + d * t, b));
+    }
+    parts
 }
 
 #[cfg(test)]
@@ -227,6 +275,26 @@ mod tests {
             edge_towards(Vec2::new(7.0, -50.0), band),
             (Vec2::new(7.0, -50.0), Vec2::ZERO)
         );
+    }
+
+    #[test]
+    fn a_line_is_broken_where_it_runs_through_a_hole_and_whole_elsewhere() {
+        let (a, b) = (Vec2::new(0.0, 10.0), Vec2::new(100.0, 10.0));
+        assert_eq!(clear_of(a, b, &[]), vec![(a, b)]);
+        // Two holes across it, overlapping each other, and one beside it.
+        let holes = [
+            Rect::new(20.0, 0.0, 40.0, 20.0),
+            Rect::new(35.0, 5.0, 50.0, 15.0),
+            Rect::new(60.0, 11.0, 70.0, 30.0),
+        ];
+        assert_eq!(
+            clear_of(a, b, &holes),
+            vec![(a, Vec2::new(20.0, 10.0)), (Vec2::new(50.0, 10.0), b)]
+        );
+        // A hole over its start, and one over all of it.
+        let start = Rect::new(-5.0, 0.0, 10.0, 20.0);
+        assert_eq!(clear_of(a, b, &[start]), vec![(Vec2::new(10.0, 10.0), b)]);
+        assert!(clear_of(a, b, &[Rect::new(-1.0, 0.0, 101.0, 20.0)]).is_empty());
     }
 
     #[test]

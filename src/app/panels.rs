@@ -661,7 +661,7 @@ fn run_controls(
             }
         }
         if ui.button("Fit (F)").clicked() {
-            view.auto_fit = true;
+            view.fit_everything();
         }
     });
     ui_state

@@ -1,12 +1,15 @@
 //! Drawing: walls as rectangles and balls (all in one mesh, [`ball_mesh`]), rods, velocity and
 //! impulse arrows and contact markers as gizmos, and a camera that frames every lane (auto-fit until the user
-//! zooms or pans). Each lane's bodies are drawn inside its band only ([`lane_bands`]); a ball beyond it is marked
-//! on the band's edge.
+//! zooms or pans; after F, also the balls that flew on beyond the lanes: [`CameraView::fit_everything`]). Each
+//! lane's bodies are drawn inside its band only ([`lane_bands`]); a ball beyond it is marked on the band's edge.
 
 use bevy::prelude::*;
 use bevy::render::renderer::RenderAdapterInfo;
 
-use super::lane_bands::{self, LaneBands, StrayBalls, clip_segment, edge_towards, lane_area};
+use super::labels::{LabelScale, title_box};
+use super::lane_bands::{
+    self, LaneBands, StrayBalls, clear_of, clip_segment, edge_towards, lane_area,
+};
 use super::{UiState, WALL_RGB, ball_mesh, method_color};
 use crate::physics::DVec2;
 use crate::physics::rod_flight::RodEnd;
@@ -37,6 +40,8 @@ const STRAY_ARROW_INSET_PX: f32 = 2.0;
 
 /// The faint line where one lane's band ends and the next begins.
 const BAND_EDGE_COLOR: Color = Color::srgba(0.6, 0.62, 0.7, 0.25);
+/// How far that line stops short of a lane's title [logical px].
+const TITLE_CLEARANCE_PX: f32 = 4.0;
 
 /// Impulse arrows stay on screen this long after an impact [s of simulated time].
 const IMPULSE_ARROW_SECONDS: f32 = 0.6;
@@ -76,9 +81,10 @@ impl Plugin for RenderPlugin {
                     attach_meshes,
                     collect_impulses,
                     (
+                        // The bands first: F's fit frames the balls inside their own lanes' bands.
+                        lane_bands::update_lane_bands,
                         fit_camera,
                         keep_sizes_visible,
-                        lane_bands::update_lane_bands,
                         ball_mesh::draw_balls,
                         draw_gizmos,
                     )
@@ -90,17 +96,50 @@ impl Plugin for RenderPlugin {
     }
 }
 
-/// Whether the camera keeps fitting the lanes (until the user zooms or pans).
+/// Whether the camera keeps fitting the lanes (until the user zooms or pans), and whether that fit also frames
+/// the balls.
 #[derive(Resource, Debug, Clone)]
 pub struct CameraView {
     pub auto_fit: bool,
+    /// The fit also frames every ball inside its own lane's band, up to [`FIT_BALL_REACH`] beyond the lanes
+    /// ([`bounds_with_balls`]): what F and the Fit button ask for. New lanes (a scene loaded, a restart) clear
+    /// it, so their fit frames the lanes alone, as it always has: a fit that followed an escaping ball while the
+    /// lanes run would shrink the walls the run is about, and move an export's framing.
+    pub with_balls: bool,
 }
 
 impl Default for CameraView {
     fn default() -> Self {
-        CameraView { auto_fit: true }
+        CameraView {
+            auto_fit: true,
+            with_balls: false,
+        }
     }
 }
+
+impl CameraView {
+    /// F and the Fit button: keep fitting the lanes and every ball that flew on along its own lane's band.
+    pub fn fit_everything(&mut self) {
+        self.auto_fit = true;
+        self.with_balls = true;
+    }
+
+    /// A pan or a zoom: the user places the camera from now on.
+    pub fn stop_fitting(&mut self) {
+        self.auto_fit = false;
+        self.with_balls = false;
+    }
+}
+
+/// How far beyond the lanes F frames a ball, in multiples of the lanes' larger side. The wall throw's penalty
+/// ball, 4 m on at the end of its run past lanes 1.1 m tall, is within it; at the limit the lanes still take
+/// about a twentieth of the view, enough to see and click. A ball further on (10⁶ m after a blow-up) would
+/// shrink them to nothing: it is left out, and its marker on the view's edge tells where it is.
+pub const FIT_BALL_REACH: f32 = 10.0;
+
+/// Room left around the balls that F frames beyond the lanes, as a fraction of the framed area's larger side, so
+/// a ball (a point ball is drawn 6 px wide) and its velocity arrow are not cut by the canvas's edge.
+const FIT_BALL_MARGIN: f32 = 0.05;
 
 /// The main 2D camera.
 #[derive(Component)]
@@ -219,23 +258,72 @@ pub fn scene_bounds(lanes: &Query<&Lane>) -> Option<(Vec2, Vec2)> {
     Some((lo, hi))
 }
 
-/// While auto-fit is on, the camera frames all lanes inside the canvas left free by the panels; the camera's
-/// viewport is that canvas (see `canvas`), so the lanes' centre goes to the camera's. Without a window (the
-/// offscreen exporter) the camera's image target is the canvas.
+/// `lanes_fit` (the lanes' [`scene_bounds`], render units) grown to take in the balls (centre and radius, render
+/// units) that lie within [`FIT_BALL_REACH`] times the larger side of the lanes' `area` beyond it, with a margin
+/// of [`FIT_BALL_MARGIN`] round them. The caller passes only the balls inside their own lanes' bands: a ball
+/// beyond its band is drawn as a marker on that band's edge, which the lanes' fit already shows.
+pub fn bounds_with_balls(
+    lanes_fit: (Vec2, Vec2),
+    area: Rect,
+    balls: impl IntoIterator<Item = (Vec2, f32)>,
+) -> (Vec2, Vec2) {
+    let reach = area.inflate(FIT_BALL_REACH * area.size().max_element());
+    let balls = balls
+        .into_iter()
+        .filter(|&(centre, _)| reach.contains(centre))
+        .fold(Rect::EMPTY, |all, (centre, radius)| {
+            all.union(Rect::from_center_half_size(centre, Vec2::splat(radius)))
+        });
+    if balls.is_empty() {
+        return lanes_fit;
+    }
+    let lanes = Rect::from_corners(lanes_fit.0, lanes_fit.1);
+    let pad = FIT_BALL_MARGIN * lanes.union(balls).size().max_element();
+    let framed = lanes.union(balls.inflate(pad));
+    (framed.min, framed.max)
+}
+
+/// While auto-fit is on, the camera frames all lanes (and, after F, the balls that flew on: [`bounds_with_balls`])
+/// inside the canvas left free by the panels; the camera's viewport is that canvas (see `canvas`), so the framed
+/// area's centre goes to the camera's. Without a window (the offscreen exporter) the camera's image target is the
+/// canvas.
+#[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
 pub(super) fn fit_camera(
-    view: Res<CameraView>,
+    mut view: ResMut<CameraView>,
     ui: Res<UiState>,
     lanes: Query<&Lane>,
+    new_lanes: Query<(), Added<Lane>>,
+    balls: Query<(&Ball, &Transform, &LaneMember), Without<MainCamera>>,
+    bands: Res<LaneBands>,
     windows: Query<&Window>,
     mut camera: Query<(&mut Transform, &mut Projection, &Camera), With<MainCamera>>,
 ) {
+    if view.with_balls && !new_lanes.is_empty() {
+        view.with_balls = false;
+    }
     if !view.auto_fit {
         return;
     }
-    let (Some((lo, hi)), Ok((mut transform, mut projection, camera))) =
+    let (Some(lanes_fit), Ok((mut transform, mut projection, camera))) =
         (scene_bounds(&lanes), camera.single_mut())
     else {
         return;
+    };
+    let (lo, hi) = if view.with_balls {
+        let area = lanes
+            .iter()
+            .map(lane_area)
+            .fold(Rect::EMPTY, |all, a| all.union(a));
+        let in_band = balls.iter().filter_map(|(ball, transform, member)| {
+            let centre = transform.translation.truncate();
+            bands
+                .of(member.0)
+                .contains(centre)
+                .then_some((centre, ball.radius.max(0.0) as f32 * UNITS_PER_METRE))
+        });
+        bounds_with_balls(lanes_fit, area, in_band)
+    } else {
+        lanes_fit
     };
     let window_size = match windows.single() {
         Ok(window) => Vec2::new(window.width(), window.height()),
@@ -316,6 +404,28 @@ fn collect_impulses(
     });
 }
 
+/// The lines between the lanes' bands ([`LaneBands::boundaries`]), broken where a lane's title is drawn
+/// ([`title_box`], at `px` world units per pixel and the labels' `label_scale`) with [`TITLE_CLEARANCE_PX`] to
+/// spare. The line between lanes one above the other runs half the gap above the lower lane's top, where that
+/// lane's title is drawn whenever half the gap is between 4 and 23 px on screen: it struck the title through.
+pub fn band_edge_lines(
+    lanes: &[&Lane],
+    bands: &LaneBands,
+    px: f32,
+    label_scale: f32,
+) -> Vec<(Vec2, Vec2)> {
+    let areas: Vec<Rect> = lanes.iter().map(|lane| lane_area(lane)).collect();
+    let titles: Vec<Rect> = lanes
+        .iter()
+        .map(|lane| title_box(lane, px, label_scale).inflate(TITLE_CLEARANCE_PX * px))
+        .collect();
+    bands
+        .boundaries(&areas)
+        .into_iter()
+        .flat_map(|(a, b)| clear_of(a, b, &titles))
+        .collect()
+}
+
 /// What the selection ring needs of the selected body.
 type SelectedBody<'a> = (
     &'a Transform,
@@ -338,6 +448,7 @@ fn draw_gizmos(
     ui: Res<UiState>,
     bands: Res<LaneBands>,
     strays: Res<StrayBalls>,
+    label_scale: Option<Res<LabelScale>>,
 ) {
     let Ok(projection) = camera.single() else {
         return;
@@ -357,8 +468,9 @@ fn draw_gizmos(
             );
         }
     }
-    let areas: Vec<Rect> = lanes.iter().map(lane_area).collect();
-    for (a, b) in bands.boundaries(&areas) {
+    let all: Vec<&Lane> = lanes.iter().collect();
+    let label_scale = label_scale.map_or(1.0, |s| s.0);
+    for (a, b) in band_edge_lines(&all, &bands, px, label_scale) {
         gizmos.line_2d(a, b, BAND_EDGE_COLOR);
     }
     for stray in &strays.0 {
@@ -516,5 +628,58 @@ mod tests {
             let expected = expected.expect("the same impact");
             assert!((r.age - expected).abs() < 1e-6, "{r:?} against {expected}");
         }
+    }
+
+    /// The line between the wall throw's lanes (penalty above, IPC below) runs half their gap, 39 mm, above the
+    /// IPC lane's top, through its title at the scales a window shows them at: it is broken around the title at
+    /// every zoom, and still runs across the rest of the lanes.
+    #[test]
+    fn the_line_between_stacked_lanes_keeps_clear_of_the_titles() {
+        let lanes = lane_bands::laid_out_lanes("assets/scenes/wall_throw.ron");
+        let all: Vec<&Lane> = lanes.iter().collect();
+        let areas: Vec<Rect> = all.iter().map(|lane| lane_area(lane)).collect();
+        let entities = [Entity::from_raw_u32(1), Entity::from_raw_u32(2)];
+        let bands = LaneBands(
+            entities
+                .into_iter()
+                .flatten()
+                .zip(lane_bands::lane_bands(&areas))
+                .collect(),
+        );
+        let whole = bands.boundaries(&areas);
+        assert_eq!(whole.len(), 1, "{whole:?}");
+        let mut struck = 0;
+        for label_scale in [1.0, 0.625] {
+            for px in [
+                0.05, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 12.0, 50.0,
+            ] {
+                let titles: Vec<Rect> = all
+                    .iter()
+                    .map(|lane| title_box(lane, px, label_scale))
+                    .collect();
+                let crosses = |(a, b): (Vec2, Vec2)| {
+                    titles
+                        .iter()
+                        .any(|&title| clip_segment(a, b, title).is_some())
+                };
+                struck += usize::from(crosses(whole[0]));
+                let lines = band_edge_lines(&all, &bands, px, label_scale);
+                for &line in &lines {
+                    assert!(
+                        !crosses(line),
+                        "{line:?} crosses a title at {px} units/px, labels × {label_scale}"
+                    );
+                }
+                // What is left of the line: all of it but the title's width and the clearance.
+                let left: f32 = lines.iter().map(|(a, b)| a.distance(*b)).sum();
+                let title = titles.iter().map(Rect::width).fold(0.0, f32::max);
+                let (a, b) = whole[0];
+                assert!(
+                    left >= a.distance(b) - title - 2.0 * TITLE_CLEARANCE_PX * px - 1e-3,
+                    "{lines:?} at {px}"
+                );
+            }
+        }
+        assert!(struck > 0, "the whole line never crossed a title");
     }
 }
