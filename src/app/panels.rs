@@ -252,6 +252,7 @@ fn sandbox_ui(
                     &mut clocks,
                     &mut actions,
                     &mut view,
+                    &mut log,
                 );
                 // The latest event (a save and its name, a throw, a scene loaded, a hint): quiet, under the run.
                 if let Some(info) = log.info.as_deref() {
@@ -634,6 +635,7 @@ fn run_controls(
     clocks: &mut Clocks,
     actions: &mut Actions,
     view: &mut CameraView,
+    log: &mut SimLog,
 ) {
     ui.horizontal_wrapped(|ui| {
         // A replay has its own play, step and rewind (the Demo section above); these would be refused.
@@ -684,12 +686,14 @@ fn run_controls(
              thread: when the steps cost more than the frame budget (a large pile landing), the simulation runs \
              in slow motion while the window keeps its frame rate.",
         );
+    let refused = Refusals::default();
     if ui
-        .add(
-            egui::Slider::new(&mut ui_state.time_scale, 0.01..=4.0)
-                .logarithmic(true)
-                .text("time scale"),
-        )
+        .add(run_slider(
+            &mut ui_state.time_scale,
+            "time scale",
+            0.01..=4.0,
+            &refused,
+        ))
         .changed()
     {
         clocks
@@ -698,14 +702,22 @@ fn run_controls(
     }
     ui_state.fixed_rate_hz = clocks.fixed.timestep().as_secs_f64().recip();
     if ui
-        .add(
-            egui::Slider::new(&mut ui_state.fixed_rate_hz, 5.0..=1000.0)
-                .logarithmic(true)
-                .text("fixed rate [Hz]"),
-        )
+        .add(run_slider(
+            &mut ui_state.fixed_rate_hz,
+            "fixed rate [Hz]",
+            5.0..=1000.0,
+            &refused,
+        ))
         .changed()
     {
         clocks.fixed.set_timestep_hz(ui_state.fixed_rate_hz);
+    }
+    if let Some(refusal) = refused.take() {
+        // egui may read the same text twice as the field loses focus: one message for it.
+        let message = refusal.text();
+        if log.error.as_deref() != Some(message.as_str()) {
+            log.error(message);
+        }
     }
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut ui_state.show_inspector, "inspector");
@@ -1556,26 +1568,62 @@ fn setting_field<'a, Num: egui::emath::Numeric>(
     refused: &Refusals,
 ) -> egui::DragValue<'a> {
     let kept = crate::text::number(value.to_f64());
-    let refused = refused.clone();
     egui::DragValue::new(value)
         .update_while_editing(false)
         .range(allowed.clone())
         // A value from a scene file outside the drag range is shown as it is, not changed by drawing it.
         .clamp_existing_to_range(false)
-        .custom_parser(
-            move |text| match parse_setting(text, &allowed, Num::INTEGRAL) {
-                Ok(number) => Some(number),
-                Err(problem) => {
-                    *refused.borrow_mut() = Some(RefusedText {
-                        setting,
-                        typed: text.to_string(),
-                        problem,
-                        kept: kept.clone(),
-                    });
-                    None
-                }
-            },
-        )
+        .custom_parser(refusing_parser(
+            setting,
+            allowed,
+            Num::INTEGRAL,
+            kept,
+            refused,
+        ))
+}
+
+/// A run-control slider (time scale, fixed rate). Dragging is the slider's own; a typed value takes effect on
+/// Enter or when the field loses focus, and text that is no number or outside `range` keeps the old value and is
+/// put in `refused`, as a lane setting's field does: egui would clamp a typed 5000 Hz to 1000 Hz without a word.
+fn run_slider<'a>(
+    value: &'a mut f64,
+    setting: &'static str,
+    range: std::ops::RangeInclusive<f64>,
+    refused: &Refusals,
+) -> egui::Slider<'a> {
+    // Six significant digits: a rate read back from the fixed clock's nanoseconds is 333.3333333333333 Hz.
+    let kept = crate::text::number(format!("{:.5e}", *value).parse().unwrap_or(*value));
+    egui::Slider::new(value, range.clone())
+        .logarithmic(true)
+        .text(setting)
+        // Read on each key, typing 0.5 into the time scale would refuse its "0" on the way, and typing 500 Hz
+        // would run the clock at 5 Hz and 50 Hz first.
+        .update_while_editing(false)
+        .custom_parser(refusing_parser(setting, range, false, kept, refused))
+}
+
+/// The text parser of a number field: a number [`parse_setting`] takes, or `None` with the refusal put in
+/// `refused` (`kept` is the value the field keeps, as the message quotes it).
+fn refusing_parser(
+    setting: &'static str,
+    allowed: std::ops::RangeInclusive<f64>,
+    integral: bool,
+    kept: String,
+    refused: &Refusals,
+) -> impl Fn(&str) -> Option<f64> + use<> {
+    let refused = refused.clone();
+    move |text| match parse_setting(text, &allowed, integral) {
+        Ok(number) => Some(number),
+        Err(problem) => {
+            *refused.borrow_mut() = Some(RefusedText {
+                setting,
+                typed: text.to_string(),
+                problem,
+                kept: kept.clone(),
+            });
+            None
+        }
+    }
 }
 
 /// Every value a number of type `Num` can hold, as a setting field's allowed range.
@@ -1599,11 +1647,15 @@ struct RefusedText {
 }
 
 impl RefusedText {
-    /// The message in the UI, e.g. `lane 'ipc': k [N/m]: "abc" is not a number; kept 10000`.
+    /// The message in the UI for a lane's setting, e.g. `lane 'ipc': k [N/m]: "abc" is not a number; kept 10000`.
     fn message(&self, lane: &str) -> String {
+        format!("lane '{}': {}", displayable(lane), self.text())
+    }
+
+    /// The refusal on its own, e.g. `fixed rate [Hz]: "5000" is outside 5 to 1000; kept 100`.
+    fn text(&self) -> String {
         format!(
-            "lane '{}': {}: \"{}\" {}; kept {}",
-            displayable(lane),
+            "{}: \"{}\" {}; kept {}",
             self.setting,
             crate::text::abbreviate(self.typed.trim(), 40),
             self.problem,
@@ -2045,8 +2097,17 @@ mod tests {
     /// Clicks `field`'s widget, types `typed` one key per frame, then presses Enter: the value after each key and
     /// after Enter.
     fn type_into(field: impl Fn(&mut f64) -> egui::DragValue<'_>, typed: &str) -> (Vec<f64>, f64) {
+        type_into_widget(0.0, |ui, v| ui.add(field(v)).rect.center(), typed)
+    }
+
+    /// [`type_into`] for a widget `add` draws, starting from `start`; `add` returns the point to click.
+    fn type_into_widget(
+        start: f64,
+        add: impl Fn(&mut egui::Ui, &mut f64) -> egui::Pos2,
+        typed: &str,
+    ) -> (Vec<f64>, f64) {
         let ctx = egui::Context::default();
-        let mut value = 0.0_f64;
+        let mut value = start;
         let at = std::cell::Cell::new(egui::Pos2::ZERO);
         let frame = |events: Vec<egui::Event>, value: &mut f64| {
             let input = egui::RawInput {
@@ -2058,7 +2119,7 @@ mod tests {
                 ..Default::default()
             };
             let _ = ctx.run_ui(input, |ui| {
-                at.set(ui.add(field(value)).rect.center());
+                at.set(add(ui, value));
             });
         };
         frame(vec![], &mut value);
@@ -2263,6 +2324,59 @@ mod tests {
             Err("is not a whole number".into())
         );
         assert!(parse_setting("-5", &any::<u32>(), true).is_err());
+    }
+
+    /// Types into a run-control slider's value field (right of its rail), starting from `start`: the value after
+    /// Enter and the refusal's message.
+    fn typed_into_slider(
+        setting: &'static str,
+        range: std::ops::RangeInclusive<f64>,
+        start: f64,
+        typed: &str,
+    ) -> (f64, Option<String>) {
+        let refused = Refusals::default();
+        let (_, entered) = type_into_widget(
+            start,
+            |ui, v| {
+                let rect = ui.add(run_slider(v, setting, range.clone(), &refused)).rect;
+                let spacing = ui.spacing();
+                egui::pos2(
+                    rect.min.x + spacing.slider_width + spacing.item_spacing.x + 8.0,
+                    rect.center().y,
+                )
+            },
+            typed,
+        );
+        (entered, refused.take().map(|r| r.text()))
+    }
+
+    #[test]
+    fn a_typed_run_control_outside_its_slider_is_refused_with_a_word_not_clamped() {
+        for (setting, range, start, typed, problem) in [
+            ("time scale", 0.01..=4.0, 1.0, "0.001", "is outside 0.01 to 4"),
+            ("time scale", 0.01..=4.0, 0.5, "10", "is outside 0.01 to 4"),
+            // egui clamped a typed 5000 Hz to 1000 Hz without a word.
+            ("fixed rate [Hz]", 5.0..=1000.0, 100.0, "5000", "is outside 5 to 1000"),
+            ("fixed rate [Hz]", 5.0..=1000.0, 100.0, "1", "is outside 5 to 1000"),
+            ("fixed rate [Hz]", 5.0..=1000.0, 100.0, "abc", "is not a number"),
+        ] {
+            let (entered, refusal) = typed_into_slider(setting, range, start, typed);
+            assert_eq!(entered, start, "{setting} {typed}: the old value is kept");
+            assert_eq!(
+                refusal,
+                Some(format!("{setting}: \"{typed}\" {problem}; kept {start}")),
+                "{setting} {typed}"
+            );
+        }
+        // A value inside the range is taken, on Enter.
+        assert_eq!(
+            typed_into_slider("fixed rate [Hz]", 5.0..=1000.0, 100.0, "250"),
+            (250.0, None)
+        );
+        assert_eq!(
+            typed_into_slider("time scale", 0.01..=4.0, 1.0, "0.25"),
+            (0.25, None)
+        );
     }
 
     use super::*;
