@@ -1299,7 +1299,12 @@ fn settings_grid(
             next_setting(ui);
             ui.label("friction μ");
             ui.add(
-                setting_field(&mut edit.friction, "friction μ", 0.0..=10.0, refused)
+                setting_field(
+                    &mut edit.friction,
+                    "friction μ",
+                    0.0..=crate::scene::MAX_FRICTION,
+                    refused,
+                )
                     .speed(0.01)
                     .max_decimals(3),
             )
