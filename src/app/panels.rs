@@ -181,11 +181,13 @@ fn sandbox_ui(
     mut actions: Actions,
     mut clocks: Clocks,
     mut demo: DemoParams,
+    mut menu: Local<SceneMenuNames>,
 ) -> Result {
     if !ui_state.show_ui {
         ui_state.canvas = None;
         return Ok(());
     }
+    menu.follow(&catalogue);
     let ctx = contexts.ctx_mut()?.clone();
     let mut viewport_ui = egui::Ui::new(
         ctx.clone(),
@@ -231,7 +233,7 @@ fn sandbox_ui(
                     ui,
                     active.as_deref(),
                     replay_ticks.and(shown),
-                    &catalogue,
+                    &menu,
                     &mut actions,
                     &mut view,
                 );
@@ -512,11 +514,38 @@ fn unfilled_panel(ctx: &egui::Context) -> egui::Frame {
     egui::Frame::side_top_panel(&ctx.global_style()).fill(egui::Color32::TRANSPARENT)
 }
 
+/// The scene menu's entries: the catalogue's files with the names their scenes give themselves. A file is read
+/// when it joins the catalogue, not each frame (the 2000-ball pit is 2000 balls to parse).
+#[derive(Default)]
+struct SceneMenuNames {
+    paths: Vec<std::path::PathBuf>,
+    names: Vec<String>,
+}
+
+impl SceneMenuNames {
+    /// Names the catalogue's entries not named yet; a file named before keeps its name.
+    fn follow(&mut self, catalogue: &SceneCatalogue) {
+        if self.paths == catalogue.paths {
+            return;
+        }
+        let names = catalogue
+            .paths
+            .iter()
+            .map(|path| match self.paths.iter().position(|p| p == path) {
+                Some(i) => self.names[i].clone(),
+                None => SceneCatalogue::name_of(path),
+            })
+            .collect();
+        self.names = names;
+        self.paths = catalogue.paths.clone();
+    }
+}
+
 fn scene_menu(
     ui: &mut egui::Ui,
     active: Option<&ActiveScene>,
     replaying: Option<&crate::scene::Scene>,
-    catalogue: &SceneCatalogue,
+    menu: &SceneMenuNames,
     actions: &mut Actions,
     view: &mut CameraView,
 ) {
@@ -536,13 +565,11 @@ fn scene_menu(
             egui::ComboBox::from_id_salt("scene")
                 .selected_text(shown_name)
                 .show_ui(ui, |ui| {
-                    for path in &catalogue.paths {
-                        let label = path
-                            .file_stem()
-                            .map(|s| s.to_string_lossy().to_string())
-                            .unwrap_or_default();
+                    // By the scenes' names, as the button shows the one picked; the file on hover.
+                    for (path, name) in menu.paths.iter().zip(&menu.names) {
                         if ui
-                            .selectable_label(current.as_ref() == Some(path), label)
+                            .selectable_label(current.as_ref() == Some(path), displayable(name))
+                            .on_hover_text(path.display().to_string())
                             .clicked()
                         {
                             actions.load.write(LoadScene(path.clone()));
@@ -2382,6 +2409,62 @@ mod tests {
             typed_into_slider("time scale", 0.01..=4.0, 1.0, "0.25"),
             (0.25, None)
         );
+    }
+
+    /// The scene menu shows the names the scenes give themselves, as its button does, not their files' stems
+    /// (`ball_pit_2000`); a file that does not load is listed by its stem. Each file is read once.
+    #[test]
+    fn the_scene_menu_lists_scenes_by_name_and_reads_each_file_once() {
+        let scratch = |what: &str| {
+            std::env::temp_dir().join(format!("cs-menu-{what}-{}.ron", std::process::id()))
+        };
+        let scene = |name: &str| {
+            format!(
+                r#"Scene(name: "{name}", lanes: [LaneSpec(name: "a", contact: (method: Ipc, h: 0.01),
+                    walls: [WallSpec(center: (0.0, -0.5), half_extents: (2.0, 0.5))],
+                    balls: [BallSpec(position: (0.0, 0.2), radius: 0.1, mass: 1.0)])])"#
+            )
+        };
+        let (broken, mine, later) = (scratch("broken"), scratch("mine"), scratch("later"));
+        std::fs::write(&broken, "Scene(name: ").expect("a scratch file");
+        std::fs::write(&mine, scene("My scene")).expect("a scratch file");
+        std::fs::write(&later, scene("Added later")).expect("a scratch file");
+        let mut catalogue = SceneCatalogue {
+            paths: crate::sim::BUILT_IN_SCENES
+                .iter()
+                .map(std::path::PathBuf::from)
+                .chain([broken.clone(), mine.clone()])
+                .collect(),
+        };
+        let mut menu = SceneMenuNames::default();
+        menu.follow(&catalogue);
+        let shipped: Vec<String> = crate::sim::BUILT_IN_SCENES
+            .iter()
+            .map(|p| {
+                crate::scene::Scene::load(std::path::Path::new(p))
+                    .expect("a shipped scene loads")
+                    .name
+            })
+            .collect();
+        assert!(shipped.contains(&"Wall throw".to_string()), "{shipped:?}");
+        assert!(!shipped.iter().any(|n| n == "ball_pit_2000"), "{shipped:?}");
+        let stem = broken.file_stem().expect("a stem").to_string_lossy();
+        let mut expected = shipped.clone();
+        expected.extend([stem.to_string(), "My scene".to_string()]);
+        assert_eq!(menu.names, expected);
+        assert_eq!(menu.paths, catalogue.paths);
+        // Not read again each frame: a file renamed on disk keeps the name it was read with; an entry added to
+        // the catalogue is read when it joins.
+        std::fs::write(&mine, scene("Renamed")).expect("a scratch file");
+        menu.follow(&catalogue);
+        assert_eq!(menu.names, expected);
+        catalogue.paths.push(later.clone());
+        menu.follow(&catalogue);
+        expected.push("Added later".to_string());
+        assert_eq!(menu.names, expected);
+        for file in [broken, mine, later] {
+            let _ = std::fs::remove_file(file);
+        }
     }
 
     use super::*;

@@ -186,6 +186,18 @@ impl SceneCatalogue {
         self.paths.push(path.to_path_buf());
         path.to_path_buf()
     }
+
+    /// The name the scene at `path` gives itself (its `name` field), or the file's stem where the file does not
+    /// load. Reads and parses the file: for when an entry joins the catalogue, not for each frame.
+    pub fn name_of(path: &std::path::Path) -> String {
+        match ActiveScene::load(path) {
+            Ok(active) => active.loaded.name,
+            Err(_) => path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string()),
+        }
+    }
 }
 
 /// Run control shared by keys, buttons and tests.
