@@ -654,6 +654,7 @@ struct RunInfo {
     replay_ticks: Option<(u64, u64)>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_controls(
     ui: &mut egui::Ui,
     info: RunInfo,
