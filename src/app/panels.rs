@@ -22,8 +22,8 @@ use crate::physics::newton::{NewtonSettings, StopReason};
 use crate::physics::world::{ContactMethod, LaneWorld};
 use crate::sim::{
     ActiveScene, Ball, BodyState, CycleScene, ErrorTopic, Lane, LaneDiagnostics, LaneMember,
-    LaneSettings, LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall,
-    Stepping, ThrowBall,
+    LaneSetting, LaneSettings, LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog,
+    SpawnBall, Stepping, ThrowBall,
 };
 
 /// Bodies as the selected-body panel lists them.
@@ -264,7 +264,7 @@ fn sandbox_ui(
                     ui.separator();
                     ui.colored_label(egui::Color32::from_rgb(255, 110, 90), format!("⚠ {error}"));
                     if ui.small_button("dismiss").clicked() {
-                        log.error = None;
+                        log.clear_error();
                     }
                 }
                 // The throw and spawn controls would be refused while a demo replays.
@@ -1272,8 +1272,19 @@ fn lane_panel(
             // egui may read the same text twice as the field loses focus: one message for it.
             let message = refusal.message(&w.name);
             if log.error.as_deref() != Some(message.as_str()) {
-                // A later edit of this lane that applies answers it (`gather_settings`).
-                log.error_about(ErrorTopic::LaneEdit(lane.index), message);
+                // A later edit of this setting that applies answers it (`gather_settings`); an edit of another
+                // setting of the lane (the field that took the focus) does not.
+                let settings = NUMBER_FIELDS
+                    .into_iter()
+                    .filter(|&setting| field_label(setting) == refusal.setting)
+                    .collect();
+                log.error_about(
+                    ErrorTopic::LaneEdit {
+                        lane: lane.index,
+                        settings,
+                    },
+                    message,
+                );
             }
         }
         if edit != settings.0 {
@@ -1325,30 +1336,41 @@ fn settings_grid(
                     ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
                 });
             next_setting(ui);
-            ui.label("friction μ");
+            ui.label(field_label(LaneSetting::Friction));
             ui.add(
                 setting_field(
                     &mut edit.friction,
-                    "friction μ",
+                    field_label(LaneSetting::Friction),
                     0.0..=crate::scene::MAX_FRICTION,
                     refused,
                 )
-                    .speed(0.01)
-                    .max_decimals(3),
+                .speed(0.01)
+                .max_decimals(3),
             )
             .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
             ui.end_row();
             ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
             ui.add_enabled(
                 penalty,
-                setting_field(&mut edit.stiffness, "k [N/m]", any::<f64>(), refused).speed(100.0),
+                setting_field(
+                    &mut edit.stiffness,
+                    field_label(LaneSetting::Stiffness),
+                    any::<f64>(),
+                    refused,
+                )
+                .speed(100.0),
             );
             next_setting(ui);
             ui.label("h [s]");
             ui.add(
-                setting_field(&mut edit.h, "h [s]", any::<f64>(), refused)
-                    .speed(1e-4)
-                    .max_decimals(5),
+                setting_field(
+                    &mut edit.h,
+                    field_label(LaneSetting::H),
+                    any::<f64>(),
+                    refused,
+                )
+                .speed(1e-4)
+                .max_decimals(5),
             );
             ui.end_row();
             ui.add_enabled(ipc, egui::Label::new("dhat [m]"));
@@ -1360,9 +1382,14 @@ fn settings_grid(
                     }
                     if let Some(dhat) = edit.dhat.as_mut() {
                         ui.add(
-                            setting_field(dhat, "dhat [m]", any::<f64>(), refused)
-                                .speed(1e-5)
-                                .max_decimals(6),
+                            setting_field(
+                                dhat,
+                                field_label(LaneSetting::Dhat),
+                                any::<f64>(),
+                                refused,
+                            )
+                            .speed(1e-5)
+                            .max_decimals(6),
                         );
                     } else {
                         ui.small(format!("{:.2e}", w.dhat()));
@@ -1373,13 +1400,25 @@ fn settings_grid(
             ui.label("gravity y")
                 .on_hover_text("vertical gravity [m/s²]");
             ui.add(
-                setting_field(&mut edit.gravity.y, "gravity y", any::<f64>(), refused).speed(0.1),
+                setting_field(
+                    &mut edit.gravity.y,
+                    field_label(LaneSetting::Gravity),
+                    any::<f64>(),
+                    refused,
+                )
+                .speed(0.1),
             );
             ui.end_row();
             ui.add_enabled(ipc, egui::Label::new("κ"));
             ui.add_enabled(
                 ipc,
-                setting_field(&mut edit.kappa, "κ", any::<f64>(), refused).speed(100.0),
+                setting_field(
+                    &mut edit.kappa,
+                    field_label(LaneSetting::Kappa),
+                    any::<f64>(),
+                    refused,
+                )
+                .speed(100.0),
             );
             next_setting(ui);
             ui.label("Newton tol [m]");
@@ -1388,7 +1427,7 @@ fn settings_grid(
                 // read "0.00000000010" with fixed decimals.
                 setting_field(
                     &mut edit.newton_tolerance,
-                    "Newton tol [m]",
+                    field_label(LaneSetting::NewtonTolerance),
                     any::<f64>(),
                     refused,
                 )
@@ -1403,7 +1442,7 @@ fn settings_grid(
             ui.add(
                 setting_field(
                     &mut edit.newton_max_iterations,
-                    "Newton cap",
+                    field_label(LaneSetting::NewtonMaxIterations),
                     any::<u32>(),
                     refused,
                 )
@@ -1413,9 +1452,14 @@ fn settings_grid(
             ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
             ui.add_enabled(
                 ipc,
-                setting_field(&mut edit.ccd_factor, "CCD factor s", any::<f64>(), refused)
-                    .speed(0.01)
-                    .max_decimals(3),
+                setting_field(
+                    &mut edit.ccd_factor,
+                    field_label(LaneSetting::CcdFactor),
+                    any::<f64>(),
+                    refused,
+                )
+                .speed(0.01)
+                .max_decimals(3),
             );
             ui.end_row();
         });
@@ -1583,6 +1627,38 @@ fn contact_preflight(w: &LaneWorld, spikes: u32) -> [PreflightLine; 2] {
             )),
             newton(counts),
         ],
+    }
+}
+
+/// The lane settings that have a number field.
+const NUMBER_FIELDS: [LaneSetting; 9] = [
+    LaneSetting::Friction,
+    LaneSetting::Stiffness,
+    LaneSetting::H,
+    LaneSetting::Dhat,
+    LaneSetting::Gravity,
+    LaneSetting::Kappa,
+    LaneSetting::NewtonTolerance,
+    LaneSetting::NewtonMaxIterations,
+    LaneSetting::CcdFactor,
+];
+
+/// The label of a lane setting's field, as the settings grid shows it and its refusals name it.
+fn field_label(setting: LaneSetting) -> &'static str {
+    match setting {
+        LaneSetting::Method => "method",
+        LaneSetting::Friction => "friction μ",
+        LaneSetting::Stiffness => "k [N/m]",
+        LaneSetting::H => "h [s]",
+        LaneSetting::Dhat => "dhat [m]",
+        LaneSetting::Gravity => "gravity y",
+        LaneSetting::Kappa => "κ",
+        LaneSetting::AdaptiveKappa => "adaptive κ",
+        LaneSetting::CcdFactor => "CCD factor s",
+        LaneSetting::NewtonTolerance => "Newton tol [m]",
+        LaneSetting::NewtonMaxIterations => "Newton cap",
+        LaneSetting::FrictionEpsilonV => "friction ε_v [m/s]",
+        LaneSetting::FrictionIterations => "friction passes",
     }
 }
 
@@ -2386,12 +2462,36 @@ mod tests {
     #[test]
     fn a_typed_run_control_outside_its_slider_is_refused_with_a_word_not_clamped() {
         for (setting, range, start, typed, problem) in [
-            ("time scale", 0.01..=4.0, 1.0, "0.001", "is outside 0.01 to 4"),
+            (
+                "time scale",
+                0.01..=4.0,
+                1.0,
+                "0.001",
+                "is outside 0.01 to 4",
+            ),
             ("time scale", 0.01..=4.0, 0.5, "10", "is outside 0.01 to 4"),
             // egui clamped a typed 5000 Hz to 1000 Hz without a word.
-            ("fixed rate [Hz]", 5.0..=1000.0, 100.0, "5000", "is outside 5 to 1000"),
-            ("fixed rate [Hz]", 5.0..=1000.0, 100.0, "1", "is outside 5 to 1000"),
-            ("fixed rate [Hz]", 5.0..=1000.0, 100.0, "abc", "is not a number"),
+            (
+                "fixed rate [Hz]",
+                5.0..=1000.0,
+                100.0,
+                "5000",
+                "is outside 5 to 1000",
+            ),
+            (
+                "fixed rate [Hz]",
+                5.0..=1000.0,
+                100.0,
+                "1",
+                "is outside 5 to 1000",
+            ),
+            (
+                "fixed rate [Hz]",
+                5.0..=1000.0,
+                100.0,
+                "abc",
+                "is not a number",
+            ),
         ] {
             let (entered, refusal) = typed_into_slider(setting, range, start, typed);
             assert_eq!(entered, start, "{setting} {typed}: the old value is kept");
