@@ -466,6 +466,11 @@ pub const MIN_DHAT: f64 = 1e-9;
 /// Largest barrier distance d̂ [m]: the barrier acts across the whole band, so a d̂ of metres pushes balls
 /// apart that are nowhere near touching (and at 10³⁰⁰ its energy overflows).
 pub const MAX_DHAT: f64 = 1.0;
+/// Largest friction coefficient μ (the smallest is 0, frictionless). Dry pairs measure about 0.1 to 1 (rubber on
+/// dry concrete near 1; clean metals in vacuum a few, where they begin to cold-weld); at 10, a ball sliding on a
+/// floor at 1 m/s stops within 5 mm (v² / 2μg). Scene files, demo actions and the window's μ field all check this
+/// one limit.
+pub const MAX_FRICTION: f64 = 10.0;
 /// Largest penalty stiffness k [N/m] and barrier stiffness κ: 10⁴ times the stiffest value the seed, the shipped
 /// scenes or the tests use (10⁸). At the defaults (m/h² = 10⁴) it already makes the Newton system's condition
 /// number about 10⁸; at 10³⁰⁰ the energies overflow.
@@ -668,10 +673,14 @@ pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
         "Newton stops before its first step when every move is smaller than the tolerance",
     )?;
     finite("contact.friction", c.friction)?;
-    if c.friction < 0.0 {
+    if !(0.0..=MAX_FRICTION).contains(&c.friction) {
         return Err((
             "contact.friction".into(),
-            format!("must be >= 0, got {}", number(c.friction)),
+            format!(
+                "must be between 0 and {}, got {}",
+                number(MAX_FRICTION),
+                number(c.friction)
+            ),
         ));
     }
     if let Err(problem) = FRICTION_EPSILON_V_RANGE.check(c.friction_epsilon_v) {

@@ -22,8 +22,8 @@ use crate::physics::newton::{NewtonSettings, StopReason};
 use crate::physics::world::{ContactMethod, LaneWorld};
 use crate::sim::{
     ActiveScene, Ball, BodyState, CycleScene, ErrorTopic, Lane, LaneDiagnostics, LaneMember,
-    LaneSettings, LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog, SpawnBall,
-    Stepping, ThrowBall,
+    LaneSetting, LaneSettings, LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog,
+    SpawnBall, Stepping, ThrowBall,
 };
 
 /// Bodies as the selected-body panel lists them.
@@ -181,11 +181,13 @@ fn sandbox_ui(
     mut actions: Actions,
     mut clocks: Clocks,
     mut demo: DemoParams,
+    mut menu: Local<SceneMenuNames>,
 ) -> Result {
     if !ui_state.show_ui {
         ui_state.canvas = None;
         return Ok(());
     }
+    menu.follow(&catalogue);
     let ctx = contexts.ctx_mut()?.clone();
     let mut viewport_ui = egui::Ui::new(
         ctx.clone(),
@@ -231,7 +233,7 @@ fn sandbox_ui(
                     ui,
                     active.as_deref(),
                     replay_ticks.and(shown),
-                    &catalogue,
+                    &menu,
                     &mut actions,
                     &mut view,
                 );
@@ -252,6 +254,7 @@ fn sandbox_ui(
                     &mut clocks,
                     &mut actions,
                     &mut view,
+                    &mut log,
                 );
                 // The latest event (a save and its name, a throw, a scene loaded, a hint): quiet, under the run.
                 if let Some(info) = log.info.as_deref() {
@@ -261,7 +264,7 @@ fn sandbox_ui(
                     ui.separator();
                     ui.colored_label(egui::Color32::from_rgb(255, 110, 90), format!("⚠ {error}"));
                     if ui.small_button("dismiss").clicked() {
-                        log.error = None;
+                        log.clear_error();
                     }
                 }
                 // The throw and spawn controls would be refused while a demo replays.
@@ -511,11 +514,38 @@ fn unfilled_panel(ctx: &egui::Context) -> egui::Frame {
     egui::Frame::side_top_panel(&ctx.global_style()).fill(egui::Color32::TRANSPARENT)
 }
 
+/// The scene menu's entries: the catalogue's files with the names their scenes give themselves. A file is read
+/// when it joins the catalogue, not each frame (the 2000-ball pit is 2000 balls to parse).
+#[derive(Default)]
+struct SceneMenuNames {
+    paths: Vec<std::path::PathBuf>,
+    names: Vec<String>,
+}
+
+impl SceneMenuNames {
+    /// Names the catalogue's entries not named yet; a file named before keeps its name.
+    fn follow(&mut self, catalogue: &SceneCatalogue) {
+        if self.paths == catalogue.paths {
+            return;
+        }
+        let names = catalogue
+            .paths
+            .iter()
+            .map(|path| match self.paths.iter().position(|p| p == path) {
+                Some(i) => self.names[i].clone(),
+                None => SceneCatalogue::name_of(path),
+            })
+            .collect();
+        self.names = names;
+        self.paths = catalogue.paths.clone();
+    }
+}
+
 fn scene_menu(
     ui: &mut egui::Ui,
     active: Option<&ActiveScene>,
     replaying: Option<&crate::scene::Scene>,
-    catalogue: &SceneCatalogue,
+    menu: &SceneMenuNames,
     actions: &mut Actions,
     view: &mut CameraView,
 ) {
@@ -535,13 +565,11 @@ fn scene_menu(
             egui::ComboBox::from_id_salt("scene")
                 .selected_text(shown_name)
                 .show_ui(ui, |ui| {
-                    for path in &catalogue.paths {
-                        let label = path
-                            .file_stem()
-                            .map(|s| s.to_string_lossy().to_string())
-                            .unwrap_or_default();
+                    // By the scenes' names, as the button shows the one picked; the file on hover.
+                    for (path, name) in menu.paths.iter().zip(&menu.names) {
                         if ui
-                            .selectable_label(current.as_ref() == Some(path), label)
+                            .selectable_label(current.as_ref() == Some(path), displayable(name))
+                            .on_hover_text(path.display().to_string())
                             .clicked()
                         {
                             actions.load.write(LoadScene(path.clone()));
@@ -626,6 +654,7 @@ struct RunInfo {
     replay_ticks: Option<(u64, u64)>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_controls(
     ui: &mut egui::Ui,
     info: RunInfo,
@@ -634,6 +663,7 @@ fn run_controls(
     clocks: &mut Clocks,
     actions: &mut Actions,
     view: &mut CameraView,
+    log: &mut SimLog,
 ) {
     ui.horizontal_wrapped(|ui| {
         // A replay has its own play, step and rewind (the Demo section above); these would be refused.
@@ -684,12 +714,14 @@ fn run_controls(
              thread: when the steps cost more than the frame budget (a large pile landing), the simulation runs \
              in slow motion while the window keeps its frame rate.",
         );
+    let refused = Refusals::default();
     if ui
-        .add(
-            egui::Slider::new(&mut ui_state.time_scale, 0.01..=4.0)
-                .logarithmic(true)
-                .text("time scale"),
-        )
+        .add(run_slider(
+            &mut ui_state.time_scale,
+            "time scale",
+            0.01..=4.0,
+            &refused,
+        ))
         .changed()
     {
         clocks
@@ -698,14 +730,22 @@ fn run_controls(
     }
     ui_state.fixed_rate_hz = clocks.fixed.timestep().as_secs_f64().recip();
     if ui
-        .add(
-            egui::Slider::new(&mut ui_state.fixed_rate_hz, 5.0..=1000.0)
-                .logarithmic(true)
-                .text("fixed rate [Hz]"),
-        )
+        .add(run_slider(
+            &mut ui_state.fixed_rate_hz,
+            "fixed rate [Hz]",
+            5.0..=1000.0,
+            &refused,
+        ))
         .changed()
     {
         clocks.fixed.set_timestep_hz(ui_state.fixed_rate_hz);
+    }
+    if let Some(refusal) = refused.take() {
+        // egui may read the same text twice as the field loses focus: one message for it.
+        let message = refusal.text();
+        if log.error.as_deref() != Some(message.as_str()) {
+            log.error(message);
+        }
     }
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut ui_state.show_inspector, "inspector");
@@ -1232,8 +1272,19 @@ fn lane_panel(
             // egui may read the same text twice as the field loses focus: one message for it.
             let message = refusal.message(&w.name);
             if log.error.as_deref() != Some(message.as_str()) {
-                // A later edit of this lane that applies answers it (`gather_settings`).
-                log.error_about(ErrorTopic::LaneEdit(lane.index), message);
+                // A later edit of this setting that applies answers it (`gather_settings`); an edit of another
+                // setting of the lane (the field that took the focus) does not.
+                let settings = NUMBER_FIELDS
+                    .into_iter()
+                    .filter(|&setting| field_label(setting) == refusal.setting)
+                    .collect();
+                log.error_about(
+                    ErrorTopic::LaneEdit {
+                        lane: lane.index,
+                        settings,
+                    },
+                    message,
+                );
             }
         }
         if edit != settings.0 {
@@ -1285,25 +1336,41 @@ fn settings_grid(
                     ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
                 });
             next_setting(ui);
-            ui.label("friction μ");
+            ui.label(field_label(LaneSetting::Friction));
             ui.add(
-                setting_field(&mut edit.friction, "friction μ", 0.0..=10.0, refused)
-                    .speed(0.01)
-                    .max_decimals(3),
+                setting_field(
+                    &mut edit.friction,
+                    field_label(LaneSetting::Friction),
+                    0.0..=crate::scene::MAX_FRICTION,
+                    refused,
+                )
+                .speed(0.01)
+                .max_decimals(3),
             )
             .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
             ui.end_row();
             ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
             ui.add_enabled(
                 penalty,
-                setting_field(&mut edit.stiffness, "k [N/m]", any::<f64>(), refused).speed(100.0),
+                setting_field(
+                    &mut edit.stiffness,
+                    field_label(LaneSetting::Stiffness),
+                    any::<f64>(),
+                    refused,
+                )
+                .speed(100.0),
             );
             next_setting(ui);
             ui.label("h [s]");
             ui.add(
-                setting_field(&mut edit.h, "h [s]", any::<f64>(), refused)
-                    .speed(1e-4)
-                    .max_decimals(5),
+                setting_field(
+                    &mut edit.h,
+                    field_label(LaneSetting::H),
+                    any::<f64>(),
+                    refused,
+                )
+                .speed(1e-4)
+                .max_decimals(5),
             );
             ui.end_row();
             ui.add_enabled(ipc, egui::Label::new("dhat [m]"));
@@ -1315,9 +1382,14 @@ fn settings_grid(
                     }
                     if let Some(dhat) = edit.dhat.as_mut() {
                         ui.add(
-                            setting_field(dhat, "dhat [m]", any::<f64>(), refused)
-                                .speed(1e-5)
-                                .max_decimals(6),
+                            setting_field(
+                                dhat,
+                                field_label(LaneSetting::Dhat),
+                                any::<f64>(),
+                                refused,
+                            )
+                            .speed(1e-5)
+                            .max_decimals(6),
                         );
                     } else {
                         ui.small(format!("{:.2e}", w.dhat()));
@@ -1328,13 +1400,25 @@ fn settings_grid(
             ui.label("gravity y")
                 .on_hover_text("vertical gravity [m/s²]");
             ui.add(
-                setting_field(&mut edit.gravity.y, "gravity y", any::<f64>(), refused).speed(0.1),
+                setting_field(
+                    &mut edit.gravity.y,
+                    field_label(LaneSetting::Gravity),
+                    any::<f64>(),
+                    refused,
+                )
+                .speed(0.1),
             );
             ui.end_row();
             ui.add_enabled(ipc, egui::Label::new("κ"));
             ui.add_enabled(
                 ipc,
-                setting_field(&mut edit.kappa, "κ", any::<f64>(), refused).speed(100.0),
+                setting_field(
+                    &mut edit.kappa,
+                    field_label(LaneSetting::Kappa),
+                    any::<f64>(),
+                    refused,
+                )
+                .speed(100.0),
             );
             next_setting(ui);
             ui.label("Newton tol [m]");
@@ -1343,7 +1427,7 @@ fn settings_grid(
                 // read "0.00000000010" with fixed decimals.
                 setting_field(
                     &mut edit.newton_tolerance,
-                    "Newton tol [m]",
+                    field_label(LaneSetting::NewtonTolerance),
                     any::<f64>(),
                     refused,
                 )
@@ -1358,7 +1442,7 @@ fn settings_grid(
             ui.add(
                 setting_field(
                     &mut edit.newton_max_iterations,
-                    "Newton cap",
+                    field_label(LaneSetting::NewtonMaxIterations),
                     any::<u32>(),
                     refused,
                 )
@@ -1368,9 +1452,14 @@ fn settings_grid(
             ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
             ui.add_enabled(
                 ipc,
-                setting_field(&mut edit.ccd_factor, "CCD factor s", any::<f64>(), refused)
-                    .speed(0.01)
-                    .max_decimals(3),
+                setting_field(
+                    &mut edit.ccd_factor,
+                    field_label(LaneSetting::CcdFactor),
+                    any::<f64>(),
+                    refused,
+                )
+                .speed(0.01)
+                .max_decimals(3),
             );
             ui.end_row();
         });
@@ -1541,6 +1630,38 @@ fn contact_preflight(w: &LaneWorld, spikes: u32) -> [PreflightLine; 2] {
     }
 }
 
+/// The lane settings that have a number field.
+const NUMBER_FIELDS: [LaneSetting; 9] = [
+    LaneSetting::Friction,
+    LaneSetting::Stiffness,
+    LaneSetting::H,
+    LaneSetting::Dhat,
+    LaneSetting::Gravity,
+    LaneSetting::Kappa,
+    LaneSetting::NewtonTolerance,
+    LaneSetting::NewtonMaxIterations,
+    LaneSetting::CcdFactor,
+];
+
+/// The label of a lane setting's field, as the settings grid shows it and its refusals name it.
+fn field_label(setting: LaneSetting) -> &'static str {
+    match setting {
+        LaneSetting::Method => "method",
+        LaneSetting::Friction => "friction μ",
+        LaneSetting::Stiffness => "k [N/m]",
+        LaneSetting::H => "h [s]",
+        LaneSetting::Dhat => "dhat [m]",
+        LaneSetting::Gravity => "gravity y",
+        LaneSetting::Kappa => "κ",
+        LaneSetting::AdaptiveKappa => "adaptive κ",
+        LaneSetting::CcdFactor => "CCD factor s",
+        LaneSetting::NewtonTolerance => "Newton tol [m]",
+        LaneSetting::NewtonMaxIterations => "Newton cap",
+        LaneSetting::FrictionEpsilonV => "friction ε_v [m/s]",
+        LaneSetting::FrictionIterations => "friction passes",
+    }
+}
+
 /// A number field for a lane setting. A typed value takes effect on Enter or when the field loses focus, not
 /// on each key: typing 0.3 into μ would otherwise run (and record) μ = 0 for the ticks between the keys, and
 /// typing 0.002 into d̂ would try d̂ = 0 on the way.
@@ -1556,26 +1677,62 @@ fn setting_field<'a, Num: egui::emath::Numeric>(
     refused: &Refusals,
 ) -> egui::DragValue<'a> {
     let kept = crate::text::number(value.to_f64());
-    let refused = refused.clone();
     egui::DragValue::new(value)
         .update_while_editing(false)
         .range(allowed.clone())
         // A value from a scene file outside the drag range is shown as it is, not changed by drawing it.
         .clamp_existing_to_range(false)
-        .custom_parser(
-            move |text| match parse_setting(text, &allowed, Num::INTEGRAL) {
-                Ok(number) => Some(number),
-                Err(problem) => {
-                    *refused.borrow_mut() = Some(RefusedText {
-                        setting,
-                        typed: text.to_string(),
-                        problem,
-                        kept: kept.clone(),
-                    });
-                    None
-                }
-            },
-        )
+        .custom_parser(refusing_parser(
+            setting,
+            allowed,
+            Num::INTEGRAL,
+            kept,
+            refused,
+        ))
+}
+
+/// A run-control slider (time scale, fixed rate). Dragging is the slider's own; a typed value takes effect on
+/// Enter or when the field loses focus, and text that is no number or outside `range` keeps the old value and is
+/// put in `refused`, as a lane setting's field does: egui would clamp a typed 5000 Hz to 1000 Hz without a word.
+fn run_slider<'a>(
+    value: &'a mut f64,
+    setting: &'static str,
+    range: std::ops::RangeInclusive<f64>,
+    refused: &Refusals,
+) -> egui::Slider<'a> {
+    // Six significant digits: a rate read back from the fixed clock's nanoseconds is 333.3333333333333 Hz.
+    let kept = crate::text::number(format!("{:.5e}", *value).parse().unwrap_or(*value));
+    egui::Slider::new(value, range.clone())
+        .logarithmic(true)
+        .text(setting)
+        // Read on each key, typing 0.5 into the time scale would refuse its "0" on the way, and typing 500 Hz
+        // would run the clock at 5 Hz and 50 Hz first.
+        .update_while_editing(false)
+        .custom_parser(refusing_parser(setting, range, false, kept, refused))
+}
+
+/// The text parser of a number field: a number [`parse_setting`] takes, or `None` with the refusal put in
+/// `refused` (`kept` is the value the field keeps, as the message quotes it).
+fn refusing_parser(
+    setting: &'static str,
+    allowed: std::ops::RangeInclusive<f64>,
+    integral: bool,
+    kept: String,
+    refused: &Refusals,
+) -> impl Fn(&str) -> Option<f64> + use<> {
+    let refused = refused.clone();
+    move |text| match parse_setting(text, &allowed, integral) {
+        Ok(number) => Some(number),
+        Err(problem) => {
+            *refused.borrow_mut() = Some(RefusedText {
+                setting,
+                typed: text.to_string(),
+                problem,
+                kept: kept.clone(),
+            });
+            None
+        }
+    }
 }
 
 /// Every value a number of type `Num` can hold, as a setting field's allowed range.
@@ -1599,11 +1756,15 @@ struct RefusedText {
 }
 
 impl RefusedText {
-    /// The message in the UI, e.g. `lane 'ipc': k [N/m]: "abc" is not a number; kept 10000`.
+    /// The message in the UI for a lane's setting, e.g. `lane 'ipc': k [N/m]: "abc" is not a number; kept 10000`.
     fn message(&self, lane: &str) -> String {
+        format!("lane '{}': {}", displayable(lane), self.text())
+    }
+
+    /// The refusal on its own, e.g. `fixed rate [Hz]: "5000" is outside 5 to 1000; kept 100`.
+    fn text(&self) -> String {
         format!(
-            "lane '{}': {}: \"{}\" {}; kept {}",
-            displayable(lane),
+            "{}: \"{}\" {}; kept {}",
             self.setting,
             crate::text::abbreviate(self.typed.trim(), 40),
             self.problem,
@@ -2045,8 +2206,17 @@ mod tests {
     /// Clicks `field`'s widget, types `typed` one key per frame, then presses Enter: the value after each key and
     /// after Enter.
     fn type_into(field: impl Fn(&mut f64) -> egui::DragValue<'_>, typed: &str) -> (Vec<f64>, f64) {
+        type_into_widget(0.0, |ui, v| ui.add(field(v)).rect.center(), typed)
+    }
+
+    /// [`type_into`] for a widget `add` draws, starting from `start`; `add` returns the point to click.
+    fn type_into_widget(
+        start: f64,
+        add: impl Fn(&mut egui::Ui, &mut f64) -> egui::Pos2,
+        typed: &str,
+    ) -> (Vec<f64>, f64) {
         let ctx = egui::Context::default();
-        let mut value = 0.0_f64;
+        let mut value = start;
         let at = std::cell::Cell::new(egui::Pos2::ZERO);
         let frame = |events: Vec<egui::Event>, value: &mut f64| {
             let input = egui::RawInput {
@@ -2058,7 +2228,7 @@ mod tests {
                 ..Default::default()
             };
             let _ = ctx.run_ui(input, |ui| {
-                at.set(ui.add(field(value)).rect.center());
+                at.set(add(ui, value));
             });
         };
         frame(vec![], &mut value);
@@ -2263,6 +2433,139 @@ mod tests {
             Err("is not a whole number".into())
         );
         assert!(parse_setting("-5", &any::<u32>(), true).is_err());
+    }
+
+    /// Types into a run-control slider's value field (right of its rail), starting from `start`: the value after
+    /// Enter and the refusal's message.
+    fn typed_into_slider(
+        setting: &'static str,
+        range: std::ops::RangeInclusive<f64>,
+        start: f64,
+        typed: &str,
+    ) -> (f64, Option<String>) {
+        let refused = Refusals::default();
+        let (_, entered) = type_into_widget(
+            start,
+            |ui, v| {
+                let rect = ui.add(run_slider(v, setting, range.clone(), &refused)).rect;
+                let spacing = ui.spacing();
+                egui::pos2(
+                    rect.min.x + spacing.slider_width + spacing.item_spacing.x + 8.0,
+                    rect.center().y,
+                )
+            },
+            typed,
+        );
+        (entered, refused.take().map(|r| r.text()))
+    }
+
+    #[test]
+    fn a_typed_run_control_outside_its_slider_is_refused_with_a_word_not_clamped() {
+        for (setting, range, start, typed, problem) in [
+            (
+                "time scale",
+                0.01..=4.0,
+                1.0,
+                "0.001",
+                "is outside 0.01 to 4",
+            ),
+            ("time scale", 0.01..=4.0, 0.5, "10", "is outside 0.01 to 4"),
+            // egui clamped a typed 5000 Hz to 1000 Hz without a word.
+            (
+                "fixed rate [Hz]",
+                5.0..=1000.0,
+                100.0,
+                "5000",
+                "is outside 5 to 1000",
+            ),
+            (
+                "fixed rate [Hz]",
+                5.0..=1000.0,
+                100.0,
+                "1",
+                "is outside 5 to 1000",
+            ),
+            (
+                "fixed rate [Hz]",
+                5.0..=1000.0,
+                100.0,
+                "abc",
+                "is not a number",
+            ),
+        ] {
+            let (entered, refusal) = typed_into_slider(setting, range, start, typed);
+            assert_eq!(entered, start, "{setting} {typed}: the old value is kept");
+            assert_eq!(
+                refusal,
+                Some(format!("{setting}: \"{typed}\" {problem}; kept {start}")),
+                "{setting} {typed}"
+            );
+        }
+        // A value inside the range is taken, on Enter.
+        assert_eq!(
+            typed_into_slider("fixed rate [Hz]", 5.0..=1000.0, 100.0, "250"),
+            (250.0, None)
+        );
+        assert_eq!(
+            typed_into_slider("time scale", 0.01..=4.0, 1.0, "0.25"),
+            (0.25, None)
+        );
+    }
+
+    /// The scene menu shows the names the scenes give themselves, as its button does, not their files' stems
+    /// (`ball_pit_2000`); a file that does not load is listed by its stem. Each file is read once.
+    #[test]
+    fn the_scene_menu_lists_scenes_by_name_and_reads_each_file_once() {
+        let scratch = |what: &str| {
+            std::env::temp_dir().join(format!("cs-menu-{what}-{}.ron", std::process::id()))
+        };
+        let scene = |name: &str| {
+            format!(
+                r#"Scene(name: "{name}", lanes: [LaneSpec(name: "a", contact: (method: Ipc, h: 0.01),
+                    walls: [WallSpec(center: (0.0, -0.5), half_extents: (2.0, 0.5))],
+                    balls: [BallSpec(position: (0.0, 0.2), radius: 0.1, mass: 1.0)])])"#
+            )
+        };
+        let (broken, mine, later) = (scratch("broken"), scratch("mine"), scratch("later"));
+        std::fs::write(&broken, "Scene(name: ").expect("a scratch file");
+        std::fs::write(&mine, scene("My scene")).expect("a scratch file");
+        std::fs::write(&later, scene("Added later")).expect("a scratch file");
+        let mut catalogue = SceneCatalogue {
+            paths: crate::sim::BUILT_IN_SCENES
+                .iter()
+                .map(std::path::PathBuf::from)
+                .chain([broken.clone(), mine.clone()])
+                .collect(),
+        };
+        let mut menu = SceneMenuNames::default();
+        menu.follow(&catalogue);
+        let shipped: Vec<String> = crate::sim::BUILT_IN_SCENES
+            .iter()
+            .map(|p| {
+                crate::scene::Scene::load(std::path::Path::new(p))
+                    .expect("a shipped scene loads")
+                    .name
+            })
+            .collect();
+        assert!(shipped.contains(&"Wall throw".to_string()), "{shipped:?}");
+        assert!(!shipped.iter().any(|n| n == "ball_pit_2000"), "{shipped:?}");
+        let stem = broken.file_stem().expect("a stem").to_string_lossy();
+        let mut expected = shipped.clone();
+        expected.extend([stem.to_string(), "My scene".to_string()]);
+        assert_eq!(menu.names, expected);
+        assert_eq!(menu.paths, catalogue.paths);
+        // Not read again each frame: a file renamed on disk keeps the name it was read with; an entry added to
+        // the catalogue is read when it joins.
+        std::fs::write(&mine, scene("Renamed")).expect("a scratch file");
+        menu.follow(&catalogue);
+        assert_eq!(menu.names, expected);
+        catalogue.paths.push(later.clone());
+        menu.follow(&catalogue);
+        expected.push("Added later".to_string());
+        assert_eq!(menu.names, expected);
+        for file in [broken, mine, later] {
+            let _ = std::fs::remove_file(file);
+        }
     }
 
     use super::*;

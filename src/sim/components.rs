@@ -186,6 +186,18 @@ impl SceneCatalogue {
         self.paths.push(path.to_path_buf());
         path.to_path_buf()
     }
+
+    /// The name the scene at `path` gives itself (its `name` field), or the file's stem where the file does not
+    /// load. Reads and parses the file: for when an entry joins the catalogue, not for each frame.
+    pub fn name_of(path: &std::path::Path) -> String {
+        match ActiveScene::load(path) {
+            Ok(active) => active.loaded.name,
+            Err(_) => path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string()),
+        }
+    }
 }
 
 /// Run control shared by keys, buttons and tests.
@@ -248,10 +260,88 @@ pub struct SimLog {
 pub enum ErrorTopic {
     /// A failed export: a new export under way answers it.
     Export,
-    /// A refused settings edit of the lane with this index: a later edit of that lane that applies answers it.
-    LaneEdit(usize),
+    /// A refused edit of `settings` of the lane with index `lane`: a later edit of that lane that applies and
+    /// changes one of them answers it. An edit of another of its settings does not: a refused μ stays on screen
+    /// when the field loses focus to the d̂ field, whose edit applies a tick later.
+    LaneEdit {
+        lane: usize,
+        settings: Vec<LaneSetting>,
+    },
     /// A demo that could not be replayed: a replay that starts answers it.
     Replay,
+}
+
+/// One of a lane's contact settings (a field of [`ContactSettings`]), as an edit changes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneSetting {
+    Method,
+    Stiffness,
+    Dhat,
+    Kappa,
+    AdaptiveKappa,
+    CcdFactor,
+    H,
+    Gravity,
+    NewtonTolerance,
+    NewtonMaxIterations,
+    Friction,
+    FrictionEpsilonV,
+    FrictionIterations,
+}
+
+impl LaneSetting {
+    /// The settings in which `before` and `after` differ.
+    pub fn changed(before: &ContactSettings, after: &ContactSettings) -> Vec<LaneSetting> {
+        // Spelled out field by field, so that a new field of `ContactSettings` does not compile until it is named.
+        let ContactSettings {
+            method,
+            stiffness,
+            dhat,
+            kappa,
+            adaptive_kappa,
+            ccd_factor,
+            h,
+            gravity,
+            newton_tolerance,
+            newton_max_iterations,
+            friction,
+            friction_epsilon_v,
+            friction_iterations,
+        } = after;
+        [
+            (LaneSetting::Method, before.method != *method),
+            (LaneSetting::Stiffness, before.stiffness != *stiffness),
+            (LaneSetting::Dhat, before.dhat != *dhat),
+            (LaneSetting::Kappa, before.kappa != *kappa),
+            (
+                LaneSetting::AdaptiveKappa,
+                before.adaptive_kappa != *adaptive_kappa,
+            ),
+            (LaneSetting::CcdFactor, before.ccd_factor != *ccd_factor),
+            (LaneSetting::H, before.h != *h),
+            (LaneSetting::Gravity, before.gravity != *gravity),
+            (
+                LaneSetting::NewtonTolerance,
+                before.newton_tolerance != *newton_tolerance,
+            ),
+            (
+                LaneSetting::NewtonMaxIterations,
+                before.newton_max_iterations != *newton_max_iterations,
+            ),
+            (LaneSetting::Friction, before.friction != *friction),
+            (
+                LaneSetting::FrictionEpsilonV,
+                before.friction_epsilon_v != *friction_epsilon_v,
+            ),
+            (
+                LaneSetting::FrictionIterations,
+                before.friction_iterations != *friction_iterations,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(setting, differs)| differs.then_some(setting))
+        .collect()
+    }
 }
 
 impl SimLog {
@@ -276,9 +366,27 @@ impl SimLog {
     /// Clears the shown error if it is about `topic`.
     pub fn withdraw(&mut self, topic: &ErrorTopic) {
         if self.topic.as_ref() == Some(topic) {
-            self.error = None;
-            self.topic = None;
+            self.clear_error();
         }
+    }
+
+    /// Clears the shown error if it is a refused edit of lane `lane` about one of the settings an applied edit
+    /// `changed` ([`ErrorTopic::LaneEdit`]).
+    pub fn withdraw_lane_edit(&mut self, lane: usize, changed: &[LaneSetting]) {
+        let answered = matches!(
+            &self.topic,
+            Some(ErrorTopic::LaneEdit { lane: l, settings })
+                if *l == lane && settings.iter().any(|s| changed.contains(s))
+        );
+        if answered {
+            self.clear_error();
+        }
+    }
+
+    /// Takes the shown error off the screen, with what it was about (the history in `errors` keeps it).
+    pub fn clear_error(&mut self) {
+        self.error = None;
+        self.topic = None;
     }
 
     pub fn info(&mut self, message: impl Into<String>) {

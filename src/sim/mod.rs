@@ -668,12 +668,14 @@ pub fn gather_settings(
             settings.0 = lane.world.settings.clone();
             continue;
         }
+        let changed = LaneSetting::changed(&lane.world.settings, &settings.0);
         let applied = refuse_ipc_into_overlap(&mut lane.world, &settings.0)
             .and_then(|()| apply_settings(&mut lane.world, &settings.0));
         match applied {
             Ok(()) => {
-                // A refusal of this lane's last edit is answered by this one: its banner would now mislead.
-                log.withdraw(&ErrorTopic::LaneEdit(lane.index));
+                // A refused edit of a setting this edit changed is answered by it: its banner would now mislead.
+                // One of the lane's other settings is not (the field that took the focus from a refused one).
+                log.withdraw_lane_edit(lane.index, &changed);
                 log.info(format!("lane '{}': settings applied", lane.world.name));
                 recorder.record(
                     control.ticks,
@@ -684,7 +686,13 @@ pub fn gather_settings(
                 );
             }
             Err(message) => {
-                log.error_about(ErrorTopic::LaneEdit(lane.index), message);
+                log.error_about(
+                    ErrorTopic::LaneEdit {
+                        lane: lane.index,
+                        settings: changed,
+                    },
+                    message,
+                );
                 settings.0 = lane.world.settings.clone();
             }
         }
@@ -1113,7 +1121,7 @@ fn apply_messages(
     }
     if let Some(scene) = rebuild {
         if c.log.raised == errors_before {
-            c.log.error = None;
+            c.log.clear_error();
         }
         for (entity, _) in &lanes {
             commands.entity(entity).despawn();

@@ -207,6 +207,35 @@ fn malformed_scenes_name_the_file_the_place_and_the_problem() {
     }
 }
 
+/// μ has one upper bound, `MAX_FRICTION`, for scene files and the window's μ field: a scene file could ask for
+/// μ = 50 that the window's field refused.
+#[test]
+fn a_friction_beyond_the_limit_is_refused_with_the_file_field_and_value() {
+    use contact_sandbox::scene::MAX_FRICTION;
+    assert_eq!(MAX_FRICTION, 10.0);
+    for (setting, expected) in [
+        (
+            "friction: 50.0",
+            "bad.ron: lanes[0].contact.friction: must be between 0 and 10, got 50",
+        ),
+        (
+            "friction: 10.5",
+            "bad.ron: lanes[0].contact.friction: must be between 0 and 10, got 10.5",
+        ),
+        (
+            "friction: -0.1",
+            "bad.ron: lanes[0].contact.friction: must be between 0 and 10, got -0.1",
+        ),
+    ] {
+        let text = scene_with(&GOOD_LANE.replace("h: 0.01", &format!("h: 0.01, {setting}")));
+        assert_eq!(error_of(&text), expected, "{setting}");
+    }
+    for setting in ["friction: 0.0", "friction: 0.5", "friction: 10.0"] {
+        let text = scene_with(&GOOD_LANE.replace("h: 0.01", &format!("h: 0.01, {setting}")));
+        Scene::parse(&text, "good.ron").unwrap_or_else(|e| panic!("{setting}: {e}"));
+    }
+}
+
 #[test]
 fn penalty_lanes_accept_overlapping_starts_that_ipc_refuses() {
     let text = scene_with(

@@ -212,6 +212,78 @@ fn an_invalid_settings_edit_is_reported_and_not_applied() {
     assert_eq!(app.world().resource::<SimLog>().error, None);
 }
 
+/// Edits lane `index`'s settings as the window does, then takes one fixed step.
+fn edit_lane(app: &mut App, index: usize, edit: impl Fn(&mut LaneSettings)) {
+    let mut query = app.world_mut().query::<(&Lane, &mut LaneSettings)>();
+    for (lane, mut settings) in query.iter_mut(app.world_mut()) {
+        if lane.index == index {
+            edit(&mut settings);
+        }
+    }
+    app.update();
+}
+
+/// A refused edit of one setting stays on screen while another setting of the lane is edited (the field the
+/// focus went to: typed μ = -1, then a click into d̂): only an applied edit of the refused setting answers it.
+#[test]
+fn a_refused_edit_stays_until_an_edit_of_the_same_setting_applies() {
+    use contact_sandbox::sim::{ErrorTopic, LaneSetting};
+    let mut app = headless(WALL_THROW);
+    run_updates(&mut app, 2);
+    // Refused by the sim: μ < 0.
+    edit_lane(&mut app, 0, |s| s.0.friction = -1.0);
+    let error = app.world().resource::<SimLog>().error.clone();
+    assert!(
+        error.as_deref().is_some_and(|e| e.contains("friction")),
+        "{error:?}"
+    );
+    edit_lane(&mut app, 0, |s| s.0.stiffness = 2e4);
+    edit_lane(&mut app, 0, |s| s.0.dhat = Some(2e-3));
+    assert_eq!(with_lane(&mut app, 0, |l| l.world.settings.stiffness), 2e4);
+    assert_eq!(
+        app.world().resource::<SimLog>().error,
+        error,
+        "an edit of k or d̂ withdrew the refused μ"
+    );
+    edit_lane(&mut app, 0, |s| s.0.friction = 0.2);
+    assert_eq!(with_lane(&mut app, 0, |l| l.world.settings.friction), 0.2);
+    assert_eq!(app.world().resource::<SimLog>().error, None);
+
+    // Refused by the window's field (text it does not take), about μ: the same.
+    let refusal = "lane 'penalty': friction μ: \"-1\" is outside 0 to 10; kept 0.2";
+    app.world_mut().resource_mut::<SimLog>().error_about(
+        ErrorTopic::LaneEdit {
+            lane: 0,
+            settings: vec![LaneSetting::Friction],
+        },
+        refusal,
+    );
+    edit_lane(&mut app, 0, |s| s.0.method = ContactMethod::Ipc);
+    assert_eq!(
+        with_lane(&mut app, 0, |l| l.world.settings.method),
+        ContactMethod::Ipc
+    );
+    assert_eq!(
+        app.world().resource::<SimLog>().error.as_deref(),
+        Some(refusal),
+        "the method's edit withdrew the refused μ"
+    );
+    edit_lane(&mut app, 0, |s| s.0.friction = 0.3);
+    assert_eq!(app.world().resource::<SimLog>().error, None);
+
+    // Dismissed: the error and what it was about both go.
+    let mut log = app.world_mut().resource_mut::<SimLog>();
+    log.error_about(
+        ErrorTopic::LaneEdit {
+            lane: 0,
+            settings: vec![LaneSetting::Friction],
+        },
+        refusal,
+    );
+    log.clear_error();
+    assert_eq!((log.error.as_deref(), log.topic.as_ref()), (None, None));
+}
+
 #[test]
 fn restart_restores_the_scene() {
     let mut app = headless(WALL_THROW);
