@@ -913,9 +913,23 @@ mod tests {
         assert!(!everything.contains(risen), "{everything:?}");
         // No wider than the penalty ball needs: the lanes keep a useful share of the view.
         assert!(everything.width() < 6.0 * u, "{everything:?}");
-        // It keeps fitting (a resized window, the ball flying on) until new lanes come.
+        // It keeps that framing until new lanes come, and does not follow a ball that flies on (it would zoom out
+        // steadily, then snap back once the ball passed the reach); F again takes the balls where they are.
         app.update();
         assert_eq!(seen(&mut app), everything);
+        let moved: Vec<Entity> = app
+            .world_mut()
+            .query_filtered::<Entity, With<Ball>>()
+            .iter(app.world())
+            .collect();
+        let further = penalty + Vec2::new(2.0 * u, 0.0);
+        app.world_mut()
+            .entity_mut(moved[0])
+            .insert(Transform::from_translation(further.extend(1.0)));
+        app.update();
+        assert_eq!(seen(&mut app), everything);
+        press_f(&mut app);
+        assert!(seen(&mut app).contains(further), "{:?}", seen(&mut app));
 
         // A restart: new lanes, their balls back at the start, framed as the scene frames them.
         let old: Vec<Entity> = app

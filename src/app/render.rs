@@ -102,10 +102,14 @@ impl Plugin for RenderPlugin {
 pub struct CameraView {
     pub auto_fit: bool,
     /// The fit also frames every ball inside its own lane's band, up to [`FIT_BALL_REACH`] beyond the lanes
-    /// ([`bounds_with_balls`]): what F and the Fit button ask for. New lanes (a scene loaded, a restart) clear
+    /// ([`balls_within_reach`]): what F and the Fit button ask for. New lanes (a scene loaded, a restart) clear
     /// it, so their fit frames the lanes alone, as it always has: a fit that followed an escaping ball while the
     /// lanes run would shrink the walls the run is about, and move an export's framing.
     pub with_balls: bool,
+    /// Where the balls were when F was pressed (render units): the fit keeps framing that, with the lanes, and
+    /// does not follow a ball that flies on (it would zoom out steadily and snap back once the ball passed the
+    /// reach). F again takes the balls where they are then.
+    pub balls_seen: Option<Rect>,
 }
 
 impl Default for CameraView {
@@ -113,6 +117,7 @@ impl Default for CameraView {
         CameraView {
             auto_fit: true,
             with_balls: false,
+            balls_seen: None,
         }
     }
 }
@@ -122,12 +127,14 @@ impl CameraView {
     pub fn fit_everything(&mut self) {
         self.auto_fit = true;
         self.with_balls = true;
+        self.balls_seen = None;
     }
 
     /// A pan or a zoom: the user places the camera from now on.
     pub fn stop_fitting(&mut self) {
         self.auto_fit = false;
         self.with_balls = false;
+        self.balls_seen = None;
     }
 }
 
@@ -258,32 +265,31 @@ pub fn scene_bounds(lanes: &Query<&Lane>) -> Option<(Vec2, Vec2)> {
     Some((lo, hi))
 }
 
-/// `lanes_fit` (the lanes' [`scene_bounds`], render units) grown to take in the balls (centre and radius, render
-/// units) that lie within [`FIT_BALL_REACH`] times the larger side of the lanes' `area` beyond it, with a margin
-/// of [`FIT_BALL_MARGIN`] round them. The caller passes only the balls inside their own lanes' bands: a ball
-/// beyond its band is drawn as a marker on that band's edge, which the lanes' fit already shows.
-pub fn bounds_with_balls(
-    lanes_fit: (Vec2, Vec2),
+/// The box round the balls (centre and radius, render units) that lie within [`FIT_BALL_REACH`] times the larger
+/// side of the lanes' `area` beyond it; `None` when there are none. A point ball's box has no width, and is kept.
+/// The caller passes only the balls inside their own lanes' bands: a ball beyond its band is drawn as a marker
+/// on that band's edge, which the lanes' fit already shows.
+pub fn balls_within_reach(
     area: Rect,
     balls: impl IntoIterator<Item = (Vec2, f32)>,
-) -> (Vec2, Vec2) {
+) -> Option<Rect> {
     let reach = area.inflate(FIT_BALL_REACH * area.size().max_element());
-    let balls = balls
+    balls
         .into_iter()
-        .filter(|&(centre, _)| reach.contains(centre))
-        .fold(Rect::EMPTY, |all, (centre, radius)| {
-            all.union(Rect::from_center_half_size(centre, Vec2::splat(radius)))
-        });
-    if balls.is_empty() {
-        return lanes_fit;
-    }
+        .filter(|&(centre, radius)| reach.contains(centre) && radius.is_finite())
+        .map(|(centre, radius)| Rect::from_center_half_size(centre, Vec2::splat(radius.max(0.0))))
+        .reduce(|all, b| all.union(b))
+}
+
+/// `lanes_fit` grown to take in `balls`, with a margin of [`FIT_BALL_MARGIN`] round them.
+fn frame_lanes_and(lanes_fit: (Vec2, Vec2), balls: Rect) -> (Vec2, Vec2) {
     let lanes = Rect::from_corners(lanes_fit.0, lanes_fit.1);
     let pad = FIT_BALL_MARGIN * lanes.union(balls).size().max_element();
     let framed = lanes.union(balls.inflate(pad));
     (framed.min, framed.max)
 }
 
-/// While auto-fit is on, the camera frames all lanes (and, after F, the balls that flew on: [`bounds_with_balls`])
+/// While auto-fit is on, the camera frames all lanes (and, after F, the balls that flew on: [`balls_within_reach`])
 /// inside the canvas left free by the panels; the camera's viewport is that canvas (see `canvas`), so the framed
 /// area's centre goes to the camera's. Without a window (the offscreen exporter) the camera's image target is the
 /// canvas.
@@ -300,6 +306,7 @@ pub(super) fn fit_camera(
 ) {
     if view.with_balls && !new_lanes.is_empty() {
         view.with_balls = false;
+        view.balls_seen = None;
     }
     if !view.auto_fit {
         return;
@@ -310,18 +317,28 @@ pub(super) fn fit_camera(
         return;
     };
     let (lo, hi) = if view.with_balls {
-        let area = lanes
-            .iter()
-            .map(lane_area)
-            .fold(Rect::EMPTY, |all, a| all.union(a));
-        let in_band = balls.iter().filter_map(|(ball, transform, member)| {
-            let centre = transform.translation.truncate();
-            bands
-                .of(member.0)
-                .contains(centre)
-                .then_some((centre, ball.radius.max(0.0) as f32 * UNITS_PER_METRE))
-        });
-        bounds_with_balls(lanes_fit, area, in_band)
+        if view.balls_seen.is_none() {
+            let area = lanes
+                .iter()
+                .map(lane_area)
+                .fold(Rect::EMPTY, |all, a| all.union(a));
+            let in_band = balls.iter().filter_map(|(ball, transform, member)| {
+                let centre = transform.translation.truncate();
+                bands
+                    .of(member.0)
+                    .contains(centre)
+                    .then_some((centre, ball.radius.max(0.0) as f32 * UNITS_PER_METRE))
+            });
+            // No ball within reach: an inverted box, which frames nothing beyond the lanes.
+            view.balls_seen = Some(balls_within_reach(area, in_band).unwrap_or(Rect::EMPTY));
+        }
+        match view.balls_seen {
+            // Not `Rect::is_empty`: a point ball's box has no width, and counts.
+            Some(seen) if seen.min.x <= seen.max.x && seen.min.y <= seen.max.y => {
+                frame_lanes_and(lanes_fit, seen)
+            }
+            _ => lanes_fit,
+        }
     } else {
         lanes_fit
     };
@@ -574,6 +591,22 @@ mod tests {
 
     use super::*;
     use crate::sim::{ActiveScene, SimControl, SimPlugin};
+
+    /// A point ball's box has no width; it still counts as a ball within reach (`Rect::is_empty` would call it
+    /// empty), alone in a lane as in the wall throw's lanes.
+    #[test]
+    fn a_point_ball_alone_is_framed() {
+        let area = Rect::from_corners(Vec2::new(-100.0, -50.0), Vec2::new(100.0, 50.0));
+        let lanes_fit = (Vec2::new(-120.0, -60.0), Vec2::new(120.0, 60.0));
+        let seen =
+            balls_within_reach(area, [(Vec2::new(400.0, 0.0), 0.0)]).expect("a ball within reach");
+        assert_eq!(seen.width(), 0.0);
+        let (lo, hi) = frame_lanes_and(lanes_fit, seen);
+        assert!(hi.x > 400.0 && lo.x <= -120.0, "{lo} {hi}");
+        assert_eq!(balls_within_reach(area, [(Vec2::new(1e9, 0.0), 0.0)]), None);
+        assert_eq!(balls_within_reach(area, [(Vec2::NAN, 1.0)]), None);
+        assert_eq!(balls_within_reach(area, std::iter::empty()), None);
+    }
 
     /// The rod drop under the sim alone, one fixed step per update, with the impulse collector.
     fn rod_drop() -> App {
