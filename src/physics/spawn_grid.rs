@@ -82,12 +82,16 @@ impl SpawnGrid {
 
     /// Appends to `out`, in no particular order, every ball that may touch the circle `(c, r)`: at least every
     /// ball `j` with `|c − cⱼ| ≤ r + rⱼ` (a ball with a non-finite centre or radius touches nothing and may be
-    /// left out). In each class, the balls listed lie in cells within four times the reach of `c` (and one
-    /// cell), or the class is small enough to be listed whole.
+    /// left out). In each class, the balls listed lie in cells within about five times the reach of `c` (and a
+    /// few cells), or the class is small enough to be listed whole.
     pub fn candidates(&self, c: DVec2, r: f64, out: &mut Vec<u32>) {
         for (&class, members) in &self.classes {
             let cell = cell_side(class);
             let reach = r + members.max_radius;
+            // A negative radius (refused before any check) or NaN touches nothing; it must not invert the range.
+            if !(reach >= 0.0) {
+                continue;
+            }
             // One cell more on each side absorbs the rounding of `c ± reach` and of the distance itself.
             let (x0, x1) = (
                 cell_key(c.x - reach, cell) - 1,

@@ -57,7 +57,8 @@ pub struct Recorder {
     /// The most actions a recording holds ([`crate::demo::MAX_ACTIONS`]; smaller in tests). A recording ends
     /// before the first frame whose actions might not all fit, so that what is saved can be replayed.
     pub max_actions: usize,
-    /// The most hashes a recording stores ([`crate::demo::MAX_HASHES`]; smaller in tests). Once the list is full
+    /// The most hashes a recording stores ([`crate::demo::MAX_HASHES`], which a demo may not exceed; smaller in
+    /// tests). Once the list is full
     /// no more are stored, except the end's hash, which takes the last place.
     pub max_hashes: usize,
 }
