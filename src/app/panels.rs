@@ -715,6 +715,7 @@ fn run_controls(
              in slow motion while the window keeps its frame rate.",
         );
     let refused = Refusals::default();
+    let mut applied = false;
     if ui
         .add(run_slider(
             &mut ui_state.time_scale,
@@ -727,25 +728,31 @@ fn run_controls(
         clocks
             .virtual_time
             .set_relative_speed_f64(ui_state.time_scale);
+        applied = true;
     }
     ui_state.fixed_rate_hz = clocks.fixed.timestep().as_secs_f64().recip();
+    // The range a scene's clock may run at (`demo::fixed_rate_hz`), so the slider shows the rate a scene
+    // of long steps runs at, and accepts it typed.
     if ui
         .add(run_slider(
             &mut ui_state.fixed_rate_hz,
             "fixed rate [Hz]",
-            5.0..=1000.0,
+            crate::demo::FIXED_RATES_HZ,
             &refused,
         ))
         .changed()
     {
         clocks.fixed.set_timestep_hz(ui_state.fixed_rate_hz);
+        applied = true;
     }
     if let Some(refusal) = refused.take() {
         // egui may read the same text twice as the field loses focus: one message for it.
         let message = refusal.text();
         if log.error.as_deref() != Some(message.as_str()) {
-            log.error(message);
+            log.error_about(ErrorTopic::RunControl, message);
         }
+    } else if applied {
+        log.withdraw(&ErrorTopic::RunControl);
     }
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut ui_state.show_inspector, "inspector");
@@ -2473,21 +2480,21 @@ mod tests {
             // egui clamped a typed 5000 Hz to 1000 Hz without a word.
             (
                 "fixed rate [Hz]",
-                5.0..=1000.0,
+                crate::demo::FIXED_RATES_HZ,
                 100.0,
                 "5000",
-                "is outside 5 to 1000",
+                "is outside 1 to 1000",
             ),
             (
                 "fixed rate [Hz]",
-                5.0..=1000.0,
+                crate::demo::FIXED_RATES_HZ,
                 100.0,
-                "1",
-                "is outside 5 to 1000",
+                "0.5",
+                "is outside 1 to 1000",
             ),
             (
                 "fixed rate [Hz]",
-                5.0..=1000.0,
+                crate::demo::FIXED_RATES_HZ,
                 100.0,
                 "abc",
                 "is not a number",
@@ -2503,7 +2510,7 @@ mod tests {
         }
         // A value inside the range is taken, on Enter.
         assert_eq!(
-            typed_into_slider("fixed rate [Hz]", 5.0..=1000.0, 100.0, "250"),
+            typed_into_slider("fixed rate [Hz]", crate::demo::FIXED_RATES_HZ, 100.0, "250"),
             (250.0, None)
         );
         assert_eq!(

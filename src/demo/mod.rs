@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub use script::{Script, ScriptAction, fixed_rate_hz, record_script};
+pub use script::{FIXED_RATES_HZ, Script, ScriptAction, fixed_rate_hz, record_script};
 pub use session::*;
 
 use crate::scene::{Scene, SceneError, read_bounded_text};

@@ -95,10 +95,15 @@ impl Script {
     }
 }
 
-/// The fixed-step rate a scene runs at in the sandbox: `1/h` of its first lane, clamped to 1–1000 Hz.
+/// The rates a window's fixed clock may run at [Hz]: a scene's own `1 / h`, clamped to them, and the run control's.
+pub const FIXED_RATES_HZ: std::ops::RangeInclusive<f64> = 1.0..=1000.0;
+
+/// The fixed-step rate a scene runs at in the sandbox: `1/h` of its first lane, clamped to [`FIXED_RATES_HZ`].
 pub fn fixed_rate_hz(scene: &Scene) -> f64 {
     match scene.lanes.first().map(|l| l.contact.h) {
-        Some(h) if h.is_finite() && h > 0.0 => (1.0 / h).clamp(1.0, 1000.0),
+        Some(h) if h.is_finite() && h > 0.0 => {
+            (1.0 / h).clamp(*FIXED_RATES_HZ.start(), *FIXED_RATES_HZ.end())
+        }
         _ => 60.0,
     }
 }

@@ -269,6 +269,9 @@ pub enum ErrorTopic {
     },
     /// A demo that could not be replayed: a replay that starts answers it.
     Replay,
+    /// A refused typed value of a run control (time scale, fixed rate): a change of either that applies answers
+    /// it.
+    RunControl,
 }
 
 /// One of a lane's contact settings (a field of [`ContactSettings`]), as an edit changes it.
