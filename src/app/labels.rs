@@ -440,15 +440,10 @@ fn label_strays(
             *shown += 1;
             let text = stray_text(stray.position, more);
             let title = lanes.get(stray.lane).ok().and_then(|lane| {
-                // The whole title: the rectangle the stray label keeps clear of, cut short or not.
-                let (title, _, place) =
-                    line_look(lane, LabelLine::Title, px, scale.0, None, false)?;
-                let s = scale.0 * px;
-                // With room for the ", edited" a title may carry (not looked up here).
-                let chars = title.chars().count() + ", edited".len();
-                let width = chars as f32 * CHAR_WIDTH * TITLE_PX * s;
-                let at = place.translation.truncate();
-                Some(Rect::new(at.x, at.y, at.x + width, at.y + TITLE_PX * s))
+                // The whole title, with room for an ", edited": the rectangle the stray label keeps clear of,
+                // the same the line between stacked lanes keeps clear of.
+                line_look(lane, LabelLine::Title, px, scale.0, None, false)?;
+                Some(title_box(lane, px, scale.0))
             });
             let (at, anchor) = stray_place(
                 stray.edge,
