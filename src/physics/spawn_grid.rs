@@ -89,7 +89,7 @@ impl SpawnGrid {
             let cell = cell_side(class);
             let reach = r + members.max_radius;
             // A negative radius (refused before any check) or NaN touches nothing; it must not invert the range.
-            if !(reach >= 0.0) {
+            if reach.is_nan() || reach < 0.0 {
                 continue;
             }
             // One cell more on each side absorbs the rounding of `c ± reach` and of the distance itself.
