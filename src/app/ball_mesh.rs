@@ -315,28 +315,14 @@ fn seen_area(projection: &Projection, camera_at: Option<&GlobalTransform>) -> Op
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use bevy::asset::AssetPlugin;
 
     use super::*;
     use crate::physics::world::ContactMethod;
-    use crate::scene::Scene;
-    use crate::sim::{lane_bounds, lane_offsets};
 
     /// The lanes of a shipped scene, laid out as the sim lays them out, without their bodies.
     fn lanes_of(path: &str) -> Vec<Lane> {
-        let scene = Scene::load(Path::new(path)).expect("a built-in scene loads");
-        let worlds = scene.build();
-        let bounds: Vec<(DVec2, DVec2)> = worlds.iter().map(lane_bounds).collect();
-        let offsets = lane_offsets(&bounds);
-        worlds
-            .into_iter()
-            .zip(bounds)
-            .zip(offsets)
-            .enumerate()
-            .map(|(index, ((world, bounds), offset))| Lane::new(index, world, offset, bounds))
-            .collect()
+        super::super::lane_bands::laid_out_lanes(path)
     }
 
     /// Every mesh the renderer would be asked to upload (added or modified this frame), with its vertex data's
