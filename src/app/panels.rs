@@ -1281,10 +1281,7 @@ fn lane_panel(
             if log.error.as_deref() != Some(message.as_str()) {
                 // A later edit of this setting that applies answers it (`gather_settings`); an edit of another
                 // setting of the lane (the field that took the focus) does not.
-                let settings = NUMBER_FIELDS
-                    .into_iter()
-                    .filter(|&setting| field_label(setting) == refusal.setting)
-                    .collect();
+                let settings = settings_labelled(refusal.setting);
                 log.error_about(
                     ErrorTopic::LaneEdit {
                         lane: lane.index,
@@ -1649,6 +1646,15 @@ const NUMBER_FIELDS: [LaneSetting; 9] = [
     LaneSetting::NewtonMaxIterations,
     LaneSetting::CcdFactor,
 ];
+
+/// The number fields' settings whose field is labelled `label`: the setting a refusal (which names its field by
+/// label) is about.
+fn settings_labelled(label: &str) -> Vec<LaneSetting> {
+    NUMBER_FIELDS
+        .into_iter()
+        .filter(|&setting| field_label(setting) == label)
+        .collect()
+}
 
 /// The label of a lane setting's field, as the settings grid shows it and its refusals name it.
 fn field_label(setting: LaneSetting) -> &'static str {
@@ -2399,6 +2405,29 @@ mod tests {
         assert!(keys.iter().all(|&v| v == 0.0), "{keys:?}");
         assert_eq!(entered, 5.0);
         assert_eq!(refused.take(), None);
+    }
+
+    /// A refusal names its field by label, and the lane panel finds the setting it is about by that label: each
+    /// number field's label leads back to its own setting and no other, so an edit of that setting withdraws it.
+    #[test]
+    fn each_number_fields_label_leads_back_to_its_setting_alone() {
+        for setting in NUMBER_FIELDS {
+            assert_eq!(
+                settings_labelled(field_label(setting)),
+                [setting],
+                "{}",
+                field_label(setting)
+            );
+        }
+        assert_eq!(settings_labelled("no such field"), []);
+        // Refused through the field as the grid draws it: the refusal carries the label the lookup expects.
+        let refused = Refusals::default();
+        let (_, _) = type_into(
+            |v| setting_field(v, field_label(LaneSetting::Friction), 0.0..=10.0, &refused),
+            "-1",
+        );
+        let refusal = refused.take().expect("a μ of -1 is refused");
+        assert_eq!(settings_labelled(refusal.setting), [LaneSetting::Friction]);
     }
 
     #[test]
