@@ -745,15 +745,7 @@ fn run_controls(
         clocks.fixed.set_timestep_hz(ui_state.fixed_rate_hz);
         applied = true;
     }
-    if let Some(refusal) = refused.take() {
-        // egui may read the same text twice as the field loses focus: one message for it.
-        let message = refusal.text();
-        if log.error.as_deref() != Some(message.as_str()) {
-            log.error_about(ErrorTopic::RunControl, message);
-        }
-    } else if applied {
-        log.withdraw(&ErrorTopic::RunControl);
-    }
+    report_run_controls(refused.take(), applied, log);
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut ui_state.show_inspector, "inspector");
         ui.checkbox(&mut ui_state.show_landscape, "landscape");
@@ -1634,6 +1626,20 @@ fn contact_preflight(w: &LaneWorld, spikes: u32) -> [PreflightLine; 2] {
     }
 }
 
+/// What the run controls say after a frame: a refused typed value (`refusal`) is an error about them, which a
+/// change of either control that applies (`applied`) withdraws, while an error about anything else stays.
+fn report_run_controls(refusal: Option<RefusedText>, applied: bool, log: &mut SimLog) {
+    if let Some(refusal) = refusal {
+        // egui may read the same text twice as the field loses focus: one message for it.
+        let message = refusal.text();
+        if log.error.as_deref() != Some(message.as_str()) {
+            log.error_about(ErrorTopic::RunControl, message);
+        }
+    } else if applied {
+        log.withdraw(&ErrorTopic::RunControl);
+    }
+}
+
 /// The lane settings that have a number field.
 const NUMBER_FIELDS: [LaneSetting; 9] = [
     LaneSetting::Friction,
@@ -2407,6 +2413,37 @@ mod tests {
         assert_eq!(refused.take(), None);
     }
 
+    /// A refused run control stays on the error line until a change of a run control applies; an error about
+    /// something else, raised after it, is not taken off by that change.
+    #[test]
+    fn a_refused_run_control_is_withdrawn_when_a_change_applies() {
+        let refused = || {
+            refusal_of_slider(
+                "fixed rate [Hz]",
+                crate::demo::FIXED_RATES_HZ,
+                100.0,
+                "5000",
+            )
+            .1
+        };
+        let mut log = SimLog::default();
+        report_run_controls(refused(), false, &mut log);
+        let said = log.error.clone().expect("5000 Hz is refused");
+        assert!(said.contains("is outside 1 to 1000"), "{said}");
+        // A frame without a change keeps it; so does the same text read again.
+        report_run_controls(None, false, &mut log);
+        report_run_controls(refused(), false, &mut log);
+        assert_eq!(log.error.as_deref(), Some(said.as_str()));
+        assert_eq!(log.raised, 1);
+        // A change that applies answers it.
+        report_run_controls(None, true, &mut log);
+        assert_eq!(log.error, None);
+        // An unrelated error stays through a change of the run controls.
+        log.error("lane 'ipc': something else");
+        report_run_controls(None, true, &mut log);
+        assert_eq!(log.error.as_deref(), Some("lane 'ipc': something else"));
+    }
+
     /// A refusal names its field by label, and the lane panel finds the setting it is about by that label: each
     /// number field's label leads back to its own setting and no other, so an edit of that setting withdraws it.
     #[test]
@@ -2479,6 +2516,18 @@ mod tests {
         start: f64,
         typed: &str,
     ) -> (f64, Option<String>) {
+        let (entered, refusal) = refusal_of_slider(setting, range, start, typed);
+        (entered, refusal.map(|r| r.text()))
+    }
+
+    /// Types `typed` into a run slider for `setting` that holds `start`: the value it then holds, and what it
+    /// refused.
+    fn refusal_of_slider(
+        setting: &'static str,
+        range: std::ops::RangeInclusive<f64>,
+        start: f64,
+        typed: &str,
+    ) -> (f64, Option<RefusedText>) {
         let refused = Refusals::default();
         let (_, entered) = type_into_widget(
             start,
@@ -2492,7 +2541,7 @@ mod tests {
             },
             typed,
         );
-        (entered, refused.take().map(|r| r.text()))
+        (entered, refused.take())
     }
 
     #[test]
