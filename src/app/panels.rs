@@ -1323,7 +1323,7 @@ fn settings_grid(
             // greyed out, since they do nothing in this lane now.
             let penalty = edit.method == ContactMethod::Penalty;
             let ipc = edit.method == ContactMethod::Ipc;
-            ui.label("method");
+            ui.label(field_label(LaneSetting::Method));
             egui::ComboBox::from_id_salt(("method", lane_index))
                 .selected_text(edit.method.label())
                 .width(70.0)
@@ -1345,7 +1345,10 @@ fn settings_grid(
             )
             .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
             ui.end_row();
-            ui.add_enabled(penalty, egui::Label::new("k [N/m]"));
+            ui.add_enabled(
+                penalty,
+                egui::Label::new(field_label(LaneSetting::Stiffness)),
+            );
             ui.add_enabled(
                 penalty,
                 setting_field(
@@ -1357,7 +1360,7 @@ fn settings_grid(
                 .speed(100.0),
             );
             next_setting(ui);
-            ui.label("h [s]");
+            ui.label(field_label(LaneSetting::H));
             ui.add(
                 setting_field(
                     &mut edit.h,
@@ -1369,7 +1372,7 @@ fn settings_grid(
                 .max_decimals(5),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new("dhat [m]"));
+            ui.add_enabled(ipc, egui::Label::new(field_label(LaneSetting::Dhat)));
             ui.add_enabled_ui(ipc, |ui| {
                 ui.horizontal(|ui| {
                     let mut auto = edit.dhat.is_none();
@@ -1393,7 +1396,7 @@ fn settings_grid(
                 })
             });
             next_setting(ui);
-            ui.label("gravity y")
+            ui.label(field_label(LaneSetting::Gravity))
                 .on_hover_text("vertical gravity [m/s²]");
             ui.add(
                 setting_field(
@@ -1405,7 +1408,7 @@ fn settings_grid(
                 .speed(0.1),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new("κ"));
+            ui.add_enabled(ipc, egui::Label::new(field_label(LaneSetting::Kappa)));
             ui.add_enabled(
                 ipc,
                 setting_field(
@@ -1417,7 +1420,7 @@ fn settings_grid(
                 .speed(100.0),
             );
             next_setting(ui);
-            ui.label("Newton tol [m]");
+            ui.label(field_label(LaneSetting::NewtonTolerance));
             ui.add(
                 // In scientific notation, every digit kept (a value re-read from its text must not change): 1e-10 m
                 // read "0.00000000010" with fixed decimals.
@@ -1431,10 +1434,13 @@ fn settings_grid(
                 .custom_formatter(|v, _| format!("{v:e}")),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new("adaptive κ"));
+            ui.add_enabled(
+                ipc,
+                egui::Label::new(field_label(LaneSetting::AdaptiveKappa)),
+            );
             ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
             next_setting(ui);
-            ui.label("Newton cap");
+            ui.label(field_label(LaneSetting::NewtonMaxIterations));
             ui.add(
                 setting_field(
                     &mut edit.newton_max_iterations,
@@ -1445,7 +1451,7 @@ fn settings_grid(
                 .speed(1.0),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new("CCD factor s"));
+            ui.add_enabled(ipc, egui::Label::new(field_label(LaneSetting::CcdFactor)));
             ui.add_enabled(
                 ipc,
                 setting_field(
