@@ -8,7 +8,7 @@
 
 use std::hint::black_box;
 
-use contact_sandbox::cli::bench::pit_lane;
+use contact_sandbox::cli::bench::{PIT_WIDTH, pit_lane};
 use contact_sandbox::physics::world::ContactMethod;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
@@ -20,7 +20,7 @@ fn pit(c: &mut Criterion) {
     let mut group = c.benchmark_group(format!("pit_n{N}_{TIMED_STEPS}_steps"));
     group.sample_size(10);
     for method in [ContactMethod::Ipc, ContactMethod::Penalty] {
-        let mut warm = pit_lane(N, method);
+        let mut warm = pit_lane(N, method, PIT_WIDTH);
         for _ in 0..WARM_STEPS {
             warm.step();
         }

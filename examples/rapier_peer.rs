@@ -2,37 +2,39 @@
 //! step, with CCD on. rapier2d is a dev-dependency, so it lives in an example that `bench` runs as a child.
 //!
 //! ```text
-//! cargo run --release --example rapier_peer -- --n 1000 --steps 120
+//! cargo run --release --example rapier_peer -- --n 1000 --steps 120 [--box-width 20]
 //! ```
 //! prints one JSON line in `bench`'s run format.
 
 use std::time::Instant;
 
 use contact_sandbox::cli::bench::{
-    BenchRun, PIT_H, PIT_SEED, escaped, peak_rss_mb, pit_balls, pit_walls,
+    BenchRun, PIT_H, PIT_SEED, PIT_WIDTH, check_pit, escaped, peak_rss_mb, pit_balls, pit_walls,
 };
 use contact_sandbox::physics::DVec2;
 use contact_sandbox::physics::broad_phase::BroadPhase;
 use contact_sandbox::physics::geometry::ball_wall_gap;
 use rapier2d::prelude::*;
 
-fn arg(name: &str, default: usize) -> Result<usize, String> {
+fn arg<T: std::str::FromStr>(name: &str, default: T, what: &str) -> Result<T, String> {
     let args: Vec<String> = std::env::args().collect();
     match args.iter().position(|a| a == name) {
         None => Ok(default),
         Some(i) => args
             .get(i + 1)
             .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("invalid {name}: expected a count")),
+            .ok_or_else(|| format!("invalid {name}: expected {what}")),
     }
 }
 
 fn main() -> Result<(), String> {
-    let n = arg("--n", 1000)?;
-    let steps = arg("--steps", 120)?;
+    let n = arg("--n", 1000, "a count")?;
+    let steps = arg("--steps", 120, "a count")?;
+    let width = arg("--box-width", PIT_WIDTH, "a width in metres")?;
+    check_pit(n, width).map_err(|e| e.to_string())?;
     let mut bodies = RigidBodySet::new();
     let mut colliders = ColliderSet::new();
-    for wall in pit_walls() {
+    for wall in pit_walls(width) {
         let body = bodies.insert(
             RigidBodyBuilder::fixed()
                 .translation(Vector::new(wall.center.x as f32, wall.center.y as f32))
@@ -44,7 +46,7 @@ fn main() -> Result<(), String> {
         colliders.insert_with_parent(shape, body, &mut bodies);
     }
     let mut handles = Vec::with_capacity(n);
-    let balls = pit_balls(n, PIT_SEED);
+    let balls = pit_balls(n, PIT_SEED, width);
     for ball in &balls {
         let body = bodies.insert(
             RigidBodyBuilder::dynamic()
@@ -73,7 +75,7 @@ fn main() -> Result<(), String> {
     let mut times = Vec::with_capacity(steps);
     // The radii rapier simulates (f32), for the gap measurement.
     let radii: Vec<f64> = balls.iter().map(|b| f64::from(b.radius as f32)).collect();
-    let walls = pit_walls();
+    let walls = pit_walls(width);
     let mut grid = BroadPhase::default();
     let mut centres = Vec::with_capacity(n);
     let mut pairs = Vec::new();
@@ -135,7 +137,8 @@ fn main() -> Result<(), String> {
         min_gap_m: closest.is_finite().then_some(closest),
         max_penetration_m: Some(deepest),
         peak_rss_mb: peak_rss_mb(),
-        escaped: escaped(positions),
+        escaped: escaped(positions, width),
+        box_width_m: width,
         profile_ms_per_step: None,
         factorisations_per_step: None,
         median_ms_runs: Vec::new(),

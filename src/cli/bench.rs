@@ -45,7 +45,29 @@ pub struct BenchArgs {
     /// ratio to rapier2d run by run.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub repeat: usize,
+    /// The box's width [m] for every N, instead of the reference pit's 20 m.
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "constant_depth")]
+    pub box_width: Option<f64>,
+    /// Widen the box in proportion to N (20 m per 1 000 balls), so every N starts and lands as deep as the
+    /// reference pit at N = 1 000. The reference pit keeps 20 m, so its pile grows taller with N.
+    #[arg(long)]
+    pub constant_depth: bool,
 }
+
+impl BenchArgs {
+    /// The box's width [m] for `n` balls: the reference pit's, `--box-width`'s, or 20 m per 1 000 balls under
+    /// `--constant-depth`.
+    pub fn box_width_for(&self, n: usize) -> f64 {
+        match (self.box_width, self.constant_depth) {
+            (Some(width), _) => width,
+            (None, true) => PIT_WIDTH * n as f64 / CONSTANT_DEPTH_BALLS as f64,
+            (None, false) => PIT_WIDTH,
+        }
+    }
+}
+
+/// `--constant-depth` gives every N the depth of the reference pit with this many balls.
+pub const CONSTANT_DEPTH_BALLS: usize = 1000;
 
 /// Arguments of the hidden `bench-one` child.
 #[derive(clap::Args, Debug, Clone)]
@@ -56,6 +78,8 @@ pub struct BenchOneArgs {
     pub n: usize,
     #[arg(long)]
     pub steps: usize,
+    #[arg(long, default_value_t = PIT_WIDTH, allow_negative_numbers = true)]
+    pub box_width: f64,
 }
 
 /// One (engine, N) result, as `--json` prints it.
@@ -73,6 +97,9 @@ pub struct BenchRun {
     pub peak_rss_mb: Option<f64>,
     /// Balls that left the box (went through a wall).
     pub escaped: usize,
+    /// The box's width [m]: 20 for the reference pit.
+    #[serde(default = "reference_width")]
+    pub box_width_m: f64,
     /// Where our engines' time went, in ms per step averaged over the run (`null` for rapier2d).
     #[serde(default)]
     pub profile_ms_per_step: Option<Profile>,
@@ -197,6 +224,54 @@ pub const PIT_RADIUS: f64 = 0.05;
 pub const PIT_H: f64 = 1.0 / 60.0;
 pub const PIT_DHAT: f64 = 1e-3;
 pub const PIT_SEED: u64 = 0x5EED_CAFE;
+/// The balls' starting grid: its spacing [m] and the height of its first row's centres above the floor.
+const PIT_SPACING: f64 = 0.15;
+const PIT_FIRST_ROW: f64 = 0.1 + 0.5 * PIT_SPACING;
+/// Each ball starts up to half this [m] off its grid point, in x and in y.
+const PIT_JITTER: f64 = 0.02;
+/// The side walls' height [m]; the starting grid must stay below it.
+const PIT_WALL_HEIGHT: f64 = 500.0;
+/// The widths `--box-width` accepts [m].
+pub const PIT_WIDTHS: std::ops::RangeInclusive<f64> = 1.0..=10_000.0;
+
+fn reference_width() -> f64 {
+    PIT_WIDTH
+}
+
+/// Refuses a box the pit cannot be built in: a width outside [`PIT_WIDTHS`] (or not a number), or a starting
+/// grid of `n` balls that would stand above the side walls.
+pub fn check_pit(n: usize, width: f64) -> Result<()> {
+    if !PIT_WIDTHS.contains(&width) {
+        bail!(
+            "invalid --box-width: must be between {} and {} m, got {width}",
+            PIT_WIDTHS.start(),
+            PIT_WIDTHS.end()
+        );
+    }
+    let top = pit_grid_top(n, width);
+    if top > PIT_WALL_HEIGHT - 1.0 {
+        bail!(
+            "invalid --box-width: {n} balls in a box {width} m wide would start {top:.0} m high, above the \
+             side walls ({PIT_WALL_HEIGHT} m); widen the box or use fewer balls"
+        );
+    }
+    Ok(())
+}
+
+/// Columns of the starting grid in a box `width` wide (at least one).
+fn pit_columns(width: f64) -> usize {
+    (((width - 2.0 * PIT_SPACING) / PIT_SPACING).floor() as usize).max(1)
+}
+
+/// The height [m] of the top of the starting grid of `n` balls in a box `width` wide: the top row's centres plus
+/// the largest jitter and radius.
+pub fn pit_grid_top(n: usize, width: f64) -> f64 {
+    let rows = n.div_ceil(pit_columns(width));
+    PIT_FIRST_ROW
+        + PIT_SPACING * rows.saturating_sub(1) as f64
+        + 0.5 * PIT_JITTER
+        + PIT_RADIUS * 1.2
+}
 
 /// A small deterministic generator (SplitMix64), so every engine gets the same balls.
 pub struct SplitMix64(pub u64);
@@ -216,9 +291,10 @@ impl SplitMix64 {
     }
 }
 
-/// The pit's walls: a floor with its top at y = 0 and two side walls 20 m apart.
-pub fn pit_walls() -> Vec<Wall> {
-    let half = PIT_WIDTH * 0.5;
+/// The pit's walls: a floor with its top at y = 0 and two side walls `width` apart (20 m in the reference pit).
+pub fn pit_walls(width: f64) -> Vec<Wall> {
+    let half = width * 0.5;
+    let tall = PIT_WALL_HEIGHT * 0.5;
     vec![
         Wall {
             center: DVec2::new(0.0, -0.5),
@@ -226,31 +302,32 @@ pub fn pit_walls() -> Vec<Wall> {
             angle: 0.0,
         },
         Wall {
-            center: DVec2::new(-half - 0.5, 250.0),
-            half_extents: DVec2::new(0.5, 250.0),
+            center: DVec2::new(-half - 0.5, tall),
+            half_extents: DVec2::new(0.5, tall),
             angle: 0.0,
         },
         Wall {
-            center: DVec2::new(half + 0.5, 250.0),
-            half_extents: DVec2::new(0.5, 250.0),
+            center: DVec2::new(half + 0.5, tall),
+            half_extents: DVec2::new(0.5, tall),
             angle: 0.0,
         },
     ]
 }
 
-/// `n` balls of radius 0.05 m ± 20 % on a loose grid (spacing 0.15 m, jittered), at rest, above the floor.
-pub fn pit_balls(n: usize, seed: u64) -> Vec<Ball> {
+/// `n` balls of radius 0.05 m ± 20 % on a loose grid (spacing 0.15 m, jittered), at rest, above the floor of a
+/// box `width` wide.
+pub fn pit_balls(n: usize, seed: u64, width: f64) -> Vec<Ball> {
     let mut rng = SplitMix64(seed);
-    let spacing = 0.15;
-    let columns = ((PIT_WIDTH - 2.0 * spacing) / spacing).floor() as usize;
+    let spacing = PIT_SPACING;
+    let columns = pit_columns(width);
     (0..n)
         .map(|k| {
             let (row, col) = (k / columns, k % columns);
             let radius = PIT_RADIUS * (0.8 + 0.4 * rng.unit());
-            let jitter = DVec2::new(rng.unit() - 0.5, rng.unit() - 0.5) * 0.02;
+            let jitter = DVec2::new(rng.unit() - 0.5, rng.unit() - 0.5) * PIT_JITTER;
             Ball {
                 position: DVec2::new(
-                    -PIT_WIDTH * 0.5 + spacing * (col as f64 + 1.0),
+                    -width * 0.5 + spacing * (col as f64 + 1.0),
                     0.1 + spacing * (row as f64 + 0.5),
                 ) + jitter,
                 velocity: DVec2::ZERO,
@@ -261,8 +338,8 @@ pub fn pit_balls(n: usize, seed: u64) -> Vec<Ball> {
         .collect()
 }
 
-/// The reference pit as a lane for `method`.
-pub fn pit_lane(n: usize, method: ContactMethod) -> LaneWorld {
+/// The pit as a lane for `method`, in a box `width` wide ([`PIT_WIDTH`] for the reference pit).
+pub fn pit_lane(n: usize, method: ContactMethod, width: f64) -> LaneWorld {
     let settings = ContactSettings {
         method,
         stiffness: 1e6,
@@ -277,15 +354,15 @@ pub fn pit_lane(n: usize, method: ContactMethod) -> LaneWorld {
     LaneWorld::new(
         format!("{} pit N={n}", method.label()),
         settings,
-        pit_walls(),
-        pit_balls(n, PIT_SEED),
+        pit_walls(width),
+        pit_balls(n, PIT_SEED, width),
     )
 }
 
-/// Balls outside the box (beyond a side wall or below the floor).
-pub fn escaped(positions: impl Iterator<Item = DVec2>) -> usize {
+/// Balls outside a box `width` wide (beyond a side wall or below the floor).
+pub fn escaped(positions: impl Iterator<Item = DVec2>, width: f64) -> usize {
     positions
-        .filter(|p| p.y < 0.0 || p.x.abs() > PIT_WIDTH * 0.5)
+        .filter(|p| p.y < 0.0 || p.x.abs() > width * 0.5)
         .count()
 }
 
@@ -305,9 +382,9 @@ pub fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// Runs one of our engines in this process.
-pub fn bench_ours(method: ContactMethod, n: usize, steps: usize) -> BenchRun {
-    let mut lane = pit_lane(n, method);
+/// Runs one of our engines in this process, in a box `width` wide.
+pub fn bench_ours(method: ContactMethod, n: usize, steps: usize, width: f64) -> BenchRun {
+    let mut lane = pit_lane(n, method, width);
     let mut times = Vec::with_capacity(steps);
     let mut newton = Vec::with_capacity(steps);
     for _ in 0..steps {
@@ -332,7 +409,8 @@ pub fn bench_ours(method: ContactMethod, n: usize, steps: usize) -> BenchRun {
         min_gap_m: s.min_gap,
         max_penetration_m: Some(s.max_penetration),
         peak_rss_mb: peak_rss_mb(),
-        escaped: escaped(lane.balls.iter().map(|b| b.position)),
+        escaped: escaped(lane.balls.iter().map(|b| b.position), width),
+        box_width_m: width,
         profile_ms_per_step: Some(Profile::from_times(
             &lane.phase_times(),
             times.iter().sum::<f64>() * 1e-3,
@@ -377,6 +455,7 @@ pub fn combine_runs(runs: &[BenchRun]) -> Result<BenchRun> {
             ("min_gap_m", format!("{:?}", r.min_gap_m)),
             ("max_penetration_m", format!("{:?}", r.max_penetration_m)),
             ("escaped", r.escaped.to_string()),
+            ("box_width_m", format!("{:?}", r.box_width_m)),
         ]
     };
     let expected = fields(first);
@@ -449,10 +528,9 @@ pub fn run_bench_one(args: &BenchOneArgs) -> Result<()> {
         "penalty" => ContactMethod::Penalty,
         other => bail!("invalid --engine: expected ipc or penalty, got {other:?}"),
     };
-    outln!(
-        "{}",
-        serde_json::to_string(&bench_ours(method, args.n, args.steps))?
-    )?;
+    check_pit(args.n, args.box_width)?;
+    let run = bench_ours(method, args.n, args.steps, args.box_width);
+    outln!("{}", serde_json::to_string(&run)?)?;
     Ok(())
 }
 
@@ -575,6 +653,9 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
             args.repeat
         );
     }
+    for &n in &args.n {
+        check_pit(n, args.box_width_for(n))?;
+    }
     // Each engine: ours (run by `bench-one`) or the rapier2d peer; an unknown one is refused before any run.
     let ours: Vec<bool> = args
         .engines
@@ -590,6 +671,7 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
     let exe = std::env::current_exe().context("cannot locate the running binary")?;
     let mut runs = Vec::new();
     for &n in &args.n {
+        let width = args.box_width_for(n).to_string();
         let mut repeated: Vec<Vec<BenchRun>> = vec![Vec::new(); args.engines.len()];
         for round in 1..=args.repeat {
             for ((engine, &ours), done) in args.engines.iter().zip(&ours).zip(&mut repeated) {
@@ -602,12 +684,15 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
                         "--n",
                         &n.to_string(),
                         "--steps",
-                    ])
-                    .arg(args.steps.to_string());
+                        &args.steps.to_string(),
+                        "--box-width",
+                        &width,
+                    ]);
                     run_child(c, &format!("{engine} N={n}"))?
                 } else {
                     let mut c = Command::new(rapier_peer()?);
                     c.args(["--n", &n.to_string(), "--steps", &args.steps.to_string()]);
+                    c.args(["--box-width", &width]);
                     run_child(c, &format!("rapier2d N={n}"))?
                 };
                 if !args.json {
@@ -638,7 +723,7 @@ fn opt(v: Option<f64>, scale: f64, digits: usize) -> String {
 /// The human table.
 pub fn format_table(runs: &[BenchRun]) -> String {
     let mut out = String::from(
-        " engine   |      N | median ms |  p95 ms | Newton mean/max | min gap um | max pen um | RSS MB | escaped\n",
+        " engine   |      N | box m | median ms |  p95 ms | Newton mean/max | min gap um | max pen um | RSS MB | escaped\n",
     );
     for r in runs {
         let newton = match (r.mean_newton, r.max_newton) {
@@ -646,9 +731,10 @@ pub fn format_table(runs: &[BenchRun]) -> String {
             _ => "-".into(),
         };
         out.push_str(&format!(
-            " {:8} | {:6} | {:9.3} | {:7.3} | {:>15} | {:>10} | {:>10} | {:>6} | {}\n",
+            " {:8} | {:6} | {:>5} | {:9.3} | {:7.3} | {:>15} | {:>10} | {:>10} | {:>6} | {}\n",
             r.engine,
             r.n,
+            r.box_width_m,
             r.median_ms,
             r.p95_ms,
             newton,

@@ -2,16 +2,16 @@
 //! No timing is asserted here: this machine is shared and noisy.
 
 use contact_sandbox::cli::bench::{
-    BenchArgs, BenchRun, Factorisations, PIT_WIDTH, Profile, bench_ours, combine_runs,
-    parse_report, pit_balls, pit_lane, ratios, run_bench,
+    BenchArgs, BenchRun, Factorisations, PIT_WIDTH, Profile, bench_ours, check_pit, combine_runs,
+    parse_report, pit_balls, pit_grid_top, pit_lane, ratios, run_bench,
 };
 use contact_sandbox::physics::world::ContactMethod;
 use proptest::prelude::*;
 
 #[test]
 fn the_pit_is_the_same_for_every_engine_and_fits_the_box() {
-    let a = pit_balls(500, 7);
-    let b = pit_balls(500, 7);
+    let a = pit_balls(500, 7, PIT_WIDTH);
+    let b = pit_balls(500, 7, PIT_WIDTH);
     assert_eq!(a, b);
     for ball in &a {
         assert!(ball.position.x.abs() + ball.radius < PIT_WIDTH * 0.5);
@@ -22,7 +22,7 @@ fn the_pit_is_the_same_for_every_engine_and_fits_the_box() {
 
 #[test]
 fn ipc_stays_penetration_free_in_the_bench_pit() {
-    let mut lane = pit_lane(400, ContactMethod::Ipc);
+    let mut lane = pit_lane(400, ContactMethod::Ipc, PIT_WIDTH);
     for _ in 0..90 {
         let reported = lane.step().expect("the IPC pit steps").energy;
         // The step reports its energy from the gap's broad-phase query; a query of its own gives the same bits.
@@ -41,7 +41,7 @@ fn ipc_stays_penetration_free_in_the_bench_pit() {
 
 #[test]
 fn a_penalty_step_reports_the_energy_of_its_own_query() {
-    let mut lane = pit_lane(300, ContactMethod::Penalty);
+    let mut lane = pit_lane(300, ContactMethod::Penalty, PIT_WIDTH);
     let mut overlapped = false;
     for _ in 0..60 {
         let reported = lane.step().expect("the penalty pit steps").energy;
@@ -54,7 +54,7 @@ fn a_penalty_step_reports_the_energy_of_its_own_query() {
 
 #[test]
 fn bench_runs_report_every_field() {
-    let run = bench_ours(ContactMethod::Penalty, 150, 10);
+    let run = bench_ours(ContactMethod::Penalty, 150, 10, PIT_WIDTH);
     assert_eq!(run.steps, 10);
     assert!(run.median_ms.is_finite() && run.p95_ms >= run.median_ms);
     assert!(run.mean_newton.is_some() && run.max_newton.is_some());
@@ -63,7 +63,7 @@ fn bench_runs_report_every_field() {
 
 #[test]
 fn the_bench_profile_accounts_for_the_step_time() {
-    let run = bench_ours(ContactMethod::Ipc, 200, 20);
+    let run = bench_ours(ContactMethod::Ipc, 200, 20, PIT_WIDTH);
     let p = run
         .profile_ms_per_step
         .expect("our engines report where the time went");
@@ -114,6 +114,7 @@ fn report(values: [f64; 6]) -> BenchRun {
         max_penetration_m: Some(values[4]),
         peak_rss_mb: None,
         escaped: 0,
+        box_width_m: PIT_WIDTH,
         profile_ms_per_step: Some(Profile {
             linear_solve: values[5],
             total: values[0] + values[5],
@@ -281,6 +282,8 @@ fn bench_refuses_a_bad_repeat_count_or_engine_before_running_anything() {
         engines: engines.iter().map(|e| e.to_string()).collect(),
         json: true,
         repeat,
+        box_width: None,
+        constant_depth: false,
     };
     let error = run_bench(&args(0, &["ipc"]))
         .expect_err("no runs")
@@ -297,4 +300,109 @@ fn bench_refuses_a_bad_repeat_count_or_engine_before_running_anything() {
         .expect_err("unknown engine")
         .to_string();
     assert!(error.contains("box2d"), "{error}");
+}
+
+fn bench_args(n: Vec<usize>, box_width: Option<f64>, constant_depth: bool) -> BenchArgs {
+    BenchArgs {
+        n,
+        steps: 5,
+        engines: vec!["ipc".into()],
+        json: true,
+        repeat: 1,
+        box_width,
+        constant_depth,
+    }
+}
+
+#[test]
+fn a_wider_box_holds_the_same_balls_in_fewer_rows() {
+    let reference = pit_balls(4000, 7, PIT_WIDTH);
+    let wide = pit_balls(4000, 7, 80.0);
+    // The same sizes and masses from the same seed; only the grid's shape changes.
+    for (a, b) in reference.iter().zip(&wide) {
+        assert_eq!((a.radius, a.mass), (b.radius, b.mass));
+    }
+    for ball in &wide {
+        assert!(ball.position.x.abs() + ball.radius < 40.0, "{ball:?}");
+        assert!(ball.position.y - ball.radius > 0.0, "{ball:?}");
+    }
+    let top = |balls: &[contact_sandbox::physics::geometry::Ball]| {
+        balls
+            .iter()
+            .map(|b| b.position.y + b.radius)
+            .fold(0.0, f64::max)
+    };
+    // Four times the width, about a quarter of the height: 31 rows of 131 balls against 8 of 531.
+    let (deep, shallow) = (top(&reference), top(&wide));
+    assert!(deep > 4.6 && deep < 4.8, "{deep}");
+    assert!(shallow > 1.2 && shallow < 1.35, "{shallow}");
+    // The bound the refusal uses lies above every ball.
+    assert!(pit_grid_top(4000, PIT_WIDTH) >= deep && pit_grid_top(4000, 80.0) >= shallow);
+}
+
+#[test]
+fn constant_depth_widens_the_box_with_n_and_box_width_fixes_it() {
+    let constant = bench_args(vec![1000], None, true);
+    assert_eq!(constant.box_width_for(1000), PIT_WIDTH);
+    assert_eq!(constant.box_width_for(4000), 80.0);
+    assert_eq!(constant.box_width_for(10_000), 200.0);
+    let fixed = bench_args(vec![1000], Some(35.0), false);
+    assert_eq!(fixed.box_width_for(10_000), 35.0);
+    assert_eq!(
+        bench_args(vec![1000], None, false).box_width_for(10_000),
+        PIT_WIDTH
+    );
+}
+
+#[test]
+fn bench_refuses_a_box_it_cannot_build_naming_the_width() {
+    for (n, width, named) in [
+        (100, f64::NAN, "NaN"),
+        (100, 0.5, "0.5"),
+        (100, -20.0, "-20"),
+        (100, 1e6, "1000000"),
+        // 200 000 balls in a 2 m box would start kilometres up, above the 500 m side walls.
+        (200_000, 2.0, "2 m wide"),
+    ] {
+        let error = run_bench(&bench_args(vec![n], Some(width), false))
+            .expect_err("a box that cannot hold the pit")
+            .to_string();
+        assert!(
+            error.contains("--box-width") && error.contains(named),
+            "{error}"
+        );
+        assert!(check_pit(n, width).is_err());
+    }
+    // --constant-depth at a few balls gives a box under a metre, refused the same way.
+    let error = run_bench(&bench_args(vec![10], None, true))
+        .expect_err("0.2 m")
+        .to_string();
+    assert!(
+        error.contains("--box-width") && error.contains("0.2"),
+        "{error}"
+    );
+    // The reference pit's largest count fits.
+    assert!(check_pit(200_000, PIT_WIDTH).is_ok());
+}
+
+#[test]
+fn ipc_stays_penetration_free_in_a_wider_box_and_reports_its_width() {
+    let run = bench_ours(ContactMethod::Ipc, 300, 60, 45.0);
+    assert_eq!(run.box_width_m, 45.0);
+    assert_eq!(run.max_penetration_m, Some(0.0));
+    assert_eq!(run.escaped, 0);
+    assert!(
+        run.min_gap_m.is_some_and(|g| g > 0.0 && g < 1e-3),
+        "{run:?}"
+    );
+    // The width reaches the JSON and comes back; a report without it is the reference pit's.
+    let line = serde_json::to_string(&run).expect("serialises");
+    assert!(line.contains("\"box_width_m\":45.0"), "{line}");
+    let mut value: serde_json::Value = serde_json::from_str(&line).expect("parses");
+    value
+        .as_object_mut()
+        .expect("an object")
+        .remove("box_width_m");
+    let old = parse_report(&value.to_string()).expect("an older report parses");
+    assert_eq!(old.box_width_m, PIT_WIDTH);
 }

@@ -1276,7 +1276,11 @@ fn soak_ipc_ball_pit_stays_finite_bounded_and_flat() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
     let half_width = contact_sandbox::cli::bench::PIT_WIDTH * 0.5;
-    let mut lane = contact_sandbox::cli::bench::pit_lane(1000, ContactMethod::Ipc);
+    let mut lane = contact_sandbox::cli::bench::pit_lane(
+        1000,
+        ContactMethod::Ipc,
+        contact_sandbox::cli::bench::PIT_WIDTH,
+    );
     lane.name = "soak".into();
     let mut rng = Lcg(0x5eed);
     // Spawned balls: the pit's sizes and density, thrown in at up to 1 m/s.
