@@ -187,7 +187,7 @@ fn sandbox_ui(
         ui_state.canvas = None;
         return Ok(());
     }
-    menu.follow(&catalogue);
+    menu.follow(&catalogue, std::time::Instant::now());
     let ctx = contexts.ctx_mut()?.clone();
     let mut viewport_ui = egui::Ui::new(
         ctx.clone(),
@@ -515,30 +515,97 @@ fn unfilled_panel(ctx: &egui::Context) -> egui::Frame {
 }
 
 /// The scene menu's entries: the catalogue's files with the names their scenes give themselves. A file is read
-/// when it joins the catalogue, not each frame (the 2000-ball pit is 2000 balls to parse).
+/// when it joins the catalogue and again when it changes on disk (its modification time or length, looked at
+/// once a second), not each frame: the 2000-ball pit is 2000 balls to parse. So a broken file that is mended, or
+/// a scene renamed in an editor, shows its new name within a second.
 #[derive(Default)]
 struct SceneMenuNames {
     paths: Vec<std::path::PathBuf>,
+    /// What each file's scene calls itself (its stem where it does not load).
     names: Vec<String>,
+    /// The menu's labels: the names, with the file added where two entries share one.
+    labels: Vec<String>,
+    /// The file as each name was read from it.
+    stamps: Vec<Option<FileStamp>>,
+    checked: Option<std::time::Instant>,
+    /// Files read so far (for the tests).
+    reads: usize,
+}
+
+/// A file's modification time and length: a change in either means its scene is read again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileStamp {
+    modified: Option<std::time::SystemTime>,
+    len: u64,
+}
+
+impl FileStamp {
+    fn of(path: &std::path::Path) -> Option<FileStamp> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileStamp {
+            modified: meta.modified().ok(),
+            len: meta.len(),
+        })
+    }
 }
 
 impl SceneMenuNames {
-    /// Names the catalogue's entries not named yet; a file named before keeps its name.
-    fn follow(&mut self, catalogue: &SceneCatalogue) {
-        if self.paths == catalogue.paths {
+    /// How often the files are looked at for changes.
+    const RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// Names the catalogue's entries: an entry new to the menu is read, and a known one is read again when its
+    /// file changed since (looked at when the catalogue changes, and at most once per [`Self::RECHECK`]).
+    fn follow(&mut self, catalogue: &SceneCatalogue, now: std::time::Instant) {
+        let due = self
+            .checked
+            .is_none_or(|at| now.saturating_duration_since(at) >= Self::RECHECK);
+        if self.paths == catalogue.paths && !due {
             return;
         }
-        let names = catalogue
-            .paths
-            .iter()
-            .map(|path| match self.paths.iter().position(|p| p == path) {
-                Some(i) => self.names[i].clone(),
-                None => SceneCatalogue::name_of(path),
-            })
-            .collect();
+        self.checked = Some(now);
+        let mut names = Vec::with_capacity(catalogue.paths.len());
+        let mut stamps = Vec::with_capacity(catalogue.paths.len());
+        for path in &catalogue.paths {
+            let stamp = FileStamp::of(path);
+            let known = self.paths.iter().position(|p| p == path);
+            match known.filter(|&i| self.stamps[i].is_some() && self.stamps[i] == stamp) {
+                Some(i) => names.push(self.names[i].clone()),
+                None => {
+                    self.reads += 1;
+                    names.push(SceneCatalogue::name_of(path));
+                }
+            }
+            stamps.push(stamp);
+        }
+        self.labels = menu_labels(&catalogue.paths, &names);
         self.names = names;
+        self.stamps = stamps;
         self.paths = catalogue.paths.clone();
     }
+}
+
+/// The menu's label for each entry: its scene's name, followed by its file's name where another entry has the
+/// same scene name, so two files of one scene (a copy being edited, say) can be told apart; by the whole path
+/// where the files' names are the same too.
+fn menu_labels(paths: &[std::path::PathBuf], names: &[String]) -> Vec<String> {
+    let shared =
+        |labels: &[String], label: &String| labels.iter().filter(|l| *l == label).count() > 1;
+    let by_file: Vec<String> = names
+        .iter()
+        .zip(paths)
+        .map(|(name, path)| match path.file_name() {
+            Some(file) if shared(names, name) => format!("{name} ({})", file.to_string_lossy()),
+            _ => name.clone(),
+        })
+        .collect();
+    by_file
+        .iter()
+        .zip(names.iter().zip(paths))
+        .map(|(label, (name, path))| match shared(&by_file, label) {
+            true => format!("{name} ({})", path.display()),
+            false => label.clone(),
+        })
+        .collect()
 }
 
 fn scene_menu(
@@ -566,7 +633,7 @@ fn scene_menu(
                 .selected_text(shown_name)
                 .show_ui(ui, |ui| {
                     // By the scenes' names, as the button shows the one picked; the file on hover.
-                    for (path, name) in menu.paths.iter().zip(&menu.names) {
+                    for (path, name) in menu.paths.iter().zip(&menu.labels) {
                         if ui
                             .selectable_label(current.as_ref() == Some(path), displayable(name))
                             .on_hover_text(path.display().to_string())
@@ -2604,9 +2671,10 @@ mod tests {
     }
 
     /// The scene menu shows the names the scenes give themselves, as its button does, not their files' stems
-    /// (`ball_pit_2000`); a file that does not load is listed by its stem. Each file is read once.
+    /// (`ball_pit_2000`); a file that does not load is listed by its stem. A file is read when it joins and again
+    /// only when it changes on disk: a mended file shows its scene's name within a second.
     #[test]
-    fn the_scene_menu_lists_scenes_by_name_and_reads_each_file_once() {
+    fn the_scene_menu_lists_scenes_by_name_and_reads_a_file_again_only_when_it_changes() {
         let scratch = |what: &str| {
             std::env::temp_dir().join(format!("cs-menu-{what}-{}.ron", std::process::id()))
         };
@@ -2628,8 +2696,10 @@ mod tests {
                 .chain([broken.clone(), mine.clone()])
                 .collect(),
         };
+        let start = std::time::Instant::now();
+        let at = |ms: u64| start + std::time::Duration::from_millis(ms);
         let mut menu = SceneMenuNames::default();
-        menu.follow(&catalogue);
+        menu.follow(&catalogue, at(0));
         let shipped: Vec<String> = crate::sim::BUILT_IN_SCENES
             .iter()
             .map(|p| {
@@ -2643,20 +2713,66 @@ mod tests {
         let stem = broken.file_stem().expect("a stem").to_string_lossy();
         let mut expected = shipped.clone();
         expected.extend([stem.to_string(), "My scene".to_string()]);
-        assert_eq!(menu.names, expected);
+        assert_eq!(menu.labels, expected);
         assert_eq!(menu.paths, catalogue.paths);
-        // Not read again each frame: a file renamed on disk keeps the name it was read with; an entry added to
-        // the catalogue is read when it joins.
+        let files = catalogue.paths.len();
+        assert_eq!(menu.reads, files);
+        // Frames in between read nothing, and nor does a look at files that did not change.
+        for ms in [16, 500, 999, 1000, 2500] {
+            menu.follow(&catalogue, at(ms));
+        }
+        assert_eq!(menu.reads, files);
+        // The broken file mended and another renamed: each is read again at the next look, the others not.
+        std::fs::write(&broken, scene("Mended")).expect("a scratch file");
         std::fs::write(&mine, scene("Renamed")).expect("a scratch file");
-        menu.follow(&catalogue);
-        assert_eq!(menu.names, expected);
+        menu.follow(&catalogue, at(3000));
+        assert_eq!(menu.reads, files, "not before a second has passed");
+        menu.follow(&catalogue, at(3500));
+        assert_eq!(menu.reads, files + 2);
+        let n = expected.len();
+        expected[n - 2] = "Mended".into();
+        expected[n - 1] = "Renamed".into();
+        assert_eq!(menu.labels, expected);
+        // An entry added to the catalogue is read when it joins, at once.
         catalogue.paths.push(later.clone());
-        menu.follow(&catalogue);
+        menu.follow(&catalogue, at(3600));
         expected.push("Added later".to_string());
-        assert_eq!(menu.names, expected);
+        assert_eq!(menu.labels, expected);
+        assert_eq!(menu.reads, files + 3);
+        // Two files of one name are told apart by their files.
+        std::fs::write(&later, scene("Mended")).expect("a scratch file");
+        menu.follow(&catalogue, at(5000));
+        let (a, b) = (&menu.labels[n - 2], &menu.labels[n]);
+        assert!(
+            a.starts_with("Mended (") && a.contains("cs-menu-broken"),
+            "{a}"
+        );
+        assert!(
+            b.starts_with("Mended (") && b.contains("cs-menu-later"),
+            "{b}"
+        );
         for file in [broken, mine, later] {
             let _ = std::fs::remove_file(file);
         }
+    }
+
+    #[test]
+    fn same_named_scenes_in_same_named_files_are_told_apart_by_their_paths() {
+        let paths: Vec<std::path::PathBuf> =
+            ["a/pit.ron", "b/pit.ron", "c/slope.ron", "d/other.ron"]
+                .map(Into::into)
+                .into();
+        let names = ["Pit", "Pit", "Pit", "Other"].map(String::from);
+        let labels = menu_labels(&paths, &names);
+        assert_eq!(
+            labels,
+            [
+                format!("Pit ({})", paths[0].display()),
+                format!("Pit ({})", paths[1].display()),
+                "Pit (slope.ron)".to_string(),
+                "Other".to_string()
+            ]
+        );
     }
 
     use super::*;
