@@ -2355,6 +2355,149 @@ mod tests {
         (after_each_key, value)
     }
 
+    /// Every text the pass drew, with where it was drawn.
+    fn drawn_texts(shapes: &[egui::epaint::ClippedShape]) -> Vec<(String, egui::Rect)> {
+        fn walk(shape: &egui::Shape, out: &mut Vec<(String, egui::Rect)>) {
+            match shape {
+                egui::Shape::Text(text) => out.push((
+                    text.galley.text().to_string(),
+                    text.galley.rect.translate(text.pos.to_vec2()),
+                )),
+                egui::Shape::Vec(shapes) => shapes.iter().for_each(|s| walk(s, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        shapes.iter().for_each(|c| walk(&c.shape, &mut out));
+        out
+    }
+
+    /// The lane panel as the window draws it, over the sim, typing as a user does: text the panel refuses
+    /// (μ = −1) stays on screen while another setting of the lane is edited and applied (k), and goes once an
+    /// edit of μ applies.
+    #[test]
+    fn a_refusal_in_the_lane_panel_stays_until_an_applied_edit_of_its_own_setting() {
+        let mut app = App::new();
+        app.add_plugins(MinimalPlugins)
+            .add_plugins(crate::sim::SimPlugin);
+        app.insert_resource(bevy::time::TimeUpdateStrategy::FixedTimesteps(1));
+        app.insert_resource(
+            ActiveScene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+                .expect("the shipped scene loads"),
+        );
+        app.update();
+        app.update();
+        let ctx = egui::Context::default();
+        // One pass of lane 0's panel with `events`, then one update of the app: the texts the pass drew.
+        let frame = |app: &mut App, events: Vec<egui::Event>| {
+            let world = app.world_mut();
+            let mut log = world.remove_resource::<SimLog>().expect("the sim's log");
+            let mut query = world.query::<(&Lane, &mut LaneSettings, &LaneDiagnostics)>();
+            let mut texts = Vec::new();
+            let mut events = Some(events);
+            for (lane, mut settings, diagnostics) in query.iter_mut(world) {
+                if lane.index != 0 {
+                    continue;
+                }
+                let input = egui::RawInput {
+                    events: events.take().unwrap_or_default(),
+                    screen_rect: Some(egui::Rect::from_min_size(
+                        egui::Pos2::ZERO,
+                        egui::vec2(420.0, 900.0),
+                    )),
+                    ..Default::default()
+                };
+                let out = ctx.run_ui(input, |ui| {
+                    lane_panel(
+                        ui,
+                        lane,
+                        egui::Color32::WHITE,
+                        &mut settings,
+                        diagnostics,
+                        0.0,
+                        &mut log,
+                    );
+                });
+                texts = drawn_texts(&out.shapes);
+            }
+            world.insert_resource(log);
+            app.update();
+            texts
+        };
+        let key = |key| egui::Event::Key {
+            key,
+            physical_key: None,
+            pressed: true,
+            repeat: false,
+            modifiers: egui::Modifiers::NONE,
+        };
+        // Clicks into the field right of `label` (found in the last pass's texts), clears it and types `typed`.
+        let type_into =
+            |app: &mut App, texts: &[(String, egui::Rect)], label: &str, typed: &str| {
+                let (_, at) = texts
+                    .iter()
+                    .find(|(text, _)| text == label)
+                    .unwrap_or_else(|| panic!("no {label:?} in {texts:?}"));
+                let (shown, field) = texts
+                    .iter()
+                    .filter(|(_, r)| {
+                        (r.center().y - at.center().y).abs() < 4.0 && r.left() > at.right()
+                    })
+                    .min_by(|a, b| a.1.left().total_cmp(&b.1.left()))
+                    .unwrap_or_else(|| panic!("no field right of {label:?}"));
+                let button = |pressed| egui::Event::PointerButton {
+                    pos: field.center(),
+                    button: egui::PointerButton::Primary,
+                    pressed,
+                    modifiers: egui::Modifiers::NONE,
+                };
+                frame(
+                    app,
+                    vec![egui::Event::PointerMoved(field.center()), button(true)],
+                );
+                frame(app, vec![button(false)]);
+                frame(app, vec![key(egui::Key::End)]);
+                frame(
+                    app,
+                    vec![key(egui::Key::Backspace); shown.chars().count() + 2],
+                );
+                frame(app, vec![egui::Event::Text(typed.to_string())]);
+                frame(app, vec![key(egui::Key::Enter)]);
+                frame(app, vec![])
+            };
+        let error = |app: &App| app.world().resource::<SimLog>().error.clone();
+        let settings = |app: &mut App| {
+            let mut query = app.world_mut().query::<&Lane>();
+            let lane = query
+                .iter(app.world())
+                .find(|l| l.index == 0)
+                .expect("lane 0");
+            (lane.world.settings.friction, lane.world.settings.stiffness)
+        };
+        let texts = frame(&mut app, vec![]);
+        let (mu, k) = settings(&mut app);
+        let texts = type_into(&mut app, &texts, field_label(LaneSetting::Friction), "-1");
+        let refused = error(&app).expect("μ = -1 is refused with a word");
+        assert!(
+            refused.contains("friction μ") && refused.contains("\"-1\""),
+            "{refused}"
+        );
+        assert_eq!(settings(&mut app), (mu, k));
+        // Another setting of the lane, edited and applied: the refusal about μ stays.
+        let texts = type_into(
+            &mut app,
+            &texts,
+            field_label(LaneSetting::Stiffness),
+            "20000",
+        );
+        assert_eq!(settings(&mut app), (mu, 2e4), "k applied");
+        assert_eq!(error(&app).as_deref(), Some(refused.as_str()));
+        // μ edited and applied: it goes.
+        type_into(&mut app, &texts, field_label(LaneSetting::Friction), "0.3");
+        assert_eq!(settings(&mut app), (0.3, 2e4), "μ applied");
+        assert_eq!(error(&app), None);
+    }
+
     #[test]
     fn lanes_of_one_method_have_colours_of_their_own() {
         use ContactMethod::{Ipc, Penalty};
