@@ -145,10 +145,25 @@ pub struct StrayBall {
 pub struct StrayBalls(pub Vec<StrayBall>);
 
 /// The point of `band` nearest `centre` (on the band's edge when `centre` is beyond it) and the unit vector
-/// from there towards `centre` (zero when it is inside).
+/// from there towards `centre` (zero when it is inside, or when `centre` is not a number).
+///
+/// A ball beyond f32's range (its f64 position converted) arrives as ±∞: it is taken at the largest finite
+/// coordinate, so its marker still points its way. The offset is scaled before it is normalised, since its
+/// length overflows near that range.
 pub fn edge_towards(centre: Vec2, band: Rect) -> (Vec2, Vec2) {
+    let centre = Vec2::new(
+        centre.x.clamp(f32::MIN, f32::MAX),
+        centre.y.clamp(f32::MIN, f32::MAX),
+    );
     let edge = centre.max(band.min).min(band.max);
-    (edge, (centre - edge).normalize_or_zero())
+    let away = centre - edge;
+    let scale = away.abs().max_element();
+    let direction = if scale > 0.0 && scale.is_finite() {
+        (away / scale).normalize_or_zero()
+    } else {
+        Vec2::ZERO
+    };
+    (edge, direction)
 }
 
 /// The part of the segment `a`–`b` inside `band`, if any (Liang–Barsky: the segment's parameter range is cut
@@ -275,6 +290,28 @@ mod tests {
             edge_towards(Vec2::new(7.0, -50.0), band),
             (Vec2::new(7.0, -50.0), Vec2::ZERO)
         );
+        // Beyond f32's range, or so far that the offset's length overflows: the marker still points the ball's
+        // way (it had no length).
+        let lane = Rect::new(-100.0, -140.0, 100.0, -10.0);
+        for (centre, direction) in [
+            (Vec2::new(f32::INFINITY, -50.0), Vec2::X),
+            (Vec2::new(-50.0, f32::NEG_INFINITY), Vec2::NEG_Y),
+            (Vec2::new(3e38, 3e38), Vec2::ONE.normalize()),
+            (
+                Vec2::new(f32::INFINITY, f32::INFINITY),
+                Vec2::ONE.normalize(),
+            ),
+        ] {
+            let (edge, found) = edge_towards(centre, lane);
+            assert!(edge.is_finite() && lane.contains(edge), "{centre}: {edge}");
+            assert!((found - direction).length() < 1e-6, "{centre}: {found}");
+        }
+        assert_eq!(
+            edge_towards(Vec2::new(f32::INFINITY, 30.0), band),
+            (Vec2::new(f32::MAX, -10.0), Vec2::Y)
+        );
+        // Not a number: no direction to point (the sim pauses such a lane and says why).
+        assert_eq!(edge_towards(Vec2::new(f32::NAN, 0.0), lane).1, Vec2::ZERO);
     }
 
     #[test]
