@@ -19,7 +19,7 @@ use bevy::shader::ShaderRef;
 use bevy::sprite_render::{AlphaMode2d, Material2d, Material2dPlugin};
 
 use super::lane_bands::{self, LaneBands, StrayBall, StrayBalls, edge_towards};
-use super::method_color;
+use super::lane_color;
 use super::render::{MainCamera, camera_scale, drawn_radius};
 use crate::physics::DVec2;
 use crate::sim::{Ball, Lane, LaneMember, UNITS_PER_METRE};
@@ -237,12 +237,11 @@ pub fn draw_balls(
     }
     lanes_drawn.clear();
     lanes_drawn.extend(lanes.iter().map(|(entity, lane)| {
+        let color = lane_color(lane, lanes.iter().map(|(_, l)| l));
         LaneLook {
             lane: entity,
-            color: method_color(lane.world.settings.method),
-            vertex_color: method_color(lane.world.settings.method)
-                .to_linear()
-                .to_f32_array(),
+            color,
+            vertex_color: color.to_linear().to_f32_array(),
             band: bands.of(entity),
             offset: lane.offset,
         }
@@ -547,7 +546,7 @@ mod tests {
         assert_eq!(stray.edge, Vec2::new(risen_drawn.x, ipc.max.y));
         assert_eq!(stray.direction, Vec2::Y);
         assert!((stray.position - risen).length() < 1e-6, "{stray:?}");
-        assert_eq!(stray.color, method_color(ContactMethod::Ipc));
+        assert_eq!(stray.color, crate::app::method_color(ContactMethod::Ipc));
 
         // Back inside its band (falling back down), it is drawn again and no longer marked.
         let mut balls = app.world_mut().query::<(&Ball, &mut Transform)>();

@@ -9,7 +9,7 @@ use bevy::prelude::*;
 use bevy::sprite::Anchor;
 
 use super::lane_bands::StrayBalls;
-use super::method_color;
+use super::lane_color;
 use super::render::{MainCamera, camera_scale};
 use crate::physics::DVec2;
 use crate::physics::world::ContactMethod;
@@ -129,8 +129,8 @@ fn elided(text: String, chars: usize) -> String {
     }
 }
 
-/// How a line of a lane is drawn, if it shows: its text, colour and place, at `px` world units per pixel and the
-/// labels' `scale`. A title is cut short ("...") where it would run into the lane beside it (`room`, see
+/// How a line of a lane is drawn, if it shows: its text, colour (a title in the lane's `title` colour) and place,
+/// at `px` world units per pixel and the labels' `scale`. A title is cut short ("...") where it would run into the lane beside it (`room`, see
 /// [`title_room`]), so that in a narrow view the titles of lanes side by side do not run over each other.
 fn line_look(
     lane: &Lane,
@@ -139,6 +139,7 @@ fn line_look(
     scale: f32,
     room: Option<f64>,
     edited: bool,
+    title: Color,
 ) -> Option<(String, Color, Transform)> {
     let mut text = line_text(lane, line, edited)?;
     if line == LabelLine::Title
@@ -149,7 +150,7 @@ fn line_look(
         text = elided(text, fits);
     }
     let (rgb, gap) = match line {
-        LabelLine::Title => (method_color(lane.world.settings.method), TITLE_GAP_PX),
+        LabelLine::Title => (title, TITLE_GAP_PX),
         LabelLine::Fault => (
             Color::srgb_u8(FAULT_RGB[0], FAULT_RGB[1], FAULT_RGB[2]),
             -FAULT_GAP_PX,
@@ -175,10 +176,11 @@ pub struct LabelInputs {
     px: f32,
     scale: f32,
     room: Option<f64>,
+    title: Color,
 }
 
 impl LabelInputs {
-    fn of(lane: &Lane, edited: bool, px: f32, scale: f32, room: Option<f64>) -> Self {
+    fn of(lane: &Lane, edited: bool, px: f32, scale: f32, room: Option<f64>, title: Color) -> Self {
         LabelInputs {
             name: lane.world.name.clone(),
             method: lane.world.settings.method,
@@ -189,11 +191,20 @@ impl LabelInputs {
             px,
             scale,
             room,
+            title,
         }
     }
 
     /// Whether these are the inputs [`LabelInputs::of`] would make, compared in place (no copy of the strings).
-    fn are(&self, lane: &Lane, edited: bool, px: f32, scale: f32, room: Option<f64>) -> bool {
+    fn are(
+        &self,
+        lane: &Lane,
+        edited: bool,
+        px: f32,
+        scale: f32,
+        room: Option<f64>,
+        title: Color,
+    ) -> bool {
         self.name == lane.world.name
             && self.method == lane.world.settings.method
             && self.edited == edited
@@ -203,6 +214,7 @@ impl LabelInputs {
             && self.px == px
             && self.scale == scale
             && self.room == room
+            && self.title == title
     }
 }
 
@@ -264,14 +276,15 @@ fn label_lanes(
         .as_deref()
         .map(|r| &r.player.session.loaded)
         .or(active.as_deref().map(|a| &a.loaded));
+    let title = |lane: &Lane| lane_color(lane, lanes.iter().map(|(_, other)| other));
     for (lane_entity, lane) in &new_lanes {
-        let (edited, room) = (is_edited(lane, scene), room(lane));
+        let (edited, room, title) = (is_edited(lane, scene), room(lane), title(lane));
         for (line, anchor, font_px) in [
             (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
             (LabelLine::Fault, Anchor::TOP_LEFT, FAULT_PX),
         ] {
             let (text, rgb, place, visibility) =
-                match line_look(lane, line, px, scale.0, room, edited) {
+                match line_look(lane, line, px, scale.0, room, edited, title) {
                     Some((text, rgb, place)) => (text, rgb, place, Visibility::Inherited),
                     None => (
                         String::new(),
@@ -285,7 +298,7 @@ fn label_lanes(
                     lane: lane_entity,
                     line,
                 },
-                LabelInputs::of(lane, edited, px, scale.0, room),
+                LabelInputs::of(lane, edited, px, scale.0, room, title),
                 Text2d::new(text),
                 TextFont {
                     font_size: FontSize::Px(font_px * scale.0),
@@ -305,12 +318,13 @@ fn label_lanes(
             commands.entity(entity).despawn();
             continue;
         };
-        let (edited, room) = (is_edited(lane, scene), room(lane));
-        if inputs.are(lane, edited, px, scale.0, room) {
+        let (edited, room, title) = (is_edited(lane, scene), room(lane), title(lane));
+        if inputs.are(lane, edited, px, scale.0, room, title) {
             continue;
         }
-        *inputs = LabelInputs::of(lane, edited, px, scale.0, room);
-        let Some((wanted, rgb, place)) = line_look(lane, label.line, px, scale.0, room, edited)
+        *inputs = LabelInputs::of(lane, edited, px, scale.0, room, title);
+        let Some((wanted, rgb, place)) =
+            line_look(lane, label.line, px, scale.0, room, edited, title)
         else {
             visibility.set_if_neq(Visibility::Hidden);
             continue;
@@ -442,7 +456,15 @@ fn label_strays(
             let title = lanes.get(stray.lane).ok().and_then(|lane| {
                 // The whole title, with room for an ", edited": the rectangle the stray label keeps clear of,
                 // the same the line between stacked lanes keeps clear of.
-                line_look(lane, LabelLine::Title, px, scale.0, None, false)?;
+                line_look(
+                    lane,
+                    LabelLine::Title,
+                    px,
+                    scale.0,
+                    None,
+                    false,
+                    Color::WHITE,
+                )?;
                 Some(title_box(lane, px, scale.0))
             });
             let (at, anchor) = stray_place(

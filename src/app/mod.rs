@@ -40,7 +40,7 @@ use bevy_egui::EguiPlugin;
 
 use crate::physics::world::ContactMethod;
 use crate::sim::{
-    ActiveScene, BUILT_IN_SCENES, DEFAULT_SCENE, SceneCatalogue, SimLog, SimPlugin, Stepping,
+    ActiveScene, BUILT_IN_SCENES, DEFAULT_SCENE, Lane, SceneCatalogue, SimLog, SimPlugin, Stepping,
 };
 
 /// Ball colour of penalty lanes (sRGB 8-bit; `.ci/gui-check` looks for it).
@@ -58,6 +58,19 @@ pub fn method_color(method: ContactMethod) -> Color {
         ContactMethod::Penalty => PENALTY_RGB,
         ContactMethod::Ipc => IPC_RGB,
     };
+    Color::srgb_u8(r, g, b)
+}
+
+/// A lane's colour on the canvas (its balls, rods, markers and title), as in its panel and plots: its method's
+/// colour in the shade of its rank among that method's lanes in lane order ([`panels::lane_rgb`]), so that two
+/// IPC lanes can be told apart. The first lane of a method has the method's colour.
+pub fn lane_color<'a>(lane: &Lane, lanes: impl IntoIterator<Item = &'a Lane>) -> Color {
+    let method = lane.world.settings.method;
+    let rank = lanes
+        .into_iter()
+        .filter(|l| l.index < lane.index && l.world.settings.method == method)
+        .count();
+    let [r, g, b] = panels::lane_rgb(method, rank);
     Color::srgb_u8(r, g, b)
 }
 

@@ -2527,6 +2527,52 @@ mod tests {
         assert!(distinct(&lanes(&[Penalty, Penalty, Penalty, Penalty])));
     }
 
+    /// The canvas draws each lane in the colour its panel and plots use: in the slope (two IPC lanes, two penalty
+    /// lanes) the second IPC lane's balls were drawn in the first's green.
+    #[test]
+    fn the_canvas_draws_each_lane_in_its_panel_s_colour() {
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/slope.ron"))
+            .expect("the shipped scene loads");
+        let lanes: Vec<Lane> = scene
+            .build()
+            .into_iter()
+            .enumerate()
+            .map(|(index, world)| Lane::new(index, world, DVec2::ZERO, Default::default()))
+            .collect();
+        let entity = |i: usize| Entity::from_raw_u32(i as u32 + 1).expect("an index");
+        // The panel is given the lanes sorted by index (`sandbox_ui`); the canvas takes them in any order.
+        let panel = LaneColors::new(
+            lanes
+                .iter()
+                .map(|l| (entity(l.index), l.world.settings.method)),
+        );
+        let canvas: Vec<egui::Color32> = lanes
+            .iter()
+            .map(|lane| {
+                let [r, g, b, _] = crate::app::lane_color(lane, lanes.iter().rev())
+                    .to_srgba()
+                    .to_u8_array();
+                egui::Color32::from_rgb(r, g, b)
+            })
+            .collect();
+        for (i, lane) in lanes.iter().enumerate() {
+            assert_eq!(canvas[i], panel.of(entity(lane.index)), "lane {i}");
+            let methods_first = lanes
+                .iter()
+                .position(|l| l.world.settings.method == lane.world.settings.method);
+            if methods_first == Some(i) {
+                assert_eq!(
+                    canvas[i],
+                    method_color32(lane.world.settings.method),
+                    "lane {i}"
+                );
+            }
+            for j in 0..i {
+                assert_ne!(canvas[i], canvas[j], "lanes {j} and {i}");
+            }
+        }
+    }
+
     #[test]
     fn the_selected_ball_shows_its_nearest_wall_and_ball() {
         use crate::physics::geometry::{Ball, Wall};

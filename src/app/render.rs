@@ -10,7 +10,7 @@ use super::labels::{LabelScale, title_box};
 use super::lane_bands::{
     self, LaneBands, StrayBalls, clear_of, clip_segment, edge_towards, lane_area,
 };
-use super::{UiState, WALL_RGB, ball_mesh, method_color};
+use super::{UiState, WALL_RGB, ball_mesh, lane_color};
 use crate::physics::DVec2;
 use crate::physics::rod_flight::RodEnd;
 use crate::sim::{Ball, BodyState, Lane, LaneMember, Rod, SimSet, UNITS_PER_METRE, Wall};
@@ -503,7 +503,7 @@ fn draw_gizmos(
         let half = Vec2::new(angle.cos(), angle.sin()) * (rod.length as f32 * u / 2.0);
         let color = lanes
             .get(member.0)
-            .map(|l| method_color(l.world.settings.method))
+            .map(|l| lane_color(l, lanes.iter()))
             .unwrap_or(Color::WHITE);
         // A rod is cut at its lane's band, as the balls are; beyond it, only its centre's marker shows.
         let band = bands.of(member.0);
