@@ -532,7 +532,9 @@ struct SceneMenuNames {
     reads: usize,
 }
 
-/// A file's modification time and length: a change in either means its scene is read again.
+/// A file's modification time and length: a change in either means its scene is read again. An edit that keeps
+/// the length on a file system with coarse times (FAT's 2 s) can go unseen until the next change; a file that
+/// cannot be looked at (gone) is read again at each look, which fails at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct FileStamp {
     modified: Option<std::time::SystemTime>,
@@ -2373,8 +2375,8 @@ mod tests {
     }
 
     /// The lane panel as the window draws it, over the sim, typing as a user does: text the panel refuses
-    /// (μ = −1) stays on screen while another setting of the lane is edited and applied (k), and goes once an
-    /// edit of μ applies.
+    /// (μ = −1) stays the shown error (`SimLog::error`, which the error banner draws) while another setting of
+    /// the lane is edited and applied (k), and goes once an edit of μ applies.
     #[test]
     fn a_refusal_in_the_lane_panel_stays_until_an_applied_edit_of_its_own_setting() {
         let mut app = App::new();

@@ -45,11 +45,12 @@ pub struct BenchArgs {
     /// ratio to rapier2d run by run.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub repeat: usize,
-    /// The box's width [m] for every N, instead of the reference pit's 20 m.
+    /// The box's width [m] for every N (1 to 4000), instead of the reference pit's 20 m.
     #[arg(long, allow_negative_numbers = true, conflicts_with = "constant_depth")]
     pub box_width: Option<f64>,
-    /// Widen the box in proportion to N (20 m per 1 000 balls), so every N starts and lands as deep as the
-    /// reference pit at N = 1 000. The reference pit keeps 20 m, so its pile grows taller with N.
+    /// Widen the box in proportion to N (20 m per 1 000 balls, so N from 50 to 200 000), so every N from 1 000 on
+    /// starts and lands about as deep as the reference pit at N = 1 000. The reference pit keeps 20 m, so its
+    /// pile grows taller with N.
     #[arg(long)]
     pub constant_depth: bool,
 }
@@ -62,6 +63,19 @@ impl BenchArgs {
             (Some(width), _) => width,
             (None, true) => PIT_WIDTH * n as f64 / CONSTANT_DEPTH_BALLS as f64,
             (None, false) => PIT_WIDTH,
+        }
+    }
+
+    /// Refuses a count whose box cannot hold its pit, naming the option that set the box.
+    pub fn check_box(&self, n: usize) -> Result<()> {
+        let width = self.box_width_for(n);
+        match (pit_problem(n, width), self.box_width) {
+            (None, _) => Ok(()),
+            (Some(problem), Some(_)) => bail!("invalid --box-width {width}: {problem}"),
+            (Some(problem), None) => bail!(
+                "invalid --n {n} with --constant-depth, which gives it a box {width} m wide (20 m per 1 000 \
+                 balls): {problem}; --box-width sets a width of your own"
+            ),
         }
     }
 }
@@ -231,31 +245,60 @@ const PIT_FIRST_ROW: f64 = 0.1 + 0.5 * PIT_SPACING;
 const PIT_JITTER: f64 = 0.02;
 /// The side walls' height [m]; the starting grid must stay below it.
 const PIT_WALL_HEIGHT: f64 = 500.0;
-/// The widths `--box-width` accepts [m].
-pub const PIT_WIDTHS: std::ops::RangeInclusive<f64> = 1.0..=10_000.0;
+/// The widths `--box-width` accepts [m]: up to the box `--constant-depth` gives 200 000 balls. rapier2d computes in
+/// f32, whose spacing at the wall of a 4 000 m box is 0.24 mm (a quarter of d̂, a fifth of a percent of a ball's
+/// radius); at the reference pit's walls it is 1 µm.
+pub const PIT_WIDTHS: std::ops::RangeInclusive<f64> = 1.0..=4_000.0;
 
 fn reference_width() -> f64 {
     PIT_WIDTH
 }
 
-/// Refuses a box the pit cannot be built in: a width outside [`PIT_WIDTHS`] (or not a number), or a starting
-/// grid of `n` balls that would stand above the side walls.
+/// Refuses a box the pit cannot be built in, as `--box-width` sets it (see [`pit_problem`]).
 pub fn check_pit(n: usize, width: f64) -> Result<()> {
+    match pit_problem(n, width) {
+        Some(problem) => bail!("invalid --box-width {width}: {problem}"),
+        None => Ok(()),
+    }
+}
+
+/// Why the pit of `n` balls cannot be built in a box `width` wide, if it cannot: a width outside [`PIT_WIDTHS`]
+/// (or not a number), or a starting grid that would stand above the side walls.
+pub fn pit_problem(n: usize, width: f64) -> Option<String> {
     if !PIT_WIDTHS.contains(&width) {
-        bail!(
-            "invalid --box-width: must be between {} and {} m, got {width}",
+        return Some(format!(
+            "the box must be between {} and {} m wide, got {width}",
             PIT_WIDTHS.start(),
             PIT_WIDTHS.end()
-        );
+        ));
     }
     let top = pit_grid_top(n, width);
-    if top > PIT_WALL_HEIGHT - 1.0 {
-        bail!(
-            "invalid --box-width: {n} balls in a box {width} m wide would start {top:.0} m high, above the \
-             side walls ({PIT_WALL_HEIGHT} m); widen the box or use fewer balls"
-        );
-    }
-    Ok(())
+    (top > PIT_WALL_HEIGHT - 1.0).then(|| {
+        format!(
+            "{n} balls in a box {width} m wide would start {top:.0} m high, above the side walls \
+             ({PIT_WALL_HEIGHT} m); widen the box or use fewer balls"
+        )
+    })
+}
+
+/// The arguments of the `bench-one` child that runs `engine` (ipc or penalty) on `n` balls.
+pub fn bench_one_args(engine: &str, n: usize, steps: usize, width: f64) -> Vec<String> {
+    let mut args = vec!["bench-one".to_string(), "--engine".into(), engine.into()];
+    args.extend(peer_args(n, steps, width));
+    args
+}
+
+/// The arguments of the rapier2d peer (`examples/rapier_peer.rs`) on `n` balls; `bench-one` takes them too. The
+/// width is written so that it parses back to the same bits.
+pub fn peer_args(n: usize, steps: usize, width: f64) -> Vec<String> {
+    vec![
+        "--n".into(),
+        n.to_string(),
+        "--steps".into(),
+        steps.to_string(),
+        "--box-width".into(),
+        format!("{width:?}"),
+    ]
 }
 
 /// Columns of the starting grid in a box `width` wide (at least one).
@@ -654,7 +697,7 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
         );
     }
     for &n in &args.n {
-        check_pit(n, args.box_width_for(n))?;
+        args.check_box(n)?;
     }
     // Each engine: ours (run by `bench-one`) or the rapier2d peer; an unknown one is refused before any run.
     let ours: Vec<bool> = args
@@ -671,28 +714,17 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
     let exe = std::env::current_exe().context("cannot locate the running binary")?;
     let mut runs = Vec::new();
     for &n in &args.n {
-        let width = args.box_width_for(n).to_string();
+        let width = args.box_width_for(n);
         let mut repeated: Vec<Vec<BenchRun>> = vec![Vec::new(); args.engines.len()];
         for round in 1..=args.repeat {
             for ((engine, &ours), done) in args.engines.iter().zip(&ours).zip(&mut repeated) {
                 let run = if ours {
                     let mut c = Command::new(&exe);
-                    c.args([
-                        "bench-one",
-                        "--engine",
-                        engine,
-                        "--n",
-                        &n.to_string(),
-                        "--steps",
-                        &args.steps.to_string(),
-                        "--box-width",
-                        &width,
-                    ]);
+                    c.args(bench_one_args(engine, n, args.steps, width));
                     run_child(c, &format!("{engine} N={n}"))?
                 } else {
                     let mut c = Command::new(rapier_peer()?);
-                    c.args(["--n", &n.to_string(), "--steps", &args.steps.to_string()]);
-                    c.args(["--box-width", &width]);
+                    c.args(peer_args(n, args.steps, width));
                     run_child(c, &format!("rapier2d N={n}"))?
                 };
                 if !args.json {
@@ -723,7 +755,7 @@ fn opt(v: Option<f64>, scale: f64, digits: usize) -> String {
 /// The human table.
 pub fn format_table(runs: &[BenchRun]) -> String {
     let mut out = String::from(
-        " engine   |      N | box m | median ms |  p95 ms | Newton mean/max | min gap um | max pen um | RSS MB | escaped\n",
+        " engine   |      N |   box m | median ms |  p95 ms | Newton mean/max | min gap um | max pen um | RSS MB | escaped\n",
     );
     for r in runs {
         let newton = match (r.mean_newton, r.max_newton) {
@@ -731,7 +763,7 @@ pub fn format_table(runs: &[BenchRun]) -> String {
             _ => "-".into(),
         };
         out.push_str(&format!(
-            " {:8} | {:6} | {:>5} | {:9.3} | {:7.3} | {:>15} | {:>10} | {:>10} | {:>6} | {}\n",
+            " {:8} | {:6} | {:>7.1} | {:9.3} | {:7.3} | {:>15} | {:>10} | {:>10} | {:>6} | {}\n",
             r.engine,
             r.n,
             r.box_width_m,

@@ -2,8 +2,9 @@
 //! No timing is asserted here: this machine is shared and noisy.
 
 use contact_sandbox::cli::bench::{
-    BenchArgs, BenchRun, Factorisations, PIT_WIDTH, Profile, bench_ours, check_pit, combine_runs,
-    parse_report, pit_balls, pit_grid_top, pit_lane, ratios, run_bench,
+    BenchArgs, BenchOneArgs, BenchRun, Factorisations, PIT_WIDTH, Profile, bench_one_args,
+    bench_ours, check_pit, combine_runs, parse_report, peer_args, pit_balls, pit_grid_top,
+    pit_lane, ratios, run_bench,
 };
 use contact_sandbox::physics::world::ContactMethod;
 use proptest::prelude::*;
@@ -373,14 +374,15 @@ fn bench_refuses_a_box_it_cannot_build_naming_the_width() {
         );
         assert!(check_pit(n, width).is_err());
     }
-    // --constant-depth at a few balls gives a box under a metre, refused the same way.
+    // --constant-depth at a few balls gives a box under a metre: refused by the options the user gave.
     let error = run_bench(&bench_args(vec![10], None, true))
         .expect_err("0.2 m")
         .to_string();
     assert!(
-        error.contains("--box-width") && error.contains("0.2"),
+        error.contains("--n 10 with --constant-depth") && error.contains("0.2 m"),
         "{error}"
     );
+    assert!(!error.contains("invalid --box-width"), "{error}");
     // The reference pit's largest count fits.
     assert!(check_pit(200_000, PIT_WIDTH).is_ok());
 }
@@ -405,4 +407,96 @@ fn ipc_stays_penetration_free_in_a_wider_box_and_reports_its_width() {
         .remove("box_width_m");
     let old = parse_report(&value.to_string()).expect("an older report parses");
     assert_eq!(old.box_width_m, PIT_WIDTH);
+}
+
+#[derive(clap::Parser, Debug)]
+struct BenchCli {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+#[derive(clap::Parser, Debug)]
+struct BenchOneCli {
+    #[command(flatten)]
+    args: BenchOneArgs,
+}
+
+#[test]
+fn the_box_options_parse_and_reach_the_children_bit_for_bit() {
+    use clap::Parser;
+    let parse = |line: &[&str]| BenchCli::try_parse_from(line).map(|c| c.args);
+    let args = parse(&["bench", "--box-width", "33.333333333333336"]).expect("parses");
+    assert_eq!(args.box_width, Some(100.0 / 3.0));
+    assert!(parse(&["bench", "--box-width", "30", "--constant-depth"]).is_err());
+    assert!(parse(&["bench", "--constant-depth"]).is_ok_and(|a| a.constant_depth));
+    // "inf" and "nan" parse as numbers; the box check refuses them by name.
+    let inf = parse(&["bench", "--box-width", "inf"]).expect("a float");
+    assert!(
+        inf.check_box(1000)
+            .is_err_and(|e| e.to_string().contains("inf"))
+    );
+    // What the parent hands each child parses back to the same width, bit for bit.
+    for width in [PIT_WIDTH, 100.0 / 3.0, 246.8, 4000.0] {
+        let line = bench_one_args("ipc", 1234, 7, width);
+        // The subcommand `main` dispatches on, then its own arguments.
+        assert_eq!(line[0], "bench-one");
+        let one = BenchOneCli::try_parse_from(
+            std::iter::once("contact-sandbox".to_string()).chain(line.into_iter().skip(1)),
+        )
+        .expect("bench-one parses its arguments")
+        .args;
+        assert_eq!(
+            (
+                one.engine.as_str(),
+                one.n,
+                one.steps,
+                one.box_width.to_bits()
+            ),
+            ("ipc", 1234, 7, width.to_bits())
+        );
+        let peer = peer_args(1234, 7, width);
+        let at = peer
+            .iter()
+            .position(|a| a == "--box-width")
+            .expect("the peer gets the width");
+        let given: f64 = peer[at + 1].parse().expect("a number");
+        assert_eq!(given.to_bits(), width.to_bits());
+    }
+    // A child started without a width runs the reference pit.
+    let plain = BenchOneCli::try_parse_from(["x", "--engine", "ipc", "--n", "5", "--steps", "1"])
+        .expect("parses")
+        .args;
+    assert_eq!(plain.box_width, PIT_WIDTH);
+}
+
+/// The shipped binary, end to end: the width given to `bench` is the width its child ran.
+#[test]
+fn bench_runs_its_child_in_the_box_it_was_given() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .args([
+            "bench",
+            "--engines",
+            "ipc",
+            "--n",
+            "60",
+            "--steps",
+            "2",
+            "--box-width",
+            "5.5",
+            "--json",
+        ])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let run = &json["runs"][0];
+    assert_eq!(run["box_width_m"], 5.5, "{json}");
+    assert_eq!(
+        (run["n"].as_u64(), run["steps"].as_u64()),
+        (Some(60), Some(2))
+    );
 }
