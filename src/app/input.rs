@@ -440,13 +440,7 @@ mod tests {
 
     #[test]
     fn tab_never_reaches_egui_and_other_keys_do() {
-        let key = |key| egui::Event::Key {
-            key,
-            physical_key: None,
-            pressed: true,
-            repeat: false,
-            modifiers: egui::Modifiers::NONE,
-        };
+        use crate::app::test_events::key;
         let mut app = App::new();
         let input = bevy_egui::EguiInput(egui::RawInput {
             events: vec![key(egui::Key::Tab), key(egui::Key::P), key(egui::Key::Tab)],

@@ -275,6 +275,33 @@ pub fn run_gui() -> anyhow::Result<()> {
     }
 }
 
+/// egui input events for the tests that drive the panels as a user does.
+#[cfg(test)]
+pub(crate) mod test_events {
+    use bevy_egui::egui;
+
+    /// `key` pressed, without modifiers.
+    pub fn key(key: egui::Key) -> egui::Event {
+        egui::Event::Key {
+            key,
+            physical_key: None,
+            pressed: true,
+            repeat: false,
+            modifiers: egui::Modifiers::NONE,
+        }
+    }
+
+    /// The primary button pressed (or released) at `pos`.
+    pub fn button(pos: egui::Pos2, pressed: bool) -> egui::Event {
+        egui::Event::PointerButton {
+            pos,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers: egui::Modifiers::NONE,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::StepRate;

@@ -2326,19 +2326,8 @@ mod tests {
             });
         };
         frame(vec![], &mut value);
-        let key = |key| egui::Event::Key {
-            key,
-            physical_key: None,
-            pressed: true,
-            repeat: false,
-            modifiers: egui::Modifiers::NONE,
-        };
-        let button = |pressed| egui::Event::PointerButton {
-            pos: at.get(),
-            button: egui::PointerButton::Primary,
-            pressed,
-            modifiers: egui::Modifiers::NONE,
-        };
+        use crate::app::test_events::key;
+        let button = |pressed| crate::app::test_events::button(at.get(), pressed);
         frame(
             vec![egui::Event::PointerMoved(at.get()), button(true)],
             &mut value,
@@ -2426,13 +2415,7 @@ mod tests {
             app.update();
             texts
         };
-        let key = |key| egui::Event::Key {
-            key,
-            physical_key: None,
-            pressed: true,
-            repeat: false,
-            modifiers: egui::Modifiers::NONE,
-        };
+        use crate::app::test_events::key;
         // Clicks into the field right of `label` (found in the last pass's texts), clears it and types `typed`.
         let type_into =
             |app: &mut App, texts: &[(String, egui::Rect)], label: &str, typed: &str| {
@@ -2447,12 +2430,7 @@ mod tests {
                     })
                     .min_by(|a, b| a.1.left().total_cmp(&b.1.left()))
                     .unwrap_or_else(|| panic!("no field right of {label:?}"));
-                let button = |pressed| egui::Event::PointerButton {
-                    pos: field.center(),
-                    button: egui::PointerButton::Primary,
-                    pressed,
-                    modifiers: egui::Modifiers::NONE,
-                };
+                let button = |pressed| crate::app::test_events::button(field.center(), pressed);
                 frame(
                     app,
                     vec![egui::Event::PointerMoved(field.center()), button(true)],
