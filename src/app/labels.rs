@@ -130,8 +130,9 @@ fn elided(text: String, chars: usize) -> String {
 }
 
 /// How a line of a lane is drawn, if it shows: its text, colour (a title in the lane's `title` colour) and place,
-/// at `px` world units per pixel and the labels' `scale`. A title is cut short ("...") where it would run into the lane beside it (`room`, see
-/// [`title_room`]), so that in a narrow view the titles of lanes side by side do not run over each other.
+/// at `px` world units per pixel and the labels' `scale`. A title is cut short ("...") where it would run into the
+/// lane beside it (`room`, see [`title_room`]), so that in a narrow view the titles of lanes side by side do not
+/// run over each other.
 fn line_look(
     lane: &Lane,
     line: LabelLine,

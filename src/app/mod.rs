@@ -43,9 +43,9 @@ use crate::sim::{
     ActiveScene, BUILT_IN_SCENES, DEFAULT_SCENE, Lane, SceneCatalogue, SimLog, SimPlugin, Stepping,
 };
 
-/// Ball colour of penalty lanes (sRGB 8-bit; `.ci/gui-check` looks for it).
+/// Colour of the first penalty lane (sRGB 8-bit; `.ci/gui-check` looks for it); later ones take its shades.
 pub const PENALTY_RGB: [u8; 3] = [235, 64, 52];
-/// Ball colour of IPC lanes (sRGB 8-bit; `.ci/gui-check` looks for it).
+/// Colour of the first IPC lane (sRGB 8-bit; `.ci/gui-check` looks for it); later ones take its shades.
 pub const IPC_RGB: [u8; 3] = [46, 204, 64];
 /// Background colour.
 pub const BACKGROUND_RGB: [u8; 3] = [24, 26, 32];
@@ -63,7 +63,8 @@ pub fn method_color(method: ContactMethod) -> Color {
 
 /// A lane's colour on the canvas (its balls, rods, markers and title), as in its panel and plots: its method's
 /// colour in the shade of its rank among that method's lanes in lane order ([`panels::lane_rgb`]), so that two
-/// IPC lanes can be told apart. The first lane of a method has the method's colour.
+/// IPC lanes can be told apart. The first lane of a method has the method's colour. Lanes' indices are distinct
+/// (0 to n − 1, as the scene lists them), and the panels rank them in the same order.
 pub fn lane_color<'a>(lane: &Lane, lanes: impl IntoIterator<Item = &'a Lane>) -> Color {
     let method = lane.world.settings.method;
     let rank = lanes

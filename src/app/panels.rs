@@ -3068,12 +3068,7 @@ mod tests {
     /// Drags the pointer from `from` to `to` in a window of `size`, a frame at each step, and lets go.
     fn drag(ctx: &egui::Context, size: (f32, f32), from: (f32, f32), to: (f32, f32)) {
         let (from, to) = (egui::Pos2::from(from), egui::Pos2::from(to));
-        let button = |pos, pressed| egui::Event::PointerButton {
-            pos,
-            button: egui::PointerButton::Primary,
-            pressed,
-            modifiers: egui::Modifiers::NONE,
-        };
+        use crate::app::test_events::button;
         for events in [
             vec![egui::Event::PointerMoved(from)],
             vec![button(from, true)],

@@ -497,13 +497,19 @@ fn draw_gizmos(
             .arrow_2d(tail, tip, stray.color)
             .with_tip_length(6.0 * px);
     }
+    // Each lane's colour once, by its index: a lane may hold many rods.
+    let mut colors = vec![Color::WHITE; all.iter().map(|l| l.index + 1).max().unwrap_or(0)];
+    for lane in &all {
+        colors[lane.index] = lane_color(lane, all.iter().copied());
+    }
     for (rod, state, transform, member) in &rods {
         let centre = transform.translation.truncate();
         let angle = transform.rotation.to_euler(EulerRot::XYZ).2;
         let half = Vec2::new(angle.cos(), angle.sin()) * (rod.length as f32 * u / 2.0);
         let color = lanes
             .get(member.0)
-            .map(|l| lane_color(l, lanes.iter()))
+            .ok()
+            .and_then(|l| colors.get(l.index).copied())
             .unwrap_or(Color::WHITE);
         // A rod is cut at its lane's band, as the balls are; beyond it, only its centre's marker shows.
         let band = bands.of(member.0);

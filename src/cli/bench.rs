@@ -246,8 +246,8 @@ const PIT_JITTER: f64 = 0.02;
 /// The side walls' height [m]; the starting grid must stay below it.
 const PIT_WALL_HEIGHT: f64 = 500.0;
 /// The widths `--box-width` accepts [m]: up to the box `--constant-depth` gives 200 000 balls. rapier2d computes in
-/// f32, whose spacing at the wall of a 4 000 m box is 0.24 mm (a quarter of d̂, a fifth of a percent of a ball's
-/// radius); at the reference pit's walls it is 1 µm.
+/// f32, whose spacing at the walls of a 4 000 m box (±2 000 m) is 0.12 mm (an eighth of d̂, a quarter of a percent
+/// of a ball's radius); at the reference pit's walls (±10 m) it is 1 µm.
 pub const PIT_WIDTHS: std::ops::RangeInclusive<f64> = 1.0..=4_000.0;
 
 fn reference_width() -> f64 {
@@ -267,7 +267,7 @@ pub fn check_pit(n: usize, width: f64) -> Result<()> {
 pub fn pit_problem(n: usize, width: f64) -> Option<String> {
     if !PIT_WIDTHS.contains(&width) {
         return Some(format!(
-            "the box must be between {} and {} m wide, got {width}",
+            "the box must be between {} and {} m wide",
             PIT_WIDTHS.start(),
             PIT_WIDTHS.end()
         ));

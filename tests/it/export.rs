@@ -10,8 +10,9 @@ use std::process::Command;
 
 use bevy::asset::RenderAssetUsages;
 use bevy::image::{CompressedImageFormats, Image, ImageSampler, ImageType};
-use contact_sandbox::app::{IPC_RGB, PENALTY_RGB};
+use contact_sandbox::app::{BACKGROUND_RGB, IPC_RGB, PENALTY_RGB};
 use contact_sandbox::demo::{Script, record_script};
+use contact_sandbox::physics::world::ContactMethod;
 use contact_sandbox::scene::Scene;
 
 const SLOPE: &str = "assets/scenes/slope.ron";
@@ -100,15 +101,13 @@ fn near(p: [u8; 3], rgb: [u8; 3]) -> bool {
     (0..3).all(|c| p[c].abs_diff(rgb[c]) <= 12)
 }
 
-/// Whether `p` is clearly of the colour `rgb` (one of the lane colours, whose strongest channel leads the others
-/// by more than 100): its channel leads by more than 60, as in text or a ball drawn in it, antialiased or shaded.
-fn tinted(p: [u8; 3], rgb: [u8; 3]) -> bool {
-    let lead = (0..3).max_by_key(|&c| rgb[c]).unwrap_or(0);
-    (0..3).all(|c| c == lead || p[lead] > p[c].saturating_add(60))
-}
-
-fn pixels_of(frame: &[[u8; 3]], rgb: [u8; 3]) -> usize {
-    frame.iter().filter(|&&p| tinted(p, rgb)).count()
+/// Whether `p` is `rgb` over the background, at least half covered (as the antialiased edge of a title's glyphs
+/// is): on the line from the background to `rgb`, within 12 levels in every channel.
+fn blended(p: [u8; 3], rgb: [u8; 3]) -> bool {
+    let [p, c, bg] = [p, rgb, BACKGROUND_RGB].map(|v| v.map(f64::from));
+    let along: f64 = (0..3).map(|i| (p[i] - bg[i]) * (c[i] - bg[i])).sum::<f64>()
+        / (0..3).map(|i| (c[i] - bg[i]).powi(2)).sum::<f64>();
+    along >= 0.5 && (0..3).all(|i| (p[i] - (bg[i] + along.min(1.0) * (c[i] - bg[i]))).abs() <= 12.0)
 }
 
 /// The rows that hold a pixel for which `is` holds, top first.
@@ -139,18 +138,26 @@ fn exported_frames_title_every_lane_and_a_gif_keeps_the_lane_colours() {
     let pngs: Vec<_> = (0..FRAMES)
         .map(|k| png_pixels(&frames_dir.join(format!("frame_{k:05}.png"))))
         .collect();
-    // Each lane's title ("ipc mu=0.49 [ipc]", …) is drawn in its method's colour, two lanes of each: 667 IPC and
-    // 1252 penalty pixels in frame 0 as measured; the balls alone (2 px in radius) give 27 and 28.
+    // Each lane's title ("ipc mu=0.49 [ipc]", …) is drawn in its lane's shade, as its panel is: the first lane
+    // of a method in the method's colour, the second in the method's next shade. Measured in frame 0: 313, 270,
+    // 491 and 455 pixels of them over the background; with every lane in its method's colour, 579, 0, 945, 0.
+    let shades = [
+        (ContactMethod::Ipc, 0),
+        (ContactMethod::Ipc, 1),
+        (ContactMethod::Penalty, 0),
+        (ContactMethod::Penalty, 1),
+    ]
+    .map(|(method, rank)| contact_sandbox::app::panels::lane_rgb(method, rank));
+    assert_eq!((shades[0], shades[2]), (IPC_RGB, PENALTY_RGB));
     for (k, frame) in pngs.iter().enumerate() {
-        let (ipc, penalty) = (pixels_of(frame, IPC_RGB), pixels_of(frame, PENALTY_RGB));
+        let counts = shades.map(|rgb| frame.iter().filter(|&&p| blended(p, rgb)).count());
         assert!(
-            ipc >= 200 && penalty >= 200,
-            "frame {k}: {ipc} pixels of the IPC colour and {penalty} of the penalty colour; the lane titles \
-             are missing"
+            counts.iter().all(|&n| n >= 150),
+            "frame {k}: {counts:?} pixels of the four lanes' shades {shades:?}; a lane's title is missing"
         );
         // The overlay's two lines (light grey, in the top-left corner) stay above the top lane's title.
         let overlay = rows_where(frame, |p| near(p, OVERLAY_RGB));
-        let titles = rows_where(frame, |p| tinted(p, IPC_RGB) || tinted(p, PENALTY_RGB));
+        let titles = rows_where(frame, |p| shades.iter().any(|&c| blended(p, c)));
         assert!(!overlay.is_empty(), "frame {k}: no overlay");
         assert!(
             overlay.last() < titles.first(),
