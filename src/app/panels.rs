@@ -121,19 +121,16 @@ pub fn lane_rgb(method: ContactMethod, rank: usize) -> [u8; 3] {
 struct LaneColors(Vec<(Entity, egui::Color32)>);
 
 impl LaneColors {
-    /// `lanes` in lane order, with their methods: each method's lanes take its shades in turn.
-    fn new(lanes: impl IntoIterator<Item = (Entity, ContactMethod)>) -> LaneColors {
-        let (mut penalty, mut ipc) = (0, 0);
+    /// Each of `lanes` in its colour on the canvas ([`crate::app::lane_color`]): one ranking of a method's
+    /// lanes for the panels, the plots and the canvas.
+    fn new<'a>(lanes: impl IntoIterator<Item = (Entity, &'a Lane)>) -> LaneColors {
+        let lanes: Vec<(Entity, &Lane)> = lanes.into_iter().collect();
         LaneColors(
             lanes
-                .into_iter()
-                .map(|(entity, method)| {
-                    let rank = match method {
-                        ContactMethod::Penalty => &mut penalty,
-                        ContactMethod::Ipc => &mut ipc,
-                    };
-                    let [r, g, b] = lane_rgb(method, *rank);
-                    *rank += 1;
+                .iter()
+                .map(|&(entity, lane)| {
+                    let color = crate::app::lane_color(lane, lanes.iter().map(|&(_, l)| l));
+                    let [r, g, b, _] = color.to_srgba().to_u8_array();
                     (entity, egui::Color32::from_rgb(r, g, b))
                 })
                 .collect(),
@@ -209,12 +206,7 @@ fn sandbox_ui(
         .map(|r| (r.player.session.tick, r.player.demo.ticks));
     let mut sorted: Vec<Entity> = lanes.iter().map(|l| l.0).collect();
     sorted.sort_by_key(|e| lanes.get(*e).map(|l| l.1.index).unwrap_or(usize::MAX));
-    let colors = LaneColors::new(
-        sorted
-            .iter()
-            .filter_map(|e| lanes.get(*e).ok())
-            .map(|l| (l.0, l.1.world.settings.method)),
-    );
+    let colors = LaneColors::new(lanes.iter().map(|l| (l.0, l.1)));
     let step_sizes = lanes
         .iter()
         .map(|l| l.1.world.settings.h)
@@ -2482,12 +2474,20 @@ mod tests {
     fn lanes_of_one_method_have_colours_of_their_own() {
         use ContactMethod::{Ipc, Penalty};
         let lanes = |methods: &[ContactMethod]| {
-            let colors = LaneColors::new(
-                methods
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| (Entity::from_raw_u32(i as u32 + 1).expect("an index"), *m)),
-            );
+            let lanes: Vec<Lane> = methods
+                .iter()
+                .enumerate()
+                .map(|(i, &method)| {
+                    let settings = crate::physics::world::ContactSettings {
+                        method,
+                        ..Default::default()
+                    };
+                    let world = LaneWorld::new(format!("lane {i}"), settings, vec![], vec![]);
+                    Lane::new(i, world, DVec2::ZERO, Default::default())
+                })
+                .collect();
+            let entity = |i: usize| Entity::from_raw_u32(i as u32 + 1).expect("an index");
+            let colors = LaneColors::new(lanes.iter().map(|l| (entity(l.index), l)));
             colors.0.iter().map(|(_, c)| *c).collect::<Vec<_>>()
         };
         let distinct = |colors: &[egui::Color32]| {
@@ -2507,8 +2507,9 @@ mod tests {
         assert!(distinct(&lanes(&[Penalty, Penalty, Penalty, Penalty])));
     }
 
-    /// The canvas draws each lane in the colour its panel and plots use: in the slope (two IPC lanes, two penalty
-    /// lanes) the second IPC lane's balls were drawn in the first's green.
+    /// The canvas draws each lane in the colour its panel and plots use (both come from `lane_color`, given the
+    /// lanes in any order), and lanes of one method differ: in the slope (two IPC lanes, two penalty lanes) the
+    /// second IPC lane's balls were drawn in the first's green.
     #[test]
     fn the_canvas_draws_each_lane_in_its_panel_s_colour() {
         let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/slope.ron"))
@@ -2520,12 +2521,8 @@ mod tests {
             .map(|(index, world)| Lane::new(index, world, DVec2::ZERO, Default::default()))
             .collect();
         let entity = |i: usize| Entity::from_raw_u32(i as u32 + 1).expect("an index");
-        // The panel is given the lanes sorted by index (`sandbox_ui`); the canvas takes them in any order.
-        let panel = LaneColors::new(
-            lanes
-                .iter()
-                .map(|l| (entity(l.index), l.world.settings.method)),
-        );
+        // Either takes the lanes in any order (the panel's query has none).
+        let panel = LaneColors::new(lanes.iter().map(|l| (entity(l.index), l)));
         let canvas: Vec<egui::Color32> = lanes
             .iter()
             .map(|lane| {
