@@ -419,6 +419,12 @@ fn check_name(name: &str) -> Result<(), String> {
             u32::from(c)
         ));
     }
+    if let Some(c) = name.chars().find(|&c| is_bidi_control(c)) {
+        return Err(format!(
+            "contains the bidirectional formatting character U+{:04X}, which reorders the text printed after it",
+            u32::from(c)
+        ));
+    }
     let count = name.chars().count();
     if count > MAX_NAME_CHARS {
         return Err(format!(
@@ -426,6 +432,12 @@ fn check_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Unicode's explicit bidirectional formatting characters (embeddings, overrides, isolates and marks): printed raw
+/// they reverse or reorder the rest of a terminal line or a panel's label.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 fn positive(place: &str, value: f64) -> Result<(), FieldError> {

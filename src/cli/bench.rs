@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use glam::DVec2;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -664,6 +664,18 @@ pub fn first_of_each<T: PartialEq + Clone>(values: &[T]) -> Vec<T> {
 
 /// Entry point of the subcommand.
 pub fn run_bench(args: &BenchArgs) -> Result<()> {
+    if args.n.is_empty() {
+        bail!("invalid --n: give at least one count, between 1 and 200000");
+    }
+    if let Some(&bad) = args.n.iter().find(|&&n| n == 0 || n > 200_000) {
+        bail!("invalid --n: every count must be between 1 and 200000, got {bad}");
+    }
+    // Each engine: ours (run by `bench-one`) or the rapier2d peer; an unknown one is refused before any run.
+    for engine in &args.engines {
+        if !matches!(engine.as_str(), "ipc" | "penalty" | "rapier2d") {
+            bail!("invalid --engines: unknown engine {engine:?} (ipc, penalty, rapier2d)");
+        }
+    }
     // A count or an engine given twice would run twice and fill the table with a duplicate row.
     let (n, engines) = (first_of_each(&args.n), first_of_each(&args.engines));
     for (option, given, kept) in [
@@ -681,9 +693,6 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
         engines,
         ..args.clone()
     };
-    if args.n.is_empty() || args.n.iter().any(|&n| n == 0 || n > 200_000) {
-        bail!("invalid --n: every count must be between 1 and 200000");
-    }
     if args.steps == 0 || args.steps > 100_000 {
         bail!(
             "invalid --steps: must be between 1 and 100000, got {}",
@@ -699,18 +708,7 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
     for &n in &args.n {
         args.check_box(n)?;
     }
-    // Each engine: ours (run by `bench-one`) or the rapier2d peer; an unknown one is refused before any run.
-    let ours: Vec<bool> = args
-        .engines
-        .iter()
-        .map(|engine| match engine.as_str() {
-            "ipc" | "penalty" => Ok(true),
-            "rapier2d" => Ok(false),
-            other => Err(anyhow!(
-                "invalid --engines: unknown engine {other:?} (ipc, penalty, rapier2d)"
-            )),
-        })
-        .collect::<Result<_>>()?;
+    let ours: Vec<bool> = args.engines.iter().map(|e| e != "rapier2d").collect();
     let exe = std::env::current_exe().context("cannot locate the running binary")?;
     let mut runs = Vec::new();
     for &n in &args.n {

@@ -88,6 +88,8 @@ pub fn run_lane_measured(
     mut progress: impl FnMut(u64),
 ) -> (LaneWorld, HalfwaySnapshot) {
     let mut snapshot = HalfwaySnapshot::default();
+    // The extremes include the starting state (a penalty ball that starts inside a wall).
+    lane.measure_gaps();
     for step in 0..steps {
         if step == steps / 2 {
             snapshot = HalfwaySnapshot {
@@ -211,7 +213,8 @@ pub struct SlopeCheck {
 /// A surface inclined less than this [rad] is level: it has no downhill to measure along.
 const LEVEL_ANGLE: f64 = 1e-12;
 
-/// For a ball touching a wall (gap below `max(10 d̂, 1 mm)`), the Coulomb prediction for its regime beside the
+/// For a ball touching a wall (its gap within the lane's [`LaneWorld::contact_reach`], where the wall pushes:
+/// overlap under penalty, `d̂` under the barrier), the Coulomb prediction for its regime beside the
 /// measurement.
 pub fn slope_check(lane: &LaneWorld, ball: usize, halfway: &HalfwaySnapshot) -> Option<SlopeCheck> {
     let b = lane.balls.get(ball)?;
@@ -221,7 +224,7 @@ pub fn slope_check(lane: &LaneWorld, ball: usize, halfway: &HalfwaySnapshot) -> 
     if dt <= 0.0 {
         return None;
     }
-    let reach = (10.0 * lane.dhat()).max(1e-3);
+    let reach = lane.contact_reach();
     let (wall, distance) = lane
         .walls
         .iter()

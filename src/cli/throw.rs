@@ -7,7 +7,10 @@ use anyhow::{Result, anyhow, bail};
 use glam::DVec2;
 use serde_json::{Value, json};
 
-use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, MAX_LENGTH, MAX_SPEED};
+use crate::physics::world::{
+    ContactMethod, ContactSettings, LaneWorld, MAX_LENGTH, MAX_MASS, MAX_SPEED, MIN_MASS,
+    WITHIN_MASS,
+};
 use crate::scene::{
     BallSpec, DHAT_RANGE, KAPPA_RANGE, LaneSpec, MAX_LANES, MAX_RUN_STEPS, STIFFNESS_RANGE, Scene,
     WallSpec,
@@ -65,6 +68,18 @@ pub struct ThrowArgs {
     pub json: bool,
 }
 
+impl Outcome {
+    /// Steps whose Newton solve stopped at its cap (0 for a ball that went through or a lane that failed).
+    pub fn iteration_caps(&self) -> u32 {
+        match self {
+            Outcome::Stopped { iteration_caps, .. } | Outcome::Missed { iteration_caps, .. } => {
+                *iteration_caps
+            }
+            Outcome::Through { .. } | Outcome::Failed { .. } => 0,
+        }
+    }
+}
+
 /// What happened to one lane's ball.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
@@ -74,6 +89,8 @@ pub enum Outcome {
         gap: f64,
         max_newton: u32,
         mean_newton: f64,
+        /// Steps whose Newton solve stopped at the iteration cap, unconverged.
+        iteration_caps: u32,
     },
     /// Never came within reach of the wall's contact (penalty: never overlapped it; IPC: never within d̂), so the
     /// wall never acted: thrown away from it, too slowly, or from behind it. `gap` is the smallest gap [m].
@@ -81,6 +98,7 @@ pub enum Outcome {
         gap: f64,
         max_newton: u32,
         mean_newton: f64,
+        iteration_caps: u32,
     },
     /// Ended a step beyond the back face.
     Through { step: u64 },
@@ -96,15 +114,14 @@ pub struct ThrowRow {
     pub ipc: Outcome,
 }
 
+/// The seed's Newton cap (its listing's `for it in range(1, 60)`), which every lane of `throw` uses.
+pub const THROW_NEWTON_CAP: u32 = 59;
+
 impl ThrowArgs {
     /// Checks every parameter against what the scene accepts, so the error names the option and its value rather
     /// than a field of the scene built from it (SPEC §2). Values are quoted compactly: `1e300`, not 301 digits.
     pub fn validate(&self) -> Result<()> {
-        let positive = [
-            ("--h", self.h),
-            ("--mass", self.mass),
-            ("--thickness", self.thickness),
-        ];
+        let positive = [("--h", self.h), ("--thickness", self.thickness)];
         for (name, value) in positive {
             if !value.is_finite() || value <= 0.0 {
                 bail!(
@@ -114,6 +131,12 @@ impl ThrowArgs {
             }
         }
         // The scene's own ranges (scene files and the window check the same), in the same words.
+        if !(MIN_MASS..=MAX_MASS).contains(&self.mass) {
+            bail!(
+                "invalid --mass: must be {WITHIN_MASS}, got {}",
+                compact_number(self.mass)
+            );
+        }
         DHAT_RANGE
             .check(self.dhat)
             .map_err(|problem| anyhow!("invalid --dhat: {problem}"))?;
@@ -220,7 +243,7 @@ impl ThrowArgs {
             h: self.h,
             gravity: DVec2::ZERO,
             newton_tolerance: 1e-10,
-            newton_max_iterations: 59,
+            newton_max_iterations: THROW_NEWTON_CAP,
             ccd_factor: self.ccd_factor,
             ..ContactSettings::default()
         };
@@ -286,7 +309,7 @@ pub fn run_lane(lane: &mut LaneWorld, steps: u64) -> Outcome {
 /// [`run_lane`], telling `progress` how many of this lane's steps are done every 256 of them.
 pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(u64)) -> Outcome {
     // How close the ball came includes where it started (a ball thrown away from the wall is closest there).
-    let start_gap = lane.gap_and_penetration().0.unwrap_or(f64::INFINITY);
+    lane.measure_gaps();
     for step in 0..steps {
         if lane.step().is_none() {
             return Outcome::Failed {
@@ -303,18 +326,15 @@ pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(
             progress(step + 1);
         }
     }
-    let gap = lane.stats.min_gap.unwrap_or(f64::INFINITY).min(start_gap);
+    let gap = lane.stats.min_gap.unwrap_or(f64::INFINITY);
     let (max_newton, mean_newton) = (lane.stats.max_newton, lane.stats.mean_newton());
-    // Where the wall starts to act: penalty pushes only on overlap, the barrier within d̂.
-    let reach = match lane.settings.method {
-        ContactMethod::Penalty => 0.0,
-        ContactMethod::Ipc => lane.dhat(),
-    };
-    if gap >= reach {
+    let iteration_caps = lane.stats.iteration_caps;
+    if gap >= lane.contact_reach() {
         return Outcome::Missed {
             gap,
             max_newton,
             mean_newton,
+            iteration_caps,
         };
     }
     Outcome::Stopped {
@@ -322,6 +342,7 @@ pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(
         gap,
         max_newton,
         mean_newton,
+        iteration_caps,
     }
 }
 
@@ -401,15 +422,35 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
         });
         out.push_str(&format!(" {v0} | {}\n", cells.join(" | ")));
     }
+    // A capped solve is not converged: its numbers are not the seed's, whatever they read.
+    for row in rows {
+        let lanes = row
+            .penalty
+            .iter()
+            .map(|(k, outcome)| (format!("penalty k={}", compact_number(*k)), outcome));
+        for (lane, outcome) in lanes.chain([("IPC".to_string(), &row.ipc)]) {
+            let caps = outcome.iteration_caps();
+            if caps > 0 {
+                out.push_str(&format!(
+                    "note: at v0 = {} m/s, {lane}: Newton hit its cap of {} iterations in {caps} step{} (not \
+                     converged)\n",
+                    compact_number(row.v0),
+                    THROW_NEWTON_CAP,
+                    if caps == 1 { "" } else { "s" },
+                ));
+            }
+        }
+    }
     out
 }
 
 /// One lane's cell of the `--json` rows. Every row of a kind has the same keys (`null` where not applicable), so a
 /// reader indexes them without checking the outcome first: penalty rows `depth_m`, `min_gap_m`, `max_newton`,
-/// `mean_newton`, `through_step`, `error`; IPC rows also `gap_m` (the contact gap, `null` unless stopped).
+/// `mean_newton`, `iteration_caps` (steps whose Newton solve stopped unconverged at its cap), `through_step`,
+/// `error`; IPC rows also `gap_m` (the contact gap, `null` unless stopped).
 fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
     let mut row = json!({"outcome": null, "depth_m": null, "min_gap_m": null, "max_newton": null,
-                         "mean_newton": null, "through_step": null, "error": null});
+                         "mean_newton": null, "iteration_caps": null, "through_step": null, "error": null});
     if !penalty {
         row["gap_m"] = Value::Null;
     }
@@ -419,6 +460,7 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             gap,
             max_newton,
             mean_newton,
+            iteration_caps,
         } => {
             row["outcome"] = json!("stopped");
             row["depth_m"] = json!(depth);
@@ -428,17 +470,20 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             }
             row["max_newton"] = json!(max_newton);
             row["mean_newton"] = json!(mean_newton);
+            row["iteration_caps"] = json!(iteration_caps);
         }
         // No depth or contact gap to report: the wall never acted. `min_gap_m` is how close the ball came.
         Outcome::Missed {
             gap,
             max_newton,
             mean_newton,
+            iteration_caps,
         } => {
             row["outcome"] = json!("missed");
             row["min_gap_m"] = json!(gap);
             row["max_newton"] = json!(max_newton);
             row["mean_newton"] = json!(mean_newton);
+            row["iteration_caps"] = json!(iteration_caps);
         }
         Outcome::Through { step } => {
             row["outcome"] = json!("through");

@@ -33,7 +33,7 @@ const WITHIN_SPEED: &str =
 /// stepped with gaps squeezed to 4e-17 m and its line search stalled on most steps.
 pub const MIN_MASS: f64 = 1e-6;
 pub const MAX_MASS: f64 = 1e6;
-const WITHIN_MASS: &str =
+pub const WITHIN_MASS: &str =
     "between 1e-6 kg and 1e6 kg (the contact stiffnesses cannot hold balls outside that range)";
 
 /// The contact model of a lane.
@@ -127,7 +127,8 @@ pub struct StepDiagnostics {
     pub newton_path: Vec<(u32, DVec2, DVec2)>,
 }
 
-/// Totals over every step since the lane was built.
+/// Totals over every step since the lane was built. The gap and the penetration also cover the state each
+/// step started from, so a lane's starting state and every ball spawned into it count.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LaneStats {
     pub steps: u64,
@@ -209,6 +210,9 @@ pub struct LaneWorld {
     tunneled: Vec<bool>,
     workspace: NewtonWorkspace,
     report_broad_phase: BroadPhase,
+    /// The state holds balls whose gaps [`Self::stats`] has not seen yet (the starting state, or a spawn): the
+    /// next step measures them before it moves anything.
+    unmeasured: bool,
 }
 
 impl LaneWorld {
@@ -238,6 +242,7 @@ impl LaneWorld {
             tunneled: Vec::new(),
             workspace: NewtonWorkspace::default(),
             report_broad_phase: BroadPhase::default(),
+            unmeasured: false,
         };
         for ball in balls {
             lane.push_ball_unchecked(ball);
@@ -365,6 +370,7 @@ impl LaneWorld {
                 .push((side_of(wall, ball.position), ball.position));
         }
         self.tunneled.push(false);
+        self.unmeasured = true;
         index
     }
 
@@ -388,6 +394,9 @@ impl LaneWorld {
     pub fn step(&mut self) -> Option<&StepDiagnostics> {
         if self.fault.is_some() {
             return None;
+        }
+        if self.unmeasured {
+            self.measure_gaps();
         }
         let h = self.settings.h;
         let g = self.settings.gravity;
@@ -558,6 +567,26 @@ impl LaneWorld {
             model: self.contact_model(),
             friction: None,
         })
+    }
+
+    /// Folds the present state's gap and penetration into [`Self::stats`]: `run`'s extremes then include where
+    /// the balls started (a penalty ball spawned 5 cm into a wall reports 5 cm, not what one step left of it).
+    pub fn measure_gaps(&mut self) {
+        let (gap, penetration) = self.gap_and_penetration();
+        if let Some(gap) = gap {
+            self.stats.min_gap = Some(self.stats.min_gap.map_or(gap, |m| m.min(gap)));
+        }
+        self.stats.max_penetration = self.stats.max_penetration.max(penetration);
+        self.unmeasured = false;
+    }
+
+    /// The surface distance below which a wall or ball pushes: 0 under penalty (it acts on overlap), `d̂` under
+    /// the barrier.
+    pub fn contact_reach(&self) -> f64 {
+        match self.settings.method {
+            ContactMethod::Penalty => 0.0,
+            ContactMethod::Ipc => self.dhat(),
+        }
     }
 
     /// Smallest signed surface distance over all pairs within reach (every ball–wall pair; ball–ball pairs

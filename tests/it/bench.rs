@@ -301,6 +301,17 @@ fn bench_refuses_a_bad_repeat_count_or_engine_before_running_anything() {
         .expect_err("unknown engine")
         .to_string();
     assert!(error.contains("box2d"), "{error}");
+    // The count that is out of range is named, before any note about repeats.
+    let error = run_bench(&BenchArgs {
+        n: vec![1000, 250_000, 1000],
+        ..args(1, &["ipc"])
+    })
+    .expect_err("too many balls")
+    .to_string();
+    assert!(
+        error.contains("--n") && error.ends_with("got 250000"),
+        "{error}"
+    );
 }
 
 fn bench_args(n: Vec<usize>, box_width: Option<f64>, constant_depth: bool) -> BenchArgs {

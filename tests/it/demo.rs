@@ -249,6 +249,11 @@ fn bad_demos_are_refused_with_the_file_the_field_and_the_problem() {
         &good.replacen("name: \"Wall throw\"", "name: \"Wall\u{1b}throw\"", 1),
         &["scene.name", "U+001B"],
     );
+    // A right-to-left override printed raw would reverse the rest of the line that shows the name.
+    expect_error(
+        &good.replacen("name: \"Wall throw\"", "name: \"Wall \u{202e}throw\"", 1),
+        &["scene.name", "U+202E", "bidirectional"],
+    );
     // A scene error inside a demo names its place in the scene.
     expect_error(
         &good.replacen("h: 0.01", "h: -0.01", 1),

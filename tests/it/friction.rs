@@ -311,6 +311,119 @@ fn the_shipped_slope_scene_keeps_spec_numbers_in_both_columns() {
     }
 }
 
+fn wall_box(center: DVec2, half_extents: DVec2) -> Wall {
+    Wall {
+        center,
+        half_extents,
+        angle: 0.0,
+    }
+}
+
+fn ball_at(position: DVec2, velocity: DVec2, radius: f64, mass: f64) -> Ball {
+    Ball {
+        position,
+        velocity,
+        radius,
+        mass,
+    }
+}
+
+#[test]
+fn a_ball_in_flight_over_a_wide_floor_gets_no_coulomb_check() {
+    // A 100 m floor makes the default d̂ 0.1 m; the check took "within 10 d̂" (1 m) as touching, and a ball
+    // 0.44 m up, still rising, was reported "sliding along the floor" at a = −μ g, "comparable".
+    for method in [ContactMethod::Penalty, ContactMethod::Ipc] {
+        let lane = LaneWorld::new(
+            "fly",
+            ContactSettings {
+                method,
+                stiffness: 1e6,
+                h: 0.01,
+                gravity: DVec2::new(0.0, -9.81),
+                friction: 0.5,
+                ..ContactSettings::default()
+            },
+            vec![wall_box(DVec2::new(0.0, -0.5), DVec2::new(50.0, 0.5))],
+            vec![ball_at(
+                DVec2::new(0.0, 0.15),
+                DVec2::new(1.0, 3.0),
+                0.1,
+                1.0,
+            )],
+        );
+        assert!(
+            lane.dhat() > 0.05,
+            "the default d̂ is wide here: {}",
+            lane.dhat()
+        );
+        let (lane, halfway) = run_lane_measured(lane, 20, |_| {});
+        assert!(
+            lane.balls[0].position.y > 0.5,
+            "{:?}",
+            lane.balls[0].position
+        );
+        assert_eq!(slope_check(&lane, 0, &halfway), None, "{method:?}");
+        assert!(
+            !lane_table(&lane, &halfway).contains("Coulomb"),
+            "{method:?}"
+        );
+    }
+}
+
+#[test]
+fn run_s_extremes_include_the_starting_state() {
+    // A penalty ball that starts 5 cm into the floor, and an IPC ball that starts 0.1 mm above it, leaving.
+    let settings = |method| ContactSettings {
+        method,
+        stiffness: 1e6,
+        dhat: Some(1e-4),
+        h: 0.01,
+        gravity: DVec2::ZERO,
+        ..ContactSettings::default()
+    };
+    let floor = || vec![wall_box(DVec2::new(0.0, -0.5), DVec2::new(5.0, 0.5))];
+    let penalty = LaneWorld::new(
+        "pen",
+        settings(ContactMethod::Penalty),
+        floor(),
+        vec![ball_at(DVec2::new(0.0, 0.05), DVec2::ZERO, 0.1, 1.0)],
+    );
+    let (penalty, _) = run_lane_measured(penalty, 50, |_| {});
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    assert!(
+        close(penalty.stats.max_penetration, 0.05),
+        "{:?}",
+        penalty.stats
+    );
+    assert!(
+        close(penalty.stats.min_gap.expect("a gap"), -0.05),
+        "{:?}",
+        penalty.stats
+    );
+    let ipc = LaneWorld::new(
+        "ipc",
+        settings(ContactMethod::Ipc),
+        floor(),
+        vec![ball_at(
+            DVec2::new(0.0, 0.1001),
+            DVec2::new(0.0, 10.0),
+            0.1,
+            1.0,
+        )],
+    );
+    let (ipc, _) = run_lane_measured(ipc, 50, |_| {});
+    let gap = ipc.stats.min_gap.expect("a gap");
+    assert!((gap - 1e-4).abs() < 1e-15, "{gap}");
+    // Steps taken by hand count the start too, and a ball spawned later counts from where it appeared.
+    let mut lane = LaneWorld::new("pen", settings(ContactMethod::Penalty), floor(), Vec::new());
+    lane.step();
+    assert_eq!(lane.stats.max_penetration, 0.0);
+    lane.add_ball(ball_at(DVec2::new(1.0, 0.03), DVec2::ZERO, 0.1, 1.0))
+        .expect("penalty lanes take overlapping balls");
+    lane.step();
+    assert!(close(lane.stats.max_penetration, 0.07), "{:?}", lane.stats);
+}
+
 #[test]
 fn run_says_when_newton_hit_its_cap_and_prints_no_negative_zero() {
     let mut lane = slope_lane(ContactMethod::Ipc, 0.1, 0.3);

@@ -393,6 +393,9 @@ fn invalid_parameters_name_the_parameter() {
         ("--kappa", "-1"),
         ("--k", "0"),
         ("--mass", "0"),
+        // The lane's own range, checked as the option: not as `lanes[0].balls[0].mass`.
+        ("--mass", "1e-7"),
+        ("--mass", "2e6"),
         ("--thickness", "-0.02"),
         ("--ccd-factor", "1"),
         ("--ccd-factor", "0"),
@@ -401,6 +404,11 @@ fn invalid_parameters_name_the_parameter() {
         let err = run_throws(&args(&[flag, value])).expect_err("must be rejected");
         let message = err.to_string();
         assert!(message.contains(flag), "{flag} {value}: {message}");
+        assert!(message.starts_with("invalid "), "{flag} {value}: {message}");
+        assert!(
+            message.contains(&format!("got {value}")),
+            "{flag} {value}: {message}"
+        );
         assert_eq!(message.lines().count(), 1);
     }
 }
@@ -435,4 +443,46 @@ fn the_binary_prints_one_line_and_fails_on_bad_input() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{argv:?}: {stderr}");
         assert!(stderr.contains(argv[1]), "{argv:?}: {stderr}");
     }
+}
+
+#[test]
+fn a_lane_whose_newton_hit_its_cap_is_named_under_the_table_and_in_the_json() {
+    use contact_sandbox::cli::throw::{THROW_NEWTON_CAP, ThrowRow};
+    let a = args(&["--v0", "1,2"]);
+    let stopped = |iteration_caps| Outcome::Stopped {
+        depth: 0.0,
+        gap: 1e-4,
+        max_newton: THROW_NEWTON_CAP,
+        mean_newton: 3.5,
+        iteration_caps,
+    };
+    let rows = vec![
+        ThrowRow {
+            v0: 1.0,
+            penalty: vec![(1e4, Outcome::Through { step: 3 }), (1e6, stopped(0))],
+            ipc: stopped(2),
+        },
+        ThrowRow {
+            v0: 2.0,
+            penalty: vec![(1e4, stopped(1)), (1e6, stopped(0))],
+            ipc: stopped(0),
+        },
+    ];
+    let table = format_table(&a, &rows);
+    let notes: Vec<&str> = table.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(
+        notes,
+        [
+            "note: at v0 = 1 m/s, IPC: Newton hit its cap of 59 iterations in 2 steps (not converged)",
+            "note: at v0 = 2 m/s, penalty k=1e4: Newton hit its cap of 59 iterations in 1 step (not converged)",
+        ],
+        "{table}"
+    );
+    let json = format_json(&a, &rows);
+    assert_eq!(json["rows"][0]["ipc"]["iteration_caps"], 2);
+    assert!(json["rows"][0]["penalty"][0]["iteration_caps"].is_null());
+    assert_eq!(json["rows"][1]["penalty"][0]["iteration_caps"], 1);
+    // The seed's runs converge: no note.
+    let seed = run_throws(&args(&[])).expect("the seed's throw");
+    assert!(!format_table(&args(&[]), &seed).contains("note:"));
 }
