@@ -13,8 +13,8 @@ use crate::physics::broad_phase::BroadPhase;
 use crate::physics::geometry::{Ball, Wall, ball_wall_gap};
 use crate::physics::rod_flight::Rod;
 use crate::physics::world::{
-    ContactMethod, ContactSettings, LaneWorld, MAX_BALLS_PER_LANE, MAX_LENGTH, SpawnError,
-    check_ball,
+    ContactMethod, ContactSettings, LaneWorld, MAX_BALL_WALL_PAIRS_PER_LANE, MAX_BALLS_PER_LANE,
+    MAX_LENGTH, SpawnError, check_ball,
 };
 use crate::text::number;
 
@@ -22,6 +22,8 @@ use crate::text::number;
 pub const MAX_LANES: usize = 64;
 /// Most walls per lane.
 pub const MAX_WALLS_PER_LANE: usize = 10_000;
+/// Ball–wall pairs over all of a scene's lanes (see [`MAX_BALL_WALL_PAIRS_PER_LANE`]): 240 MB of sides.
+pub const MAX_BALL_WALL_PAIRS_PER_SCENE: usize = 10_000_000;
 /// Most rods per lane.
 pub const MAX_RODS_PER_LANE: usize = 10_000;
 /// Largest scene file read, in bytes.
@@ -342,6 +344,20 @@ impl Scene {
             check_name(&lane.name).map_err(|problem| fail(format!("lanes[{l}].name"), problem))?;
             lane.validate()
                 .map_err(|(place, problem)| fail(format!("lanes[{l}].{place}"), problem))?;
+        }
+        let pairs: usize = self
+            .lanes
+            .iter()
+            .map(|lane| lane.balls.len() * lane.walls.len())
+            .sum();
+        if pairs > MAX_BALL_WALL_PAIRS_PER_SCENE {
+            return Err(fail(
+                "lanes".into(),
+                format!(
+                    "the lanes hold {pairs} ball–wall pairs between them; a scene may hold at most \
+                     {MAX_BALL_WALL_PAIRS_PER_SCENE} (each pair's side of its wall is tracked, to report tunnelling)"
+                ),
+            ));
         }
         Ok(())
     }
@@ -736,6 +752,18 @@ impl LaneSpec {
                 format!(
                     "{} balls; at most {MAX_BALLS_PER_LANE} are allowed",
                     self.balls.len()
+                ),
+            ));
+        }
+        let pairs = self.balls.len() * self.walls.len();
+        if pairs > MAX_BALL_WALL_PAIRS_PER_LANE {
+            return Err((
+                "balls".into(),
+                format!(
+                    "{} balls and {} walls make {pairs} ball–wall pairs; a lane tracks at most \
+                     {MAX_BALL_WALL_PAIRS_PER_LANE} (each pair's side of its wall, to report tunnelling)",
+                    self.balls.len(),
+                    self.walls.len()
                 ),
             ));
         }

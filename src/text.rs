@@ -13,6 +13,21 @@ pub fn abbreviate(text: &str, max: usize) -> String {
     }
 }
 
+/// The longest file name most file systems take, in bytes.
+pub const MAX_FILE_NAME_BYTES: usize = 255;
+
+/// `{prefix}{name}{suffix}`, the name of a temporary file beside `name`, with `name` cut short (at a character
+/// boundary) so the whole stays within [`MAX_FILE_NAME_BYTES`]: a legal 250-byte output name must not fail
+/// because its temporary sibling's name is too long.
+pub fn temporary_name(prefix: &str, name: &str, suffix: &str) -> String {
+    let room = MAX_FILE_NAME_BYTES.saturating_sub(prefix.len() + suffix.len());
+    let mut cut = name.len().min(room);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{prefix}{}{suffix}", &name[..cut])
+}
+
 /// A number as a message quotes it: as Rust writes it from 10⁻⁴ to below 10⁶, in scientific notation outside
 /// (`1e300`, not its 301 digits; `1e-20`, not 21 zeros; `1e12`).
 pub fn number(value: f64) -> String {
@@ -44,6 +59,17 @@ pub fn counted(n: u64, one: &str, many: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_temporary_name_stays_within_the_file_name_limit() {
+        use super::{MAX_FILE_NAME_BYTES, temporary_name};
+        assert_eq!(temporary_name(".", "clip.gif", ".tmp-7"), ".clip.gif.tmp-7");
+        let long = "é".repeat(127);
+        let name = temporary_name(".", &long, ".partial-4194304");
+        assert!(name.len() <= MAX_FILE_NAME_BYTES, "{}", name.len());
+        assert!(name.starts_with(".é") && name.ends_with("é.partial-4194304"));
+        assert_eq!(name.len(), 1 + 2 * 119 + 16);
+    }
+
     use super::{abbreviate, counted, fixed, number};
 
     #[test]

@@ -72,6 +72,8 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
     if !args.force && holds_a_file(&args.out) {
         bail!("{}", already_exists(&args.out));
     }
+    // Before the run, which may take hours: a missing or read-only folder fails now, not after it.
+    crate::demo::check_writable(&args.out)?;
     // Ctrl-C, SIGTERM or SIGHUP while the demo is being saved removes its temporary file (the old demo stays);
     // before that there is nothing to clean up.
     super::on_stop_signal(|| {
@@ -196,7 +198,8 @@ fn print_replay(
             "replayed_ticks": player.tick(),
             "hashes": hashes,
             "matched": verdict.matched,
-            "match": verdict.mismatch.is_none(),
+            // `null` when there was nothing to compare: a demo without hashes is not a verified match.
+            "match": (verdict.matched > 0 || verdict.mismatch.is_some()).then_some(verdict.mismatch.is_none()),
             "first_mismatch_tick": verdict.mismatch.as_ref().map(|m| m.0),
             "seconds": seconds,
             "lanes": lanes,

@@ -436,7 +436,11 @@ fn temp_path(out: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "clip".into());
-    output_folder(out).join(format!(".{name}.partial-{}", std::process::id()))
+    output_folder(out).join(crate::text::temporary_name(
+        ".",
+        &name,
+        &format!(".partial-{}", std::process::id()),
+    ))
 }
 
 /// `$TMPDIR/.contact-sandbox-name.partial-PID`: the temporary file of an export into a device or FIFO, whose
@@ -446,9 +450,10 @@ fn stream_temp_path(out: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "clip".into());
-    std::env::temp_dir().join(format!(
-        ".contact-sandbox-{name}.partial-{}",
-        std::process::id()
+    std::env::temp_dir().join(crate::text::temporary_name(
+        ".contact-sandbox-",
+        &name,
+        &format!(".partial-{}", std::process::id()),
     ))
 }
 

@@ -416,6 +416,70 @@ pub fn publish_new(temp: &Path, path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Checks before any work that a file can be saved at `path` as [`Demo::save`] would: not a directory or a
+/// special file other than a device or FIFO, and, for anything but those, a folder that takes new files (the
+/// temporary file written beside it is created and removed). `record` asks first, so a run of hours is not
+/// thrown away for a folder that is missing or read-only.
+pub fn check_writable(path: &Path) -> anyhow::Result<()> {
+    let found = follow_output_link(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    match found.as_ref().map(|f| &f.metadata) {
+        Some(m) if m.is_dir() => {
+            anyhow::bail!("{}: is a directory; give a file name", path.display())
+        }
+        Some(m) if !m.is_file() && !is_stream(m.file_type()) => anyhow::bail!(
+            "{}: is neither a regular file, a character device nor a FIFO; not writing there",
+            path.display()
+        ),
+        Some(m) if !m.is_file() => return Ok(()),
+        _ => {}
+    }
+    let target = found
+        .as_ref()
+        .and_then(|f| f.link_target.as_deref())
+        .unwrap_or(path);
+    let (dir, tmp) = temporary_sibling(target)?;
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => anyhow::bail!("{}: '{}' is not a folder", path.display(), dir.display()),
+        Err(e) => anyhow::bail!(
+            "{}: the folder '{}' does not exist ({e})",
+            path.display(),
+            dir.display()
+        ),
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot write a file in {} ({e})",
+                path.display(),
+                dir.display()
+            )
+        })?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// The folder `path` is in and the temporary file beside it that a save writes first.
+fn temporary_sibling(path: &Path) -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    use anyhow::Context;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .with_context(|| format!("{}: not a file name", path.display()))?;
+    let tmp = dir.join(crate::text::temporary_name(
+        ".",
+        &name.to_string_lossy(),
+        &format!(".tmp-{}", std::process::id()),
+    ));
+    Ok((dir, tmp))
+}
+
 fn write_file(path: &Path, bytes: &[u8], replace: bool) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
@@ -452,18 +516,7 @@ fn write_file(path: &Path, bytes: &[u8], replace: bool) -> anyhow::Result<()> {
         .as_ref()
         .and_then(|f| f.link_target.as_deref())
         .unwrap_or(path);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("{}: not a file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let (dir, tmp) = temporary_sibling(path)?;
     let _unfinished = Unfinished::register(&tmp);
     let result = (|| -> anyhow::Result<()> {
         // The messages name the path the user gave: the temporary copy beside it is an implementation detail.
@@ -608,6 +661,8 @@ pub struct Verdict {
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.mismatch {
+            // Nothing compared is no match: a demo without hashes replays unchecked.
+            None if self.matched == 0 => write!(f, "nothing checked (no stored hash)"),
             None => write!(
                 f,
                 "match ({})",

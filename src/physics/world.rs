@@ -18,6 +18,10 @@ use super::union_find::UnionFind;
 
 /// Hard cap on balls per lane, so a hostile scene or a runaway spawner gets a clear error, not an OOM.
 pub const MAX_BALLS_PER_LANE: usize = 200_000;
+/// Hard cap on a lane's balls × walls. Each ball–wall pair's side of the wall is kept (24 bytes) and looked at
+/// every step to report tunnelling: 200 000 balls and 10 000 walls, each within its own limit, asked for 48 GB.
+/// 2·10⁶ pairs are 48 MB and a few milliseconds a step.
+pub const MAX_BALL_WALL_PAIRS_PER_LANE: usize = 2_000_000;
 /// Largest coordinate, radius or half extent a lane accepts [m]. Gaps matter down to micrometres and below, and
 /// `f64` keeps about 16 digits: at 1e6 m a gap is still resolved to about 2e-10 m. Far beyond it the contact
 /// sums lose terms: a fuzzed scene with a ball of radius 1.8e19 m broke the line search's energy bookkeeping,
@@ -176,6 +180,11 @@ pub enum SpawnError {
     #[error("the lane already holds {MAX_BALLS_PER_LANE} balls, the most it can")]
     TooMany,
     #[error(
+        "the lane holds {balls} balls and {walls} walls: another ball would make more than \
+         {MAX_BALL_WALL_PAIRS_PER_LANE} ball–wall pairs, the most a lane tracks for tunnelling"
+    )]
+    TooManyWallPairs { balls: usize, walls: usize },
+    #[error(
         "the ball would overlap more than {MAX_OVERLAPS_PER_SPAWN} balls; in a penalty lane a new ball may \
          overlap at most {MAX_OVERLAPS_PER_SPAWN} (a heap of balls at one spot makes every pair a contact)"
     )]
@@ -309,6 +318,12 @@ impl LaneWorld {
         check_ball(ball)?;
         if self.balls.len() >= MAX_BALLS_PER_LANE {
             return Err(SpawnError::TooMany);
+        }
+        if (self.balls.len() + 1) * self.walls.len() > MAX_BALL_WALL_PAIRS_PER_LANE {
+            return Err(SpawnError::TooManyWallPairs {
+                balls: self.balls.len(),
+                walls: self.walls.len(),
+            });
         }
         let near = grid.filter(|g| g.len() == self.balls.len()).map(|g| {
             let mut near = Vec::new();

@@ -433,7 +433,7 @@ impl Replay {
         }
     }
 
-    /// The badge: "match", "MISMATCH at tick T", or "checking…".
+    /// The badge: "match", "MISMATCH at tick T", "nothing checked" (a demo without hashes), or "checking…".
     pub fn badge(&self) -> String {
         if let Some((tick, _, _)) = &self.player.verdict.mismatch {
             return format!("MISMATCH at tick {tick}");
@@ -441,10 +441,7 @@ impl Replay {
         match self.full_check.lock().ok().and_then(|s| s.clone()) {
             Some(Ok(v)) => match v.mismatch {
                 Some((tick, _, _)) => format!("MISMATCH at tick {tick}"),
-                None => format!(
-                    "match ({})",
-                    crate::text::counted(v.matched as u64, "hash", "hashes")
-                ),
+                None => v.to_string(),
             },
             Some(Err(e)) => format!("cannot replay: {e}"),
             None => format!(

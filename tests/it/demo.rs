@@ -612,6 +612,30 @@ fn verify_refuses_a_demo_without_hashes() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success(), "{stderr}");
     assert!(stderr.contains("no hashes"), "{stderr}");
+    // A plain replay plays it, but does not call it a match: nothing was compared.
+    let replay = |json: bool| {
+        let mut command = std::process::Command::new(exe);
+        command.arg("replay").arg(&path);
+        if json {
+            command.arg("--json");
+        }
+        let run = command.output().expect("runs");
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        String::from_utf8(run.stdout).expect("UTF-8")
+    };
+    let text = replay(false);
+    assert!(
+        text.contains("hashes: nothing checked (no stored hash)"),
+        "{text}"
+    );
+    assert!(!text.contains("match"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&replay(true)).expect("JSON");
+    assert!(json["match"].is_null(), "{json}");
+    assert_eq!(json["hashes"], 0);
 }
 
 /// `replay --json` gives each lane's numbers in SI units, as `run --json` does, beside the window's words: the
@@ -1579,4 +1603,17 @@ fn a_full_hash_list_gives_its_last_place_to_the_end_hash() {
             assert!(demo.ticks > 6 && demo.ticks < 25, "{ticks:?}: {said}");
         }
     }
+}
+
+/// A legal name near the 255-byte limit: the temporary file beside it used to add `.` and `.tmp-PID` and fail
+/// with "File name too long", blaming the folder.
+#[test]
+fn a_demo_saves_under_a_name_near_the_file_name_limit() {
+    let name = format!("{}.demo.ron", "a".repeat(246));
+    assert_eq!(name.len(), 255);
+    let path = scratch("long-name").with_file_name(&name);
+    let demo = wall_throw_demo();
+    demo.save(&path).expect("a 255-byte name saves");
+    assert_eq!(Demo::load(&path).expect("loads").hashes, demo.hashes);
+    std::fs::remove_file(&path).expect("removes");
 }

@@ -1207,6 +1207,64 @@ fn walls_over_the_limit_are_refused_naming_it() {
     );
 }
 
+/// Balls and walls within their own limits can still ask for one tracked side per ball–wall pair: 200 000 balls
+/// and 10 000 walls (a 5 MB demo) aborted record, replay and export on a 6 GB allocation. The product is limited
+/// per lane and per scene, and a spawn that would pass the lane's limit is refused.
+#[test]
+fn ball_wall_pairs_over_the_limit_are_refused_before_any_memory_is_spent() {
+    let lane = |balls: usize, walls: usize| {
+        format!(
+            "LaneSpec(name: \"l\", contact: ContactSettings(method: Penalty), walls: [{}], balls: [{}])",
+            "(center: (0, -10), half_extents: (1, 1)),".repeat(walls),
+            (0..balls)
+                .map(|i| format!("(position: ({}, 0)),", i as f64 * 0.5))
+                .collect::<String>()
+        )
+    };
+    let scene = |lanes: &[String]| format!("Scene(name: \"w\", lanes: [{}])", lanes.join(", "));
+    // 2 000 000 pairs in a lane are allowed; one ball more is not.
+    assert!(matches!(
+        parse_checked(&scene(&[lane(2000, 1000)])),
+        Ok(Some(_))
+    ));
+    let message = expect_refusal(&scene(&[lane(2001, 1000)]));
+    assert_eq!(
+        message,
+        format!(
+            "{FILE}: lanes[0].balls: 2001 balls and 1000 walls make 2001000 ball–wall pairs; a lane tracks at \
+             most 2000000 (each pair's side of its wall, to report tunnelling)"
+        )
+    );
+    // Six lanes at the lane's limit pass the scene's 10⁷.
+    let six: Vec<String> = (0..6).map(|_| lane(2000, 1000)).collect();
+    let message = expect_refusal(&scene(&six));
+    assert!(
+        message.starts_with(&format!(
+            "{FILE}: lanes: the lanes hold 12000000 ball–wall pairs"
+        )),
+        "{message}"
+    );
+    // A spawn that would pass the lane's limit.
+    let mut world = Scene::parse(&scene(&[lane(2000, 1000)]), FILE)
+        .expect("parses")
+        .build()
+        .remove(0);
+    let refused = world
+        .add_ball(contact_sandbox::physics::geometry::Ball {
+            position: contact_sandbox::physics::DVec2::new(5.0, 5.0),
+            velocity: contact_sandbox::physics::DVec2::ZERO,
+            radius: 0.1,
+            mass: 1.0,
+        })
+        .expect_err("over the limit");
+    assert!(
+        refused
+            .to_string()
+            .contains("more than 2000000 ball–wall pairs"),
+        "{refused}"
+    );
+}
+
 #[test]
 fn scene_files_too_large_unreadable_or_not_utf8_are_refused_in_one_line() {
     let dir =
