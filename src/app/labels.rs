@@ -75,7 +75,9 @@ pub enum LabelLine {
 fn is_edited(lane: &Lane, scene: Option<&Scene>) -> bool {
     scene
         .and_then(|scene| scene.lanes.get(lane.index))
-        .is_some_and(|spec| spec.contact != lane.world.settings)
+        .is_some_and(|spec| {
+            !crate::sim::settings_changes(&spec.contact, &lane.world.settings).is_empty()
+        })
 }
 
 /// The text a line shows for a lane, if any; `edited` as [`is_edited`] tells.

@@ -20,6 +20,7 @@ use crate::physics::DVec2;
 use crate::physics::geometry::ball_wall_gap;
 use crate::physics::newton::{NewtonSettings, StopReason};
 use crate::physics::world::{ContactMethod, LaneWorld};
+use crate::scene::Scene;
 use crate::sim::{
     ActiveScene, Ball, BodyState, CycleScene, ErrorTopic, Lane, LaneDiagnostics, LaneMember,
     LaneSetting, LaneSettings, LoadScene, RestartScene, Rod, SceneCatalogue, SimControl, SimLog,
@@ -118,12 +119,16 @@ pub fn lane_rgb(method: ContactMethod, rank: usize) -> [u8; 3] {
 }
 
 /// Each lane's colour, the same in its settings, its status line, the gap inset and the plots.
-struct LaneColors(Vec<(Entity, egui::Color32)>);
+struct LaneColors(Vec<(Entity, egui::Color32, String)>);
 
 impl LaneColors {
     /// Each of `lanes` in its colour on the canvas ([`crate::app::lane_color`]): one ranking of a method's
-    /// lanes for the panels, the plots and the canvas.
-    fn new<'a>(lanes: impl IntoIterator<Item = (Entity, &'a Lane)>) -> LaneColors {
+    /// lanes for the panels, the plots and the canvas; and its title there ([`crate::sim::lane_title`], what
+    /// an edit changed from `scene`).
+    fn new<'a>(
+        lanes: impl IntoIterator<Item = (Entity, &'a Lane)>,
+        scene: Option<&Scene>,
+    ) -> LaneColors {
         let lanes: Vec<(Entity, &Lane)> = lanes.into_iter().collect();
         LaneColors(
             lanes
@@ -131,7 +136,11 @@ impl LaneColors {
                 .map(|&(entity, lane)| {
                     let color = crate::app::lane_color(lane, lanes.iter().map(|&(_, l)| l));
                     let [r, g, b, _] = color.to_srgba().to_u8_array();
-                    (entity, egui::Color32::from_rgb(r, g, b))
+                    let was = scene
+                        .and_then(|scene| scene.lanes.get(lane.index))
+                        .map(|spec| &spec.contact);
+                    let title = displayable(&crate::sim::lane_title(&lane.world, was)).into_owned();
+                    (entity, egui::Color32::from_rgb(r, g, b), title)
                 })
                 .collect(),
         )
@@ -140,8 +149,16 @@ impl LaneColors {
     fn of(&self, lane: Entity) -> egui::Color32 {
         self.0
             .iter()
-            .find(|(e, _)| *e == lane)
-            .map_or(egui::Color32::GRAY, |(_, color)| *color)
+            .find(|(e, _, _)| *e == lane)
+            .map_or(egui::Color32::GRAY, |(_, color, _)| *color)
+    }
+
+    /// The lane's name, with what an edit changed.
+    fn title(&self, lane: Entity) -> &str {
+        self.0
+            .iter()
+            .find(|(e, _, _)| *e == lane)
+            .map_or("", |(_, _, title)| title.as_str())
     }
 }
 
@@ -206,7 +223,7 @@ fn sandbox_ui(
         .map(|r| (r.player.session.tick, r.player.demo.ticks));
     let mut sorted: Vec<Entity> = lanes.iter().map(|l| l.0).collect();
     sorted.sort_by_key(|e| lanes.get(*e).map(|l| l.1.index).unwrap_or(usize::MAX));
-    let colors = LaneColors::new(lanes.iter().map(|l| (l.0, l.1)));
+    let colors = LaneColors::new(lanes.iter().map(|l| (l.0, l.1)), shown);
     let step_sizes = lanes
         .iter()
         .map(|l| l.1.world.settings.h)
@@ -317,7 +334,12 @@ fn sandbox_ui(
                         lane_panel(
                             ui,
                             lane,
-                            colors.of(entity),
+                            PanelHead {
+                                color: colors.of(entity),
+                                title: colors.title(entity),
+                                // A replay's lanes are the demo's: an edit would be thrown away.
+                                editable: demo.replay.is_none(),
+                            },
                             &mut settings,
                             diagnostics,
                             start_speed,
@@ -896,7 +918,7 @@ fn wall_throw_panel(
             colors.of(entity),
             format!(
                 "{} — {}",
-                w.name,
+                colors.title(entity),
                 crate::sim::lane_outcome_of_run(w, run_over)
             ),
         );
@@ -1306,11 +1328,23 @@ fn selected_body_panel(
     }
 }
 
+/// What heads a lane's panel: its colour and title, and whether its settings take edits (not while a demo
+/// replays).
+struct PanelHead<'a> {
+    color: egui::Color32,
+    title: &'a str,
+    editable: bool,
+}
+
 /// Lane settings (edited live; the sim validates and reports) and the seed's pre-flight numbers.
 fn lane_panel(
     ui: &mut egui::Ui,
     lane: &Lane,
-    color: egui::Color32,
+    PanelHead {
+        color,
+        title,
+        editable,
+    }: PanelHead<'_>,
     settings: &mut Mut<LaneSettings>,
     diagnostics: &LaneDiagnostics,
     start_speed: f64,
@@ -1318,7 +1352,7 @@ fn lane_panel(
 ) {
     let w = &lane.world;
     egui::CollapsingHeader::new(
-        egui::RichText::new(format!("lane {}: {}", lane.index, w.name))
+        egui::RichText::new(format!("lane {}: {title}", lane.index))
             .color(color)
             .strong(),
     )
@@ -1327,7 +1361,11 @@ fn lane_panel(
     .show(ui, |ui| {
         let mut edit = settings.0.clone();
         let refused = Refusals::default();
-        settings_grid(ui, lane.index, w, &mut edit, &refused);
+        ui.add_enabled_ui(editable, |ui| {
+            settings_grid(ui, lane.index, w, &mut edit, &refused);
+        })
+        .response
+        .on_disabled_hover_text("A replay runs the demo's settings: stop the replay to edit them.");
         if let Some(refusal) = refused.take() {
             // egui may read the same text twice as the field loses focus: one message for it.
             let message = refusal.message(&w.name);
@@ -1558,15 +1596,18 @@ pub fn resolution_warning(tolerance: f64, h: f64) -> Option<String> {
 }
 
 /// The seed's three numbers: v·h against half the thinnest wall, dhat, and the CCD factor with Newton spikes.
-/// v is the fastest ball at the scene's start (`start_speed`) or now, whichever is faster: once IPC has stopped
-/// a throw, its current speed would say nothing about the throw.
+/// v is the fastest any ball has moved in the lane's run (thrown balls included, [`LaneStats::max_speed`]), at
+/// the scene's start (`start_speed`) or now, whichever is fastest: once IPC has stopped a throw, its current
+/// speed would say nothing about the throw.
+///
+/// [`LaneStats::max_speed`]: crate::physics::world::LaneStats::max_speed
 fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, start_speed: f64) {
     let h = w.settings.h;
     let v_max = w
         .balls
         .iter()
         .map(|b| b.velocity.length())
-        .fold(start_speed, f64::max);
+        .fold(start_speed.max(w.stats.max_speed), f64::max);
     let thinnest = w
         .walls
         .iter()
@@ -1908,9 +1949,9 @@ fn plots_panel(
     // with long lane names, ran off the plot's edge.
     ui.horizontal_wrapped(|ui| {
         for &entity in sorted {
-            if let Ok((_, lane, _, _)) = lanes.get(entity) {
+            if lanes.get(entity).is_ok() {
                 ui.label(
-                    egui::RichText::new(format!("━ {}", displayable(&lane.world.name)))
+                    egui::RichText::new(format!("━ {}", colors.title(entity)))
                         .small()
                         .color(colors.of(entity)),
                 );
@@ -1970,7 +2011,7 @@ fn plots_panel(
                         // column does not change from frame to frame, so the thinned line does not shimmer.
                         let (x0, columns_per_unit) = (0.0, plot.transform().dpos_dvalue_x());
                         for &entity in sorted {
-                            let Ok((_, lane, _, diagnostics)) = lanes.get(entity) else {
+                            let Ok((_, _, _, diagnostics)) = lanes.get(entity) else {
                                 continue;
                             };
                             let mut points = Vec::new();
@@ -1983,7 +2024,7 @@ fn plots_panel(
                                 &mut points,
                             );
                             plot.line(
-                                Line::new(lane.world.name.clone(), PlotPoints::from(points))
+                                Line::new(colors.title(entity), PlotPoints::from(points))
                                     .color(colors.of(entity)),
                             );
                         }
@@ -2371,6 +2412,8 @@ mod tests {
         app.update();
         app.update();
         let ctx = egui::Context::default();
+        // Whether the panel takes edits (not while a demo replays).
+        let editable = std::cell::Cell::new(true);
         // One pass of lane 0's panel with `events`, then one update of the app: the texts the pass drew.
         let frame = |app: &mut App, events: Vec<egui::Event>| {
             let world = app.world_mut();
@@ -2394,7 +2437,11 @@ mod tests {
                     lane_panel(
                         ui,
                         lane,
-                        egui::Color32::WHITE,
+                        PanelHead {
+                            color: egui::Color32::WHITE,
+                            title: &lane.world.name,
+                            editable: editable.get(),
+                        },
                         &mut settings,
                         diagnostics,
                         0.0,
@@ -2465,8 +2512,22 @@ mod tests {
         assert_eq!(settings(&mut app), (mu, 2e4), "k applied");
         assert_eq!(error(&app).as_deref(), Some(refused.as_str()));
         // μ edited and applied: it goes.
-        type_into(&mut app, &texts, field_label(LaneSetting::Friction), "0.3");
+        let texts = type_into(&mut app, &texts, field_label(LaneSetting::Friction), "0.3");
         assert_eq!(settings(&mut app), (0.3, 2e4), "μ applied");
+        assert_eq!(error(&app), None);
+        // While a demo replays the fields are shown but take no edit: one typed there was silently dropped.
+        editable.set(false);
+        type_into(
+            &mut app,
+            &texts,
+            field_label(LaneSetting::Stiffness),
+            "30000",
+        );
+        assert_eq!(
+            settings(&mut app),
+            (0.3, 2e4),
+            "a disabled field took an edit"
+        );
         assert_eq!(error(&app), None);
     }
 
@@ -2487,8 +2548,8 @@ mod tests {
                 })
                 .collect();
             let entity = |i: usize| Entity::from_raw_u32(i as u32 + 1).expect("an index");
-            let colors = LaneColors::new(lanes.iter().map(|l| (entity(l.index), l)));
-            colors.0.iter().map(|(_, c)| *c).collect::<Vec<_>>()
+            let colors = LaneColors::new(lanes.iter().map(|l| (entity(l.index), l)), None);
+            colors.0.iter().map(|(_, c, _)| *c).collect::<Vec<_>>()
         };
         let distinct = |colors: &[egui::Color32]| {
             colors
@@ -2522,7 +2583,7 @@ mod tests {
             .collect();
         let entity = |i: usize| Entity::from_raw_u32(i as u32 + 1).expect("an index");
         // Either takes the lanes in any order (the panel's query has none).
-        let panel = LaneColors::new(lanes.iter().map(|l| (entity(l.index), l)));
+        let panel = LaneColors::new(lanes.iter().map(|l| (entity(l.index), l)), None);
         let canvas: Vec<egui::Color32> = lanes
             .iter()
             .map(|lane| {
@@ -2548,6 +2609,57 @@ mod tests {
                 assert_ne!(canvas[i], canvas[j], "lanes {j} and {i}");
             }
         }
+    }
+
+    /// The panels name an edited lane by what it runs: the wall throw's "penalty k=1e4" at k = 10⁶ showed its
+    /// result under the k it no longer had ("penalty k=1e4 — stopped at 69.3 µm depth", the k = 10⁶ result).
+    #[test]
+    fn the_panels_name_an_edited_lane_with_what_changed() {
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped scene loads");
+        let mut lanes: Vec<Lane> = scene
+            .build()
+            .into_iter()
+            .enumerate()
+            .map(|(index, world)| Lane::new(index, world, DVec2::ZERO, Default::default()))
+            .collect();
+        let entity = |i: usize| Entity::from_raw_u32(i as u32 + 1).expect("an index");
+        let titles = |lanes: &[Lane]| {
+            let looks = LaneColors::new(lanes.iter().map(|l| (entity(l.index), l)), Some(&scene));
+            lanes
+                .iter()
+                .map(|l| looks.title(entity(l.index)).to_string())
+                .collect::<Vec<_>>()
+        };
+        let names: Vec<String> = lanes.iter().map(|l| l.world.name.clone()).collect();
+        assert_eq!(titles(&lanes), names, "unedited lanes keep their names");
+        let penalty = lanes
+            .iter()
+            .position(|l| l.world.settings.method == ContactMethod::Penalty)
+            .expect("a penalty lane");
+        let ipc = lanes
+            .iter()
+            .position(|l| l.world.settings.method == ContactMethod::Ipc)
+            .expect("an IPC lane");
+        lanes[penalty].world.settings.stiffness = 1e6;
+        lanes[ipc].world.settings.dhat = Some(2e-3);
+        lanes[ipc].world.settings.friction = 0.3;
+        let edited = titles(&lanes);
+        assert_eq!(
+            edited[penalty],
+            format!("{} (edited: k = 1e6 N/m)", names[penalty])
+        );
+        assert_eq!(
+            edited[ipc],
+            format!(
+                "{} (edited: {}, μ = 0.3)",
+                names[ipc],
+                displayable("d\u{302} = 0.002 m")
+            )
+        );
+        // Without the scene to compare with, the names alone.
+        let looks = LaneColors::new(lanes.iter().map(|l| (entity(l.index), l)), None);
+        assert_eq!(looks.title(entity(penalty)), names[penalty]);
     }
 
     #[test]

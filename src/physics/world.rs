@@ -148,6 +148,9 @@ pub struct LaneStats {
     pub rod_impacts: u64,
     /// Deepest any rod end went below its floor at any step, before any position fix [m].
     pub rod_max_sink: f64,
+    /// Fastest any ball moved, at the start of the lane or a spawn and at the end of every step [m/s]: a throw
+    /// that IPC stopped still counts.
+    pub max_speed: f64,
 }
 
 impl LaneStats {
@@ -509,6 +512,10 @@ impl LaneWorld {
             stats.min_gap = Some(stats.min_gap.map_or(gap, |m| m.min(gap)));
         }
         stats.max_penetration = stats.max_penetration.max(max_penetration);
+        stats.max_speed = self
+            .balls
+            .iter()
+            .fold(stats.max_speed, |m, b| m.max(b.velocity.length()));
         stats.tunneled += tunneled;
         if tunneled > 0 && stats.first_tunnel_step.is_none() {
             stats.first_tunnel_step = Some(stats.steps);
@@ -584,7 +591,7 @@ impl LaneWorld {
         })
     }
 
-    /// Folds the present state's gap and penetration into [`Self::stats`]: `run`'s extremes then include where
+    /// Folds the present state's gap, penetration and speeds into [`Self::stats`]: `run`'s extremes then include where
     /// the balls started (a penalty ball spawned 5 cm into a wall reports 5 cm, not what one step left of it).
     pub fn measure_gaps(&mut self) {
         let (gap, penetration) = self.gap_and_penetration();
@@ -592,6 +599,10 @@ impl LaneWorld {
             self.stats.min_gap = Some(self.stats.min_gap.map_or(gap, |m| m.min(gap)));
         }
         self.stats.max_penetration = self.stats.max_penetration.max(penetration);
+        self.stats.max_speed = self
+            .balls
+            .iter()
+            .fold(self.stats.max_speed, |m, b| m.max(b.velocity.length()));
         self.unmeasured = false;
     }
 

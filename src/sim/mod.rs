@@ -354,6 +354,95 @@ fn rods_outcome(world: &LaneWorld) -> String {
     format!("{} {rods}: {}", world.rods.len(), parts.join(", "))
 }
 
+/// The settings `now` changed from `was` (the lane's settings in its scene), each with its value now:
+/// `["k = 1e6 N/m"]`, empty when none changed. A lane's name often quotes a setting ("penalty k=1e4"), so the
+/// panels show these beside it ([`lane_title`]) rather than let the name speak for an edited lane.
+pub fn settings_changes(was: &ContactSettings, now: &ContactSettings) -> Vec<String> {
+    use crate::text::number;
+    // Destructured, so that a setting added to `ContactSettings` must be listed here.
+    let ContactSettings {
+        method,
+        stiffness,
+        dhat,
+        kappa,
+        adaptive_kappa,
+        ccd_factor,
+        h,
+        gravity,
+        newton_tolerance,
+        newton_max_iterations,
+        friction,
+        friction_epsilon_v,
+        friction_iterations,
+    } = now;
+    let mut changes = Vec::new();
+    let mut note = |changed: bool, text: String| {
+        if changed {
+            changes.push(text);
+        }
+    };
+    note(*method != was.method, format!("method {}", method.label()));
+    note(
+        *stiffness != was.stiffness,
+        format!("k = {} N/m", number(*stiffness)),
+    );
+    note(
+        *dhat != was.dhat,
+        match dhat {
+            Some(d) => format!("d\u{302} = {} m", number(*d)),
+            None => "d\u{302} automatic".into(),
+        },
+    );
+    note(*kappa != was.kappa, format!("κ = {}", number(*kappa)));
+    note(
+        *adaptive_kappa != was.adaptive_kappa,
+        format!("adaptive κ {}", if *adaptive_kappa { "on" } else { "off" }),
+    );
+    note(
+        *ccd_factor != was.ccd_factor,
+        format!("CCD factor = {}", number(*ccd_factor)),
+    );
+    note(*h != was.h, format!("h = {} s", number(*h)));
+    note(
+        *gravity != was.gravity,
+        format!("g = ({}, {}) m/s²", number(gravity.x), number(gravity.y)),
+    );
+    note(
+        *newton_tolerance != was.newton_tolerance,
+        format!("Newton tolerance = {} m", number(*newton_tolerance)),
+    );
+    note(
+        *newton_max_iterations != was.newton_max_iterations,
+        format!("Newton cap = {newton_max_iterations}"),
+    );
+    note(
+        *friction != was.friction,
+        format!("μ = {}", number(*friction)),
+    );
+    note(
+        *friction_epsilon_v != was.friction_epsilon_v,
+        format!("ε_v = {} m/s", number(*friction_epsilon_v)),
+    );
+    note(
+        *friction_iterations != was.friction_iterations,
+        format!("friction passes = {friction_iterations}"),
+    );
+    changes
+}
+
+/// A lane's name as its panels show it: the name, and after an edit what changed ("penalty k=1e4 (edited:
+/// k = 1e6 N/m)"), so a result is never shown under a setting the lane no longer has. `was` is the lane's
+/// settings in its scene (`None`: nothing to compare with).
+pub fn lane_title(world: &LaneWorld, was: Option<&ContactSettings>) -> String {
+    let changes = was.map(|was| settings_changes(was, &world.settings));
+    match changes {
+        Some(changes) if !changes.is_empty() => {
+            format!("{} (edited: {})", world.name, changes.join(", "))
+        }
+        _ => world.name.clone(),
+    }
+}
+
 /// "min gap X µm, max Newton N" (or the penetration for a lane whose balls overlapped), the length in the unit
 /// that suits it ([`length_text`]).
 pub fn lane_summary(world: &LaneWorld) -> String {
@@ -1256,6 +1345,127 @@ mod tests {
 
     /// Outside the repository a built-in scene's path loads the compiled-in copy; any other missing path, and a
     /// built-in path whose file exists but is broken, are errors naming the file.
+    /// Every setting of a lane is named when it alone changes (the list is a destructuring, so a new setting
+    /// must be added to it), and none when nothing did.
+    #[test]
+    fn every_changed_setting_is_named_with_its_value_now() {
+        let was = ContactSettings::default();
+        assert!(settings_changes(&was, &was).is_empty());
+        let cases: Vec<(ContactSettings, &str)> = vec![
+            (
+                ContactSettings {
+                    method: ContactMethod::Penalty,
+                    ..was.clone()
+                },
+                "method penalty",
+            ),
+            (
+                ContactSettings {
+                    stiffness: 1e6,
+                    ..was.clone()
+                },
+                "k = 1e6 N/m",
+            ),
+            (
+                ContactSettings {
+                    dhat: Some(1e-5),
+                    ..was.clone()
+                },
+                "d\u{302} = 1e-5 m",
+            ),
+            (
+                ContactSettings {
+                    kappa: 10.0,
+                    ..was.clone()
+                },
+                "κ = 10",
+            ),
+            (
+                ContactSettings {
+                    adaptive_kappa: true,
+                    ..was.clone()
+                },
+                "adaptive κ on",
+            ),
+            (
+                ContactSettings {
+                    ccd_factor: 0.5,
+                    ..was.clone()
+                },
+                "CCD factor = 0.5",
+            ),
+            (
+                ContactSettings {
+                    h: 0.02,
+                    ..was.clone()
+                },
+                "h = 0.02 s",
+            ),
+            (
+                ContactSettings {
+                    gravity: DVec2::ZERO,
+                    ..was.clone()
+                },
+                "g = (0, 0) m/s²",
+            ),
+            (
+                ContactSettings {
+                    newton_tolerance: 1e-6,
+                    ..was.clone()
+                },
+                "Newton tolerance = 1e-6 m",
+            ),
+            (
+                ContactSettings {
+                    newton_max_iterations: 5,
+                    ..was.clone()
+                },
+                "Newton cap = 5",
+            ),
+            (
+                ContactSettings {
+                    friction: 0.25,
+                    ..was.clone()
+                },
+                "μ = 0.25",
+            ),
+            (
+                ContactSettings {
+                    friction_epsilon_v: 0.01,
+                    ..was.clone()
+                },
+                "ε_v = 0.01 m/s",
+            ),
+            (
+                ContactSettings {
+                    friction_iterations: 3,
+                    ..was.clone()
+                },
+                "friction passes = 3",
+            ),
+        ];
+        for (now, expected) in cases {
+            assert_eq!(settings_changes(&was, &now), [expected]);
+        }
+        let now = ContactSettings {
+            dhat: None,
+            ..ContactSettings {
+                dhat: Some(1e-3),
+                ..was.clone()
+            }
+        };
+        assert_eq!(
+            settings_changes(
+                &ContactSettings {
+                    dhat: Some(1e-3),
+                    ..was.clone()
+                },
+                &now
+            ),
+            ["d\u{302} automatic"]
+        );
+    }
+
     #[test]
     fn a_built_in_scene_missing_from_disk_loads_its_compiled_in_copy_and_nothing_else_does() {
         let elsewhere = empty_dir("elsewhere");

@@ -422,6 +422,19 @@ fn run_s_extremes_include_the_starting_state() {
         .expect("penalty lanes take overlapping balls");
     lane.step();
     assert!(close(lane.stats.max_penetration, 0.07), "{:?}", lane.stats);
+    // The fastest speed counts a ball from where it was spawned, though the step after it stops it: the
+    // window's pre-flight v·h then quotes the throw, not what is left of it.
+    lane.add_ball(ball_at(
+        DVec2::new(-2.0, 0.2),
+        DVec2::new(0.0, -20.0),
+        0.1,
+        1.0,
+    ))
+    .expect("a throw at the floor");
+    assert!(lane.stats.max_speed < 20.0, "{:?}", lane.stats);
+    lane.step();
+    assert_eq!(lane.stats.max_speed, 20.0);
+    assert!(lane.balls[1].velocity.length() < 20.0);
 }
 
 #[test]
