@@ -486,6 +486,19 @@ fn recording_label(ticks: u64, actions: usize, ended: bool) -> String {
 
 fn start_export(ui: &mut DemoUi, demo: &Path) {
     let asked = clip_path(&ui.export_out, demo);
+    // The exporter's own refusal would name its --fps option, which the window does not have.
+    if ui.export_fps > crate::cli::export::GIF_MAX_FPS
+        && asked
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("gif"))
+    {
+        ui.export_status = Some(format!(
+            "export: a GIF plays at most {} fps; set the fps field to {} or less, or export an .mp4",
+            crate::cli::export::GIF_MAX_FPS,
+            crate::cli::export::GIF_MAX_FPS
+        ));
+        return;
+    }
     // As for a recording, the folder (`demos/` at first) is made when missing.
     if let Some(dir) = asked.parent().filter(|d| !d.as_os_str().is_empty())
         && let Err(e) = std::fs::create_dir_all(dir)
@@ -740,12 +753,30 @@ fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
                 .hint_text(named_after_the_demo)
                 .desired_width(width),
         );
-        ui.add(
-            egui::DragValue::new(&mut demo_ui.export_fps)
-                .update_while_editing(false)
-                .range(1..=120)
-                .suffix(" fps"),
-        );
+        // A typed rate outside 1–120 is refused with a word, not clamped to the nearest end without one.
+        let refused = std::cell::RefCell::new(None);
+        let kept = demo_ui.export_fps;
+        let field = egui::DragValue::new(&mut demo_ui.export_fps)
+            .update_while_editing(false)
+            .range(1..=120)
+            .suffix(" fps")
+            .custom_parser(|text| {
+                let typed = text.trim().trim_end_matches("fps").trim();
+                match super::panels::parse_setting(typed, &(1.0..=120.0), true) {
+                    Ok(fps) => Some(fps),
+                    Err(problem) => {
+                        *refused.borrow_mut() = Some(format!(
+                            "export fps: \"{}\" {problem}; kept {kept}",
+                            crate::text::abbreviate(typed, 40)
+                        ));
+                        None
+                    }
+                }
+            });
+        ui.add(field);
+        if let Some(message) = refused.take() {
+            demo_ui.export_status = Some(message);
+        }
     });
     match &demo_ui.export {
         Some(job) => {

@@ -290,7 +290,7 @@ fn sandbox_ui(
                             &lanes,
                             &sorted,
                             &colors,
-                            &mut actions,
+                            (&mut actions, &mut log),
                         );
                         ui.separator();
                     }
@@ -863,7 +863,7 @@ fn wall_throw_panel(
     lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
     sorted: &[Entity],
     colors: &LaneColors,
-    actions: &mut Actions,
+    (actions, log): (&mut Actions, &mut SimLog),
 ) {
     ui.strong("Wall throw (seed §2)");
     let worlds: Vec<&LaneWorld> = sorted
@@ -872,38 +872,62 @@ fn wall_throw_panel(
         .map(|(_, lane, ..)| &lane.world)
         .collect();
     follow_lane_settings(ui_state, &worlds);
+    let refused = Refusals::default();
+    let mut applied = false;
+    // Each range reaches the value the lanes run, so that a slider shows it rather than its end; typed, each
+    // takes what a lane takes (a speed to ±10⁶ m/s, h from 10⁻⁶ to 10 s, k and κ to 10¹², d̂ from 10⁻⁹ to 1 m).
     let v0 = ui_state.throw_v0;
-    ui.add(
-        egui::Slider::new(&mut ui_state.throw_v0, v0.min(0.5)..=v0.max(60.0))
-            .logarithmic(true)
-            .text("v0 [m/s]"),
-    );
-    // Each range reaches the value the lanes run, so that a slider shows it rather than its end.
+    applied |= ui
+        .add(
+            checked_slider(
+                &mut ui_state.throw_v0,
+                "v0 [m/s]",
+                v0.min(0.5)..=v0.max(60.0),
+                1e-3..=1e6,
+                &refused,
+            )
+            .logarithmic(true),
+        )
+        .changed();
     let mut h_ms = ui_state.throw_h * 1e3;
     let h_ms_range = h_ms.min(0.5)..=h_ms.max(20.0);
     if ui
-        .add(egui::Slider::new(&mut h_ms, h_ms_range).text("h [ms]"))
+        .add(checked_slider(
+            &mut h_ms,
+            "h [ms]",
+            h_ms_range,
+            crate::scene::MIN_STEP * 1e3..=crate::scene::MAX_STEP * 1e3,
+            &refused,
+        ))
         .changed()
     {
         ui_state.throw_h = h_ms * 1e-3;
+        applied = true;
     }
     let log10_k = ui_state.throw_log10_k;
-    ui.add(
-        egui::Slider::new(
+    applied |= ui
+        .add(checked_slider(
             &mut ui_state.throw_log10_k,
+            "penalty log10 k",
             log10_k.min(2.0)..=log10_k.max(9.0),
-        )
-        .text("penalty log10 k"),
-    );
+            -3.0..=12.0,
+            &refused,
+        ))
+        .changed();
     let dhat_mm = ui_state.throw_dhat_mm;
-    ui.add(
-        egui::Slider::new(
-            &mut ui_state.throw_dhat_mm,
-            dhat_mm.min(0.05)..=dhat_mm.max(5.0),
+    applied |= ui
+        .add(
+            checked_slider(
+                &mut ui_state.throw_dhat_mm,
+                "IPC dhat [mm]",
+                dhat_mm.min(0.05)..=dhat_mm.max(5.0),
+                1e-6..=1e3,
+                &refused,
+            )
+            .logarithmic(true),
         )
-        .logarithmic(true)
-        .text("IPC dhat [mm]"),
-    );
+        .changed();
+    report_run_controls(refused.take(), applied, log);
     if ui.button("Throw").clicked() {
         actions.throw.write(throw_from_sliders(ui_state));
     }
@@ -1098,18 +1122,38 @@ fn spawn_panel(
     log: &mut SimLog,
 ) {
     ui.strong("Spawning (every lane, mirrored)");
+    let refused = Refusals::default();
+    let mut applied = false;
     let mut radius_mm = ui_state.spawn_radius * 1e3;
+    let radius_range = 0.0..=radius_mm.max(100.0);
+    // Typed, a radius up to 1 m and a mass a lane takes.
     if ui
-        .add(egui::Slider::new(&mut radius_mm, 0.0..=100.0).text("radius [mm]"))
+        .add(checked_slider(
+            &mut radius_mm,
+            "radius [mm]",
+            radius_range,
+            0.0..=1e3,
+            &refused,
+        ))
         .changed()
     {
         ui_state.spawn_radius = radius_mm * 1e-3;
+        applied = true;
     }
-    ui.add(
-        egui::Slider::new(&mut ui_state.spawn_mass, 0.01..=10.0)
-            .logarithmic(true)
-            .text("mass [kg]"),
-    );
+    let mass = ui_state.spawn_mass;
+    applied |= ui
+        .add(
+            checked_slider(
+                &mut ui_state.spawn_mass,
+                "mass [kg]",
+                mass.min(0.01)..=mass.max(10.0),
+                crate::physics::world::MIN_MASS..=crate::physics::world::MAX_MASS,
+                &refused,
+            )
+            .logarithmic(true),
+        )
+        .changed();
+    report_run_controls(refused.take(), applied, log);
     if ui.button("Rain (10 balls)").clicked() {
         let mut sorted: Vec<&Lane> = lanes.iter().map(|l| l.1).collect();
         sorted.sort_by_key(|lane| lane.index);
@@ -1827,15 +1871,29 @@ fn run_slider<'a>(
     range: std::ops::RangeInclusive<f64>,
     refused: &Refusals,
 ) -> egui::Slider<'a> {
+    checked_slider(value, setting, range.clone(), range, refused).logarithmic(true)
+}
+
+/// A slider over `range` whose typed text is checked as a setting field's is: a number within `typed` (which
+/// may reach beyond the drag range; the slider then shows it) takes effect on Enter or when the field loses
+/// focus, and anything else keeps the old value and is put in `refused`, where egui would clamp a typed −5 m/s
+/// to 0.5 m/s or 1e9 to 60 without a word.
+fn checked_slider<'a>(
+    value: &'a mut f64,
+    setting: &'static str,
+    range: std::ops::RangeInclusive<f64>,
+    typed: std::ops::RangeInclusive<f64>,
+    refused: &Refusals,
+) -> egui::Slider<'a> {
     // Six significant digits: a rate read back from the fixed clock's nanoseconds is 333.3333333333333 Hz.
     let kept = crate::text::number(format!("{:.5e}", *value).parse().unwrap_or(*value));
-    egui::Slider::new(value, range.clone())
-        .logarithmic(true)
+    egui::Slider::new(value, range)
         .text(setting)
+        .clamping(egui::SliderClamping::Never)
         // Read on each key, typing 0.5 into the time scale would refuse its "0" on the way, and typing 500 Hz
         // would run the clock at 5 Hz and 50 Hz first.
         .update_while_editing(false)
-        .custom_parser(refusing_parser(setting, range, false, kept, refused))
+        .custom_parser(refusing_parser(setting, typed, false, kept, refused))
 }
 
 /// The text parser of a number field: a number [`parse_setting`] takes, or `None` with the refusal put in
@@ -1902,7 +1960,7 @@ impl RefusedText {
 
 /// A typed setting as egui reads numbers (spaces ignored, '−' as '-'), or why it is refused: no number, not
 /// finite, not whole when `integral`, or outside `allowed`.
-fn parse_setting(
+pub(super) fn parse_setting(
     text: &str,
     allowed: &std::ops::RangeInclusive<f64>,
     integral: bool,
@@ -2002,7 +2060,10 @@ fn plots_panel(
                     // Room above and below the curves: a lane whose value holds still (the slope's IPC gap)
                     // would otherwise run along the frame's edge.
                     .set_margin_fraction(egui::Vec2::new(0.05, 0.12))
-                    // The time axis in simulated seconds, said on its ticks.
+                    // The time axis in simulated seconds, said on its ticks, at steps of 1, 2 or 5: on
+                    // egui_plot's powers of ten the finer ticks of 5–8 s of history had no room for labels,
+                    // and only "0 s" was written.
+                    .x_grid_spacer(egui_plot::uniform_grid_spacer(one_two_five_steps))
                     .x_axis_formatter(|mark, _| seconds_axis_text(mark))
                     .allow_scroll(false)
                     .show(ui, |plot| {
@@ -2243,6 +2304,12 @@ fn landscape_panel(
     let x_tilde = ui_state.landscape_x_tilde;
     Plot::new("landscape")
         .height(170.0)
+        // Ticks at 1, 2 or 5 with the digits their step needs: egui_plot's own wrote energies like
+        // 0.010000000000000002, too long to draw, so most of the energy axis went unlabelled.
+        .x_grid_spacer(egui_plot::uniform_grid_spacer(one_two_five_steps))
+        .x_axis_formatter(|mark, _| axis_number_text(mark))
+        .y_grid_spacer(egui_plot::uniform_grid_spacer(one_two_five_steps))
+        .y_axis_formatter(|mark, _| axis_number_text(mark))
         // Two entries (a curve and its minimiser share a name); small, so they cover little of the curves.
         .legend(
             Legend::default()
@@ -2893,6 +2960,49 @@ mod tests {
             typed,
         );
         (entered, refused.take())
+    }
+
+    /// The wall throw's and the spawner's sliders: egui turned a typed v0 of −5 m/s into 0.5 and 10⁹ into 60
+    /// without a word. A typed value within what a lane takes is kept as typed, beyond the drag range too.
+    #[test]
+    fn a_typed_slider_value_is_refused_with_a_word_or_kept_as_typed() {
+        let typed_v0 = |typed: &str| {
+            let refused = Refusals::default();
+            let (_, entered) = type_into_widget(
+                5.0,
+                |ui, v| {
+                    let slider = checked_slider(v, "v0 [m/s]", 0.5..=60.0, 1e-3..=1e6, &refused);
+                    let rect = ui.add(slider.logarithmic(true)).rect;
+                    let spacing = ui.spacing();
+                    egui::pos2(
+                        rect.min.x + spacing.slider_width + spacing.item_spacing.x + 8.0,
+                        rect.center().y,
+                    )
+                },
+                typed,
+            );
+            (entered, refused.take().map(|r| r.text()))
+        };
+        assert_eq!(
+            typed_v0("-5"),
+            (
+                5.0,
+                Some("v0 [m/s]: \"-5\" is outside 0.001 to 1e6; kept 5".into())
+            )
+        );
+        assert_eq!(
+            typed_v0("1e9"),
+            (
+                5.0,
+                Some("v0 [m/s]: \"1e9\" is outside 0.001 to 1e6; kept 5".into())
+            )
+        );
+        assert_eq!(
+            typed_v0("100"),
+            (100.0, None),
+            "beyond the drag range, as typed"
+        );
+        assert_eq!(typed_v0("20"), (20.0, None));
     }
 
     #[test]
