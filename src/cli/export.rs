@@ -457,6 +457,81 @@ fn stream_temp_path(out: &Path) -> PathBuf {
     ))
 }
 
+/// Opens a character device or FIFO for writing. A FIFO's open waits for a reader; it is tried without
+/// blocking, every 50 ms, so a stop signal still ends the export while it waits (a blocked `open` ignored the
+/// first signal, and a second one left the temporary clip behind).
+fn open_stream(target: &Path) -> Result<File> {
+    let failed = || format!("cannot open '{}' for writing", target.display());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
+        let mut said = false;
+        loop {
+            match OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(target)
+            {
+                Ok(file) => {
+                    // Blocking writes from here: the reader takes the clip at its own pace.
+                    // SAFETY: fcntl on a descriptor this function owns, with flags read from it.
+                    let fd = file.as_raw_fd();
+                    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+                    if flags < 0
+                        || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0
+                    {
+                        return Err(io::Error::last_os_error()).with_context(failed);
+                    }
+                    return Ok(file);
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                    if export_stopped() {
+                        bail!(
+                            "stopped ({}) while waiting for a reader of '{}'",
+                            super::stop_signal_name().unwrap_or("a stop signal"),
+                            target.display()
+                        );
+                    }
+                    if !said {
+                        eprintln!("waiting for a reader of '{}'…", target.display());
+                        said = true;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(e).with_context(failed),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        OpenOptions::new()
+            .write(true)
+            .open(target)
+            .with_context(failed)
+    }
+}
+
+/// Stop signals the export has received.
+static EXPORT_STOPS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Has a stop signal come?
+fn export_stopped() -> bool {
+    EXPORT_STOPS.load(std::sync::atomic::Ordering::SeqCst) > 0
+}
+
+/// The export's stop-signal handler. The first signal asks the app to exit at its next frame, and the export
+/// then removes its temporary output itself. A second one exits at once, after removing the temporary output: it
+/// used to exit through Bevy's handler without removing it (Ctrl-C pressed twice left `.clip.gif.partial-PID`).
+fn stop_the_export() {
+    if EXPORT_STOPS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+        bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit();
+    } else {
+        crate::demo::remove_unfinished_writes();
+        std::process::exit(130);
+    }
+}
+
 /// The temporary output: removed on drop unless kept (renamed onto the target, or left for the user).
 struct TempOutput {
     temp: PathBuf,
@@ -465,6 +540,8 @@ struct TempOutput {
     /// May a file that appeared at the target meanwhile be replaced (`--force`)?
     replace: bool,
     keep: bool,
+    /// Listed for a second stop signal's handler, which exits at once ([`stop_the_export`]).
+    unfinished: Option<crate::demo::Unfinished>,
 }
 
 impl TempOutput {
@@ -485,6 +562,7 @@ impl TempOutput {
         };
         created.with_context(|| format!("cannot create '{}'", temp.display()))?;
         Ok(TempOutput {
+            unfinished: Some(crate::demo::Unfinished::register(&temp)),
             temp,
             target: target.clone(),
             dir,
@@ -518,6 +596,8 @@ impl TempOutput {
         };
         let refuse = |output: &mut TempOutput, change: &str| {
             output.keep = true;
+            // Left for the user, named in the message: a later signal does not remove it either.
+            output.unfinished = None;
             anyhow!(
                 "'{}' {change} during the export; not replacing it: the output is in '{}'",
                 target.display(),
@@ -555,10 +635,7 @@ impl TempOutput {
     /// Writes the finished file into a character device or FIFO (opening a FIFO waits for its reader); the
     /// temporary file is removed on drop.
     fn stream_into(self, target: &Path) -> Result<()> {
-        let mut device = OpenOptions::new()
-            .write(true)
-            .open(target)
-            .with_context(|| format!("cannot open '{}' for writing", target.display()))?;
+        let mut device = open_stream(target)?;
         let kind = device
             .metadata()
             .with_context(|| format!("cannot read '{}'", target.display()))?
@@ -747,7 +824,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     // From here Ctrl-C, SIGTERM or SIGHUP (ctrlc's `termination` feature, see Cargo.toml) stops the export
     // cleanly: the app exits at its next frame and the temporary output is removed (Bevy's own handler, installed
     // later, would leave a gap). A second signal exits at once; an ignored signal stays ignored.
-    super::on_stop_signal(bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit);
+    super::on_stop_signal(stop_the_export);
     let temp = TempOutput::create(&target, kind, args.force)?;
     let frame_ticks: Vec<u64> = (0..frames)
         .map(|k| frame_tick(k, demo.fixed_hz, args.fps, demo.ticks))

@@ -558,11 +558,12 @@ fn write_file(path: &Path, bytes: &[u8], replace: bool) -> anyhow::Result<()> {
 /// Temporary files being written by [`write_atomic`] in this process; [`remove_unfinished_writes`] deletes them.
 static UNFINISHED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
 
-/// A temporary file listed in [`UNFINISHED`] while it lives.
-struct Unfinished(std::path::PathBuf);
+/// A temporary file (or directory) listed in [`UNFINISHED`] while it lives: a stop signal's handler removes it
+/// before the process exits ([`remove_unfinished_writes`]).
+pub struct Unfinished(std::path::PathBuf);
 
 impl Unfinished {
-    fn register(path: &Path) -> Unfinished {
+    pub fn register(path: &Path) -> Unfinished {
         if let Ok(mut list) = UNFINISHED.lock() {
             list.push(path.to_path_buf());
         }
@@ -578,12 +579,21 @@ impl Drop for Unfinished {
     }
 }
 
-/// Deletes the temporary files of writes still in progress: what a signal handler calls before it exits, so a
-/// killed save leaves neither a half-written file nor a hidden temporary one (the old file stays).
+/// Deletes the temporary files (and an export's temporary frames directory) of writes still in progress: what a
+/// signal handler calls before it exits, so a killed save leaves neither a half-written file nor a hidden
+/// temporary one (the old file stays).
 pub fn remove_unfinished_writes() {
     if let Ok(list) = UNFINISHED.lock() {
         for path in list.iter() {
-            let _ = std::fs::remove_file(path);
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if m.is_dir() => {
+                    let _ = std::fs::remove_dir_all(path);
+                }
+                Ok(_) => {
+                    let _ = std::fs::remove_file(path);
+                }
+                Err(_) => {}
+            }
         }
     }
 }

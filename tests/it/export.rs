@@ -339,3 +339,112 @@ fn an_export_killed_by_sigterm_leaves_no_partial_output_and_the_old_clip() {
     }
     fs::remove_dir_all(&dir).expect("scratch folder removed");
 }
+
+/// Ctrl-C pressed twice exits at once and still removes the temporary output (the second signal used to exit
+/// through Bevy's handler and leave `.clip.gif.partial-PID`); an export into a FIFO that no one reads stops on
+/// its first signal (it sat in `open` and took a second signal, which left its temporary clip behind).
+#[cfg(unix)]
+#[test]
+fn an_export_stops_on_a_second_signal_and_while_its_fifo_has_no_reader() {
+    if !vulkan_driver_present() {
+        eprintln!("export test skipped: no Vulkan driver (install mesa-vulkan-drivers)");
+        return;
+    }
+    let dir: PathBuf = std::env::temp_dir().join(format!("cs-export-twice-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("a scratch folder");
+    let partials = |dir: &Path, pid: u32| {
+        fs::read_dir(dir)
+            .expect("the folder")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(&format!(".partial-{pid}")))
+            .collect::<Vec<_>>()
+    };
+    let kill = |signal: &str, pid: u32| {
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(killed.success());
+    };
+    let wait_for = |what: &str, done: &dyn Fn() -> bool, child: &mut std::process::Child| {
+        let started = std::time::Instant::now();
+        while !done() {
+            assert!(
+                started.elapsed().as_secs() < 120 && child.try_wait().expect("status").is_none(),
+                "never {what}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    // Two signals while rendering.
+    let long = dir.join("long.demo.ron");
+    let scene = Scene::load(Path::new(SLOPE)).expect("the shipped scene loads");
+    let script =
+        Script::parse("Script(ticks: 3000, actions: [])", "long.script.ron").expect("parses");
+    record_script(&scene, &script, "long.script.ron", |_, _| {})
+        .expect("records")
+        .save(&long)
+        .expect("saved");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .arg("export")
+        .arg(&long)
+        .arg("--out")
+        .arg(dir.join("clip.gif"))
+        .args(["--fps", "30", "--size", "320x180"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let pid = child.id();
+    wait_for(
+        "started writing",
+        &|| !partials(&dir, pid).is_empty(),
+        &mut child,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    kill("INT", pid);
+    kill("INT", pid);
+    let status = child.wait().expect("the export exits");
+    assert!(!status.success(), "{status}");
+    assert_eq!(partials(&dir, pid), Vec::<String>::new());
+    assert!(!dir.join("clip.gif").exists());
+    // A FIFO without a reader: the clip is rendered, then the export waits for one, and stops on SIGTERM.
+    let short = dir.join("short.demo.ron");
+    record_slope(&short);
+    let fifo = dir.join("pipe.gif");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let stderr_path = dir.join("stderr.txt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .arg("export")
+        .arg(&short)
+        .arg("--out")
+        .arg(&fifo)
+        .args(["--fps", "10", "--size", "64x36"])
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&stderr_path).expect("a file for stderr"))
+        .spawn()
+        .expect("the binary starts");
+    let pid = child.id();
+    let stderr = || fs::read_to_string(&stderr_path).unwrap_or_default();
+    wait_for(
+        "waited for a reader",
+        &|| stderr().contains("waiting for a reader"),
+        &mut child,
+    );
+    kill("TERM", pid);
+    let status = child.wait().expect("the export exits on its first signal");
+    assert!(!status.success(), "{status}");
+    assert!(
+        stderr().contains("stopped (SIGTERM) while waiting for a reader"),
+        "{}",
+        stderr()
+    );
+    assert_eq!(partials(&std::env::temp_dir(), pid), Vec::<String>::new());
+    fs::remove_dir_all(&dir).expect("scratch folder removed");
+}
