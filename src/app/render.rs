@@ -30,6 +30,9 @@ pub const IMPULSE_MAX_PX: f32 = 120.0;
 const ROD_WIDTH_PX: f32 = 6.0;
 
 /// Gizmos drawn [`ROD_WIDTH_PX`] wide: the rods themselves.
+/// A rod's body on the canvas.
+pub const ROD_COLOR: Color = Color::srgb(0.35, 0.6, 1.0);
+
 #[derive(Default, Reflect, GizmoConfigGroup)]
 pub struct RodGizmos;
 
@@ -497,6 +500,10 @@ fn draw_gizmos(
             .arrow_2d(tail, tip, stray.color)
             .with_tip_length(6.0 * px);
     }
+    // The rods' gizmo group draws every frame, with nothing to see when there is no rod: a group's first lines
+    // drew nothing (its pipeline is prepared when first used), so an exported frame lost the body of a rod
+    // dropped at its tick.
+    rod_gizmos.line_2d(Vec2::ZERO, Vec2::ZERO, Color::NONE);
     // Each lane's colour once, by its index: a lane may hold many rods.
     let mut colors = vec![Color::WHITE; all.iter().map(|l| l.index + 1).max().unwrap_or(0)];
     for lane in &all {
@@ -514,7 +521,7 @@ fn draw_gizmos(
         // A rod is cut at its lane's band, as the balls are; beyond it, only its centre's marker shows.
         let band = bands.of(member.0);
         if let Some((a, b)) = clip_segment(centre - half, centre + half, band) {
-            rod_gizmos.line_2d(a, b, Color::srgb(0.35, 0.6, 1.0));
+            rod_gizmos.line_2d(a, b, ROD_COLOR);
         }
         if !band.contains(centre) {
             let (edge, direction) = edge_towards(centre, band);

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bevy::asset::RenderAssetUsages;
+use bevy::color::ColorToPacked;
 use bevy::image::{CompressedImageFormats, Image, ImageSampler, ImageType};
 use contact_sandbox::app::{BACKGROUND_RGB, IPC_RGB, PENALTY_RGB};
 use contact_sandbox::demo::{Script, record_script};
@@ -446,5 +447,61 @@ fn an_export_stops_on_a_second_signal_and_while_its_fifo_has_no_reader() {
         stderr()
     );
     assert_eq!(partials(&std::env::temp_dir(), pid), Vec::<String>::new());
+    fs::remove_dir_all(&dir).expect("scratch folder removed");
+}
+
+/// A rod dropped mid-run is drawn whole in the frame of its tick: its body's gizmo group drew nothing the first
+/// time it was used, so an exported frame showed the rod's centre ring without its body.
+#[test]
+fn a_rod_dropped_mid_run_is_drawn_whole_in_the_frame_of_its_tick() {
+    if !vulkan_driver_present() {
+        eprintln!("export test skipped: no Vulkan driver (install mesa-vulkan-drivers)");
+        return;
+    }
+    let dir: PathBuf = std::env::temp_dir().join(format!("cs-export-rod-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("a scratch folder");
+    let demo = dir.join("rod.demo.ron");
+    let scene = Scene::load(Path::new("assets/scenes/wall_throw.ron")).expect("the shipped scene");
+    let script = Script::parse(
+        "Script(ticks: 12, actions: [(tick: 10, action: Rod(RodSpec(center: (0.1, 0.15), angle: 0.5, \
+         length: 0.2, mass: 1.0)))])",
+        "rod.script.ron",
+    )
+    .expect("parses");
+    record_script(&scene, &script, "rod.script.ron", |_, _| {})
+        .expect("records")
+        .save(&demo)
+        .expect("saved");
+    let frames = dir.join("frames");
+    // One frame per tick (the scene runs at 100 Hz).
+    let run = Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .arg("export")
+        .arg(&demo)
+        .arg("--out")
+        .arg(format!("{}/", frames.display()))
+        .args(["--fps", "100", "--size", &format!("{WIDTH}x{HEIGHT}")])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let [r, g, b, _] = contact_sandbox::app::render::ROD_COLOR
+        .to_srgba()
+        .to_u8_array();
+    let rod_pixels = |k: usize| {
+        png_pixels(&frames.join(format!("frame_{k:05}.png")))
+            .iter()
+            .filter(|&&p| near(p, [r, g, b]))
+            .count()
+    };
+    assert_eq!(rod_pixels(9), 0, "no rod before its tick");
+    let (dropped, after) = (rod_pixels(10), rod_pixels(11));
+    assert!(
+        dropped >= 20 && dropped * 2 >= after,
+        "the rod's body: {dropped} pixels in the frame of its tick, {after} in the next"
+    );
     fs::remove_dir_all(&dir).expect("scratch folder removed");
 }
