@@ -309,6 +309,30 @@ pub fn fresh_demo_path(scene: &str) -> PathBuf {
     ))
 }
 
+/// Where a name typed into "save as" saves: a bare name goes into `demos/` and a name without `.ron` gets
+/// `.demo.ron`, so `prof` saves as `demos/prof.demo.ron`, where "demos on disk" lists it (it was written as
+/// `./prof`, which no list showed). A name with a folder (`./prof.demo.ron`, `/tmp/x.ron`) is kept as typed,
+/// and a folder (ending in `/`) is left for the caller to refuse.
+pub fn typed_demo_path(typed: &str) -> PathBuf {
+    let path = PathBuf::from(typed);
+    if typed.ends_with('/') {
+        return path;
+    }
+    let in_a_folder = path.parent().is_some_and(|p| !p.as_os_str().is_empty());
+    let path = if in_a_folder {
+        path
+    } else {
+        Path::new(DEMO_DIR).join(path)
+    };
+    if path.extension().is_some_and(|e| e == "ron") {
+        path
+    } else {
+        let mut name = path.into_os_string();
+        name.push(".demo.ron");
+        PathBuf::from(name)
+    }
+}
+
 /// "last saved: …", and when the name asked for at that save (`asked`, not the field's text now) was taken, that
 /// the file there was kept.
 fn saved_note(saved: &Path, asked: Option<&Path>) -> String {
@@ -343,7 +367,7 @@ fn toggle_recording(
                     .unwrap_or("demo"),
             )
         } else {
-            PathBuf::from(ui.save_path.trim())
+            typed_demo_path(ui.save_path.trim())
         };
         // A folder is not a demo's name: numbered, it would become another folder the user never named.
         if ui.save_path.trim().ends_with('/') || asked.is_dir() {
@@ -713,6 +737,10 @@ fn recorder_controls(
             egui::TextEdit::singleline(&mut demo_ui.save_path)
                 .hint_text("demos/<scene>-<time>.demo.ron")
                 .desired_width((ui.available_width() - 8.0).max(80.0)),
+        )
+        .on_hover_text(
+            "A bare name saves into demos/ and gets .demo.ron (mine → demos/mine.demo.ron); a name with a folder \
+             (./mine.demo.ron) saves there.",
         );
     });
     if let Some(saved) = &recorder.last_saved {
@@ -903,8 +931,6 @@ mod tests {
     use super::*;
     use crate::scene::Scene;
 
-    /// A recording that began in one scene and ends in another is named after the one it starts from (where
-    /// its replay opens), not the scene on screen when it stops.
     /// F5 pressed once in a window recording `recorded_scene` with the panel `ui`, `active` on screen: the app, and
     /// the paths the StopRecording messages it sent name.
     fn press_f5_while_recording(
@@ -939,6 +965,20 @@ mod tests {
         (app, stops)
     }
 
+    /// A bare name typed into "save as" lands in `demos/` as a demo, where the panel lists it.
+    #[test]
+    fn a_typed_save_name_lands_where_the_panel_lists_demos() {
+        let p = |typed: &str| typed_demo_path(typed).display().to_string();
+        assert_eq!(p("prof"), "demos/prof.demo.ron");
+        assert_eq!(p("prof.demo.ron"), "demos/prof.demo.ron");
+        assert_eq!(p("run.ron"), "demos/run.ron");
+        assert_eq!(p("./prof"), "./prof.demo.ron");
+        assert_eq!(p("/tmp/x.demo.ron"), "/tmp/x.demo.ron");
+        assert_eq!(p("out/"), "out/");
+    }
+
+    /// A recording that began in one scene and ends in another is named after the one it starts from (where
+    /// its replay opens), not the scene on screen when it stops.
     #[test]
     fn a_recording_is_named_after_the_scene_it_starts_in() {
         let (app, stops) = press_f5_while_recording(

@@ -355,14 +355,17 @@ const CHAR_WIDTH: f32 = 0.6;
 pub struct StrayLabel;
 
 /// The text a stray ball is labelled with: its lane-local position, and how many more of its lane's balls are
-/// beyond the band unlabelled.
-fn stray_text(position: DVec2, more: usize) -> String {
-    let at = format!("({:.3}, {:.3}) m", position.x, position.y);
-    if more > 0 {
-        format!("{at}, +{more} more beyond")
-    } else {
-        at
+/// beyond the band unlabelled, past the same edge (`this_side`) and past the others (`elsewhere`): a count of
+/// every edge beside the right edge's arrows read as that many balls gone through the wall.
+fn stray_text(position: DVec2, this_side: usize, elsewhere: usize) -> String {
+    let mut text = format!("({:.3}, {:.3}) m", position.x, position.y);
+    if this_side > 0 {
+        text.push_str(&format!(", +{this_side} more this side"));
     }
+    if elsewhere > 0 {
+        text.push_str(&format!(", +{elsewhere} past other edges"));
+    }
+    text
 }
 
 /// Where a stray ball's label goes, beside its marker and inside its lane's band: `edge` and `direction` as in
@@ -445,17 +448,24 @@ fn label_strays(
             if *shown == STRAY_LABELS_PER_LANE {
                 continue;
             }
-            let more = if *shown == 0 {
-                let of_lane = strays.0[k..]
+            // The lane's others, counted on its first label: past this label's edge or past another.
+            let (this_side, elsewhere) = if *shown == 0 {
+                strays.0[k + 1..]
                     .iter()
                     .filter(|s| s.lane == stray.lane)
-                    .count();
-                of_lane.saturating_sub(STRAY_LABELS_PER_LANE)
+                    .skip(STRAY_LABELS_PER_LANE - 1)
+                    .fold((0, 0), |(same, other), s| {
+                        if s.direction.dot(stray.direction) > 0.5 {
+                            (same + 1, other)
+                        } else {
+                            (same, other + 1)
+                        }
+                    })
             } else {
-                0
+                (0, 0)
             };
             *shown += 1;
-            let text = stray_text(stray.position, more);
+            let text = stray_text(stray.position, this_side, elsewhere);
             let title = lanes.get(stray.lane).ok().and_then(|lane| {
                 // The whole title, with room for an ", edited": the rectangle the stray label keeps clear of,
                 // the same the line between stacked lanes keeps clear of.
@@ -809,10 +819,14 @@ mod tests {
 
     #[test]
     fn a_stray_ball_is_labelled_with_its_position_inside_its_band_and_clear_of_the_lane_title() {
-        assert_eq!(stray_text(DVec2::new(0.3, 0.62), 0), "(0.300, 0.620) m");
+        assert_eq!(stray_text(DVec2::new(0.3, 0.62), 0, 0), "(0.300, 0.620) m");
         assert_eq!(
-            stray_text(DVec2::new(-1.0, 2.5), 2),
-            "(-1.000, 2.500) m, +2 more beyond"
+            stray_text(DVec2::new(-1.0, 2.5), 2, 0),
+            "(-1.000, 2.500) m, +2 more this side"
+        );
+        assert_eq!(
+            stray_text(DVec2::new(36.486, 0.45), 4, 3),
+            "(36.486, 0.450) m, +4 more this side, +3 past other edges"
         );
         // At 2 units per pixel, a ball above its band's top edge at y = 100: the label is right of the marker,
         // 10 px below the edge, inside the band.
