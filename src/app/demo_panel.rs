@@ -309,13 +309,14 @@ pub fn fresh_demo_path(scene: &str) -> PathBuf {
     ))
 }
 
-/// Where a name typed into "save as" saves: a bare name goes into `demos/` and a name without `.ron` gets
-/// `.demo.ron`, so `prof` saves as `demos/prof.demo.ron`, where "demos on disk" lists it (it was written as
+/// Where a name typed into "save as" saves: a bare name goes into `demos/` and a name not ending in `.demo.ron`
+/// gets it (`run.ron` → `run.demo.ron`), so `prof` saves as `demos/prof.demo.ron`, where "demos on disk" lists it (it was written as
 /// `./prof`, which no list showed). A name with a folder (`./prof.demo.ron`, `/tmp/x.ron`) is kept as typed,
 /// and a folder (ending in `/`) is left for the caller to refuse.
 pub fn typed_demo_path(typed: &str) -> PathBuf {
     let path = PathBuf::from(typed);
-    if typed.ends_with('/') {
+    // A folder, `.` and `..` included, is left as typed, for the caller to refuse.
+    if typed.ends_with('/') || matches!(typed, "." | "..") {
         return path;
     }
     let in_a_folder = path.parent().is_some_and(|p| !p.as_os_str().is_empty());
@@ -324,8 +325,12 @@ pub fn typed_demo_path(typed: &str) -> PathBuf {
     } else {
         Path::new(DEMO_DIR).join(path)
     };
-    if path.extension().is_some_and(|e| e == "ron") {
+    // The panel lists `*.demo.ron`: `run.ron` saves as `run.demo.ron`.
+    let text = path.to_string_lossy();
+    if text.ends_with(".demo.ron") {
         path
+    } else if let Some(stem) = text.strip_suffix(".ron") {
+        PathBuf::from(format!("{stem}.demo.ron"))
     } else {
         let mut name = path.into_os_string();
         name.push(".demo.ron");
@@ -517,8 +522,10 @@ fn start_export(ui: &mut DemoUi, demo: &Path) {
             .is_some_and(|e| e.eq_ignore_ascii_case("gif"))
     {
         ui.export_status = Some(format!(
-            "export: a GIF plays at most {} fps; set the fps field to {} or less, or export an .mp4",
+            "export: a GIF plays at most {} fps, and the fps field says {}; set it to {} or less, or export an \
+             .mp4",
             crate::cli::export::GIF_MAX_FPS,
+            ui.export_fps,
             crate::cli::export::GIF_MAX_FPS
         ));
         return;
@@ -771,6 +778,9 @@ fn recorder_controls(
     export_controls(ui, demo_ui, &demo);
 }
 
+/// How the export fps field's refusal begins.
+const FPS_REFUSAL: &str = "export fps: ";
+
 fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
     ui.horizontal(|ui| {
         ui.label("export to");
@@ -794,16 +804,24 @@ fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
                     Ok(fps) => Some(fps),
                     Err(problem) => {
                         *refused.borrow_mut() = Some(format!(
-                            "export fps: \"{}\" {problem}; kept {kept}",
+                            "{FPS_REFUSAL}\"{}\" {problem}; kept {kept}",
                             crate::text::abbreviate(typed, 40)
                         ));
                         None
                     }
                 }
             });
-        ui.add(field);
+        let accepted = ui.add(field).changed();
         if let Some(message) = refused.take() {
             demo_ui.export_status = Some(message);
+        } else if accepted
+            && demo_ui
+                .export_status
+                .as_deref()
+                .is_some_and(|s| s.starts_with(FPS_REFUSAL))
+        {
+            // A rate taken answers the refusal of the one before it.
+            demo_ui.export_status = None;
         }
     });
     match &demo_ui.export {
@@ -971,7 +989,9 @@ mod tests {
         let p = |typed: &str| typed_demo_path(typed).display().to_string();
         assert_eq!(p("prof"), "demos/prof.demo.ron");
         assert_eq!(p("prof.demo.ron"), "demos/prof.demo.ron");
-        assert_eq!(p("run.ron"), "demos/run.ron");
+        assert_eq!(p("run.ron"), "demos/run.demo.ron");
+        assert_eq!(p("."), ".");
+        assert_eq!(p(".."), "..");
         assert_eq!(p("./prof"), "./prof.demo.ron");
         assert_eq!(p("/tmp/x.demo.ron"), "/tmp/x.demo.ron");
         assert_eq!(p("out/"), "out/");

@@ -70,6 +70,18 @@ pub enum LabelLine {
     Fault,
 }
 
+/// The scene the lanes' names describe: a replay's own, else the file, as loaded. Not the scene a Throw made of
+/// it: a throw's k or d̂ leaves the name quoting the file's ("penalty k=1e4" at k = 10⁶), and the lane's title
+/// must say what changed then too.
+pub(crate) fn named_scene<'a>(
+    replay: Option<&'a crate::sim::Replay>,
+    active: Option<&'a crate::sim::ActiveScene>,
+) -> Option<&'a Scene> {
+    replay
+        .map(|r| &r.player.session.loaded)
+        .or(active.map(|a| &a.loaded))
+}
+
 /// Whether a lane's settings differ from its scene's (`scene`): its title then says "edited", for its name often
 /// quotes a setting ("penalty k=1e4") that an edit has changed.
 fn is_edited(lane: &Lane, scene: Option<&Scene>) -> bool {
@@ -272,13 +284,7 @@ fn label_lanes(
     let px = camera.single().map(camera_scale).unwrap_or(1.0);
     let title_m = f64::from(TITLE_PX * scale.0 * px / UNITS_PER_METRE);
     let room = |lane: &Lane| title_room(lane, lanes.iter().map(|(_, other)| other), title_m);
-    // The scene the lanes' names describe: a replay's own, else the file, as loaded. Not the scene a Throw made
-    // of it: a throw's k or d̂ leaves the name quoting the file's ("penalty k=1e4" at k = 10⁶), and the title
-    // must say "edited" then too.
-    let scene = replay
-        .as_deref()
-        .map(|r| &r.player.session.loaded)
-        .or(active.as_deref().map(|a| &a.loaded));
+    let scene = named_scene(replay.as_deref(), active.as_deref());
     let title = |lane: &Lane| lane_color(lane, lanes.iter().map(|(_, other)| other));
     for (lane_entity, lane) in &new_lanes {
         let (edited, room, title) = (is_edited(lane, scene), room(lane), title(lane));
@@ -368,6 +374,18 @@ fn stray_text(position: DVec2, this_side: usize, elsewhere: usize) -> String {
     text
 }
 
+/// The edge of its band a stray ball is beyond, as its label is placed ([`stray_place`]): left or right where
+/// its direction is more across than up or down, else top or bottom.
+fn edge_of(direction: Vec2) -> (bool, bool) {
+    let across = direction.x.abs() > direction.y.abs();
+    let positive = if across {
+        direction.x > 0.0
+    } else {
+        direction.y > 0.0
+    };
+    (across, positive)
+}
+
 /// Where a stray ball's label goes, beside its marker and inside its lane's band: `edge` and `direction` as in
 /// [`StrayBall`](super::lane_bands::StrayBall), at `px` world units per pixel and the labels' `scale`. A label
 /// that would cover the lane's `title` (its box, world units) goes just inside the lane's top edge instead,
@@ -455,7 +473,7 @@ fn label_strays(
                     .filter(|s| s.lane == stray.lane)
                     .skip(STRAY_LABELS_PER_LANE - 1)
                     .fold((0, 0), |(same, other), s| {
-                        if s.direction.dot(stray.direction) > 0.5 {
+                        if edge_of(s.direction) == edge_of(stray.direction) {
                             (same + 1, other)
                         } else {
                             (same, other + 1)

@@ -223,7 +223,10 @@ fn sandbox_ui(
         .map(|r| (r.player.session.tick, r.player.demo.ticks));
     let mut sorted: Vec<Entity> = lanes.iter().map(|l| l.0).collect();
     sorted.sort_by_key(|e| lanes.get(*e).map(|l| l.1.index).unwrap_or(usize::MAX));
-    let colors = LaneColors::new(lanes.iter().map(|l| (l.0, l.1)), shown);
+    let colors = LaneColors::new(
+        lanes.iter().map(|l| (l.0, l.1)),
+        super::labels::named_scene(demo.replay.as_deref(), active.as_deref()),
+    );
     let step_sizes = lanes
         .iter()
         .map(|l| l.1.world.settings.h)
@@ -877,56 +880,45 @@ fn wall_throw_panel(
     // Each range reaches the value the lanes run, so that a slider shows it rather than its end; typed, each
     // takes what a lane takes (a speed to ±10⁶ m/s, h from 10⁻⁶ to 10 s, k and κ to 10¹², d̂ from 10⁻⁹ to 1 m).
     let v0 = ui_state.throw_v0;
-    applied |= ui
-        .add(
-            checked_slider(
-                &mut ui_state.throw_v0,
-                "v0 [m/s]",
-                v0.min(0.5)..=v0.max(60.0),
-                1e-3..=1e6,
-                &refused,
-            )
-            .logarithmic(true),
-        )
-        .changed();
+    let v0_range = v0.min(0.5)..=v0.max(60.0);
+    applied |= add_checked_slider(
+        ui,
+        &mut ui_state.throw_v0,
+        ("v0 [m/s]", v0_range, 1e-3..=1e6),
+        true,
+        &refused,
+    );
     let mut h_ms = ui_state.throw_h * 1e3;
     let h_ms_range = h_ms.min(0.5)..=h_ms.max(20.0);
-    if ui
-        .add(checked_slider(
-            &mut h_ms,
-            "h [ms]",
-            h_ms_range,
-            crate::scene::MIN_STEP * 1e3..=crate::scene::MAX_STEP * 1e3,
-            &refused,
-        ))
-        .changed()
-    {
+    let h_ms_typed = crate::scene::MIN_STEP * 1e3..=crate::scene::MAX_STEP * 1e3;
+    if add_checked_slider(
+        ui,
+        &mut h_ms,
+        ("h [ms]", h_ms_range, h_ms_typed),
+        false,
+        &refused,
+    ) {
         ui_state.throw_h = h_ms * 1e-3;
         applied = true;
     }
     let log10_k = ui_state.throw_log10_k;
-    applied |= ui
-        .add(checked_slider(
-            &mut ui_state.throw_log10_k,
-            "penalty log10 k",
-            log10_k.min(2.0)..=log10_k.max(9.0),
-            -3.0..=12.0,
-            &refused,
-        ))
-        .changed();
+    let log10_k_range = log10_k.min(2.0)..=log10_k.max(9.0);
+    applied |= add_checked_slider(
+        ui,
+        &mut ui_state.throw_log10_k,
+        ("penalty log10 k", log10_k_range, -3.0..=12.0),
+        false,
+        &refused,
+    );
     let dhat_mm = ui_state.throw_dhat_mm;
-    applied |= ui
-        .add(
-            checked_slider(
-                &mut ui_state.throw_dhat_mm,
-                "IPC dhat [mm]",
-                dhat_mm.min(0.05)..=dhat_mm.max(5.0),
-                1e-6..=1e3,
-                &refused,
-            )
-            .logarithmic(true),
-        )
-        .changed();
+    let dhat_range = dhat_mm.min(0.05)..=dhat_mm.max(5.0);
+    applied |= add_checked_slider(
+        ui,
+        &mut ui_state.throw_dhat_mm,
+        ("IPC dhat [mm]", dhat_range, 1e-6..=1e3),
+        true,
+        &refused,
+    );
     report_run_controls(refused.take(), applied, log);
     if ui.button("Throw").clicked() {
         actions.throw.write(throw_from_sliders(ui_state));
@@ -1127,32 +1119,26 @@ fn spawn_panel(
     let mut radius_mm = ui_state.spawn_radius * 1e3;
     let radius_range = 0.0..=radius_mm.max(100.0);
     // Typed, a radius up to 1 m and a mass a lane takes.
-    if ui
-        .add(checked_slider(
-            &mut radius_mm,
-            "radius [mm]",
-            radius_range,
-            0.0..=1e3,
-            &refused,
-        ))
-        .changed()
-    {
+    if add_checked_slider(
+        ui,
+        &mut radius_mm,
+        ("radius [mm]", radius_range, 0.0..=1e3),
+        false,
+        &refused,
+    ) {
         ui_state.spawn_radius = radius_mm * 1e-3;
         applied = true;
     }
     let mass = ui_state.spawn_mass;
-    applied |= ui
-        .add(
-            checked_slider(
-                &mut ui_state.spawn_mass,
-                "mass [kg]",
-                mass.min(0.01)..=mass.max(10.0),
-                crate::physics::world::MIN_MASS..=crate::physics::world::MAX_MASS,
-                &refused,
-            )
-            .logarithmic(true),
-        )
-        .changed();
+    let mass_range = mass.min(0.01)..=mass.max(10.0);
+    let mass_typed = crate::physics::world::MIN_MASS..=crate::physics::world::MAX_MASS;
+    applied |= add_checked_slider(
+        ui,
+        &mut ui_state.spawn_mass,
+        ("mass [kg]", mass_range, mass_typed),
+        true,
+        &refused,
+    );
     report_run_controls(refused.take(), applied, log);
     if ui.button("Rain (10 balls)").clicked() {
         let mut sorted: Vec<&Lane> = lanes.iter().map(|l| l.1).collect();
@@ -1871,7 +1857,33 @@ fn run_slider<'a>(
     range: std::ops::RangeInclusive<f64>,
     refused: &Refusals,
 ) -> egui::Slider<'a> {
-    checked_slider(value, setting, range.clone(), range, refused).logarithmic(true)
+    // Clamped as egui clamps by default: a number dragged past the range would stop the clock (a negative time
+    // scale, a rate of 0 Hz).
+    checked_slider(value, setting, range.clone(), range, refused)
+        .clamping(egui::SliderClamping::Always)
+        .logarithmic(true)
+}
+
+/// Adds a [`checked_slider`] (`logarithmic` or not) and keeps a dragged value within `typed` too: its number box
+/// drags without a range, so that a typed value beyond the drag range is kept as typed. Whether it changed.
+fn add_checked_slider(
+    ui: &mut egui::Ui,
+    value: &mut f64,
+    (setting, range, typed): (
+        &'static str,
+        std::ops::RangeInclusive<f64>,
+        std::ops::RangeInclusive<f64>,
+    ),
+    logarithmic: bool,
+    refused: &Refusals,
+) -> bool {
+    let changed = ui
+        .add(checked_slider(value, setting, range, typed.clone(), refused).logarithmic(logarithmic))
+        .changed();
+    if changed {
+        *value = value.clamp(*typed.start(), *typed.end());
+    }
+    changed
 }
 
 /// A slider over `range` whose typed text is checked as a setting field's is: a number within `typed` (which

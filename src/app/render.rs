@@ -29,10 +29,10 @@ pub const IMPULSE_MAX_PX: f32 = 120.0;
 /// Width of a rod on screen [px]: a thin rod lying on the floor would vanish into the floor's edge as a hairline.
 const ROD_WIDTH_PX: f32 = 6.0;
 
-/// Gizmos drawn [`ROD_WIDTH_PX`] wide: the rods themselves.
 /// A rod's body on the canvas.
 pub const ROD_COLOR: Color = Color::srgb(0.35, 0.6, 1.0);
 
+/// Gizmos drawn [`ROD_WIDTH_PX`] wide: the rods themselves.
 #[derive(Default, Reflect, GizmoConfigGroup)]
 pub struct RodGizmos;
 

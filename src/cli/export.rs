@@ -464,8 +464,10 @@ fn open_stream(target: &Path) -> Result<File> {
     let failed = || format!("cannot open '{}' for writing", target.display());
     #[cfg(unix)]
     {
-        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
         use std::os::unix::io::AsRawFd;
+        // Only a FIFO waits for a reader; a device that is not there (ENXIO too) is an error at once.
+        let fifo = fs::metadata(target).is_ok_and(|m| m.file_type().is_fifo());
         let mut said = false;
         loop {
             match OpenOptions::new()
@@ -485,7 +487,7 @@ fn open_stream(target: &Path) -> Result<File> {
                     }
                     return Ok(file);
                 }
-                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                Err(e) if fifo && e.raw_os_error() == Some(libc::ENXIO) => {
                     if export_stopped() {
                         bail!(
                             "stopped ({}) while waiting for a reader of '{}'",

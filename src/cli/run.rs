@@ -231,7 +231,8 @@ pub fn slope_check(lane: &LaneWorld, ball: usize, halfway: &HalfwaySnapshot) -> 
         .enumerate()
         .map(|(k, w)| (k, ball_wall_distance(b.position, b.radius, w)))
         .min_by(|a, b| a.1.value.total_cmp(&b.1.value))?;
-    if distance.value > reach {
+    // At the reach itself the wall pushes no more (the barrier is 0 from d̂ on), as `throw` counts it.
+    if distance.value >= reach {
         return None;
     }
     let g = lane.settings.gravity;
@@ -274,7 +275,7 @@ pub fn slope_check(lane: &LaneWorld, ball: usize, halfway: &HalfwaySnapshot) -> 
     };
     let motion = motion_of(b.velocity);
     let coulomb_accel = predict(b.velocity);
-    let on_wall_at_halfway = ball_wall_distance(x_half, b.radius, &lane.walls[wall]).value <= reach;
+    let on_wall_at_halfway = ball_wall_distance(x_half, b.radius, &lane.walls[wall]).value < reach;
     let (motion_at_halfway, coulomb_accel_at_halfway) = if on_wall_at_halfway {
         (motion_of(v_half), Some(predict(v_half)))
     } else {

@@ -69,13 +69,13 @@ pub struct ThrowArgs {
 }
 
 impl Outcome {
-    /// Steps whose Newton solve stopped at its cap (0 for a ball that went through or a lane that failed).
+    /// Steps whose Newton solve stopped at its cap (0 for a lane that failed).
     pub fn iteration_caps(&self) -> u32 {
         match self {
-            Outcome::Stopped { iteration_caps, .. } | Outcome::Missed { iteration_caps, .. } => {
-                *iteration_caps
-            }
-            Outcome::Through { .. } | Outcome::Failed { .. } => 0,
+            Outcome::Stopped { iteration_caps, .. }
+            | Outcome::Missed { iteration_caps, .. }
+            | Outcome::Through { iteration_caps, .. } => *iteration_caps,
+            Outcome::Failed { .. } => 0,
         }
     }
 }
@@ -101,7 +101,8 @@ pub enum Outcome {
         iteration_caps: u32,
     },
     /// Ended a step beyond the back face.
-    Through { step: u64 },
+    /// An unconverged step (one on the cap) may be why it went through.
+    Through { step: u64, iteration_caps: u32 },
     /// The lane faulted (non-finite state).
     Failed { reason: String },
 }
@@ -320,7 +321,10 @@ pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(
             };
         }
         if let Some(step) = lane.stats.first_tunnel_step {
-            return Outcome::Through { step };
+            return Outcome::Through {
+                step,
+                iteration_caps: lane.stats.iteration_caps,
+            };
         }
         if step % 256 == 255 {
             progress(step + 1);
@@ -485,7 +489,11 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             row["mean_newton"] = json!(mean_newton);
             row["iteration_caps"] = json!(iteration_caps);
         }
-        Outcome::Through { step } => {
+        Outcome::Through {
+            step,
+            iteration_caps,
+        } => {
+            row["iteration_caps"] = json!(iteration_caps);
             row["outcome"] = json!("through");
             row["through_step"] = json!(step);
         }

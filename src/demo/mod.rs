@@ -441,8 +441,13 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
     match std::fs::metadata(&dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => anyhow::bail!("{}: '{}' is not a folder", path.display(), dir.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+            "{}: the folder '{}' does not exist",
+            path.display(),
+            dir.display()
+        ),
         Err(e) => anyhow::bail!(
-            "{}: the folder '{}' does not exist ({e})",
+            "{}: cannot look at the folder '{}' ({e})",
             path.display(),
             dir.display()
         ),
@@ -587,7 +592,14 @@ pub fn remove_unfinished_writes() {
         for path in list.iter() {
             match std::fs::symlink_metadata(path) {
                 Ok(m) if m.is_dir() => {
-                    let _ = std::fs::remove_dir_all(path);
+                    // An export's renderer may still be writing frames into it: a frame written during the
+                    // removal leaves the folder not empty, so it is tried again.
+                    for _ in 0..10 {
+                        if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
+                            break;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
                 }
                 Ok(_) => {
                     let _ = std::fs::remove_file(path);

@@ -37,6 +37,11 @@ pub struct Script {
     pub actions: Vec<ScriptAction>,
 }
 
+/// Fewest bytes a stored hash takes in a saved demo: `TickHash(tick: 0, hash: "…")` pretty-printed is 88.
+const MIN_HASH_BYTES: u64 = 80;
+/// Fewest bytes an action takes in a saved demo (a `Pause` at tick 0, pretty-printed, takes more).
+const MIN_ACTION_BYTES: u64 = 60;
+
 impl Script {
     /// Reads, parses and validates a script file.
     pub fn load(path: &Path) -> Result<Script, DemoError> {
@@ -82,6 +87,24 @@ impl Script {
                     "{} ticks at one hash every {} would store more than {MAX_HASHES} hashes",
                     self.ticks,
                     self.hash_every()
+                ),
+            ));
+        }
+        // A demo stores one entry per hash and per action; past the size a demo may hold, `record` would run
+        // the whole script and then refuse to save it.
+        let hashes = self.ticks / self.hash_every() + 1;
+        let least = hashes * MIN_HASH_BYTES + self.actions.len() as u64 * MIN_ACTION_BYTES;
+        let limit = crate::scene::MAX_SCENE_BYTES;
+        if least > limit {
+            return Err(fail(
+                "hash_every".into(),
+                format!(
+                    "{} ticks at one hash every {} store {hashes} hashes, which with {} actions make a demo of \
+                     at least {least} bytes; demos are limited to {limit} bytes (raise hash_every, or record \
+                     fewer ticks or actions)",
+                    self.ticks,
+                    self.hash_every(),
+                    self.actions.len()
                 ),
             ));
         }

@@ -142,6 +142,18 @@ pub fn spawn_ball_everywhere(
     grids: Option<&mut Vec<SpawnGrid>>,
 ) -> Result<(), String> {
     let ball = ball.to_ball();
+    // Every lane takes the ball: the scene's limit on ball–wall pairs holds after it as the scene file's does.
+    let pairs: usize = lanes
+        .iter()
+        .map(|lane| (lane.balls.len() + 1) * lane.walls.len())
+        .sum();
+    if pairs > crate::scene::MAX_BALL_WALL_PAIRS_PER_SCENE {
+        return Err(format!(
+            "spawn refused: the lanes would hold {pairs} ball–wall pairs between them, more than the {} a scene \
+             tracks for tunnelling",
+            crate::scene::MAX_BALL_WALL_PAIRS_PER_SCENE
+        ));
+    }
     let refused =
         |lane: &LaneWorld, e: SpawnError| format!("spawn refused in lane '{}': {e}", lane.name);
     match grids {

@@ -154,6 +154,17 @@ pub struct LaneStats {
 }
 
 impl LaneStats {
+    /// Folds one state into the extremes: its smallest gap, deepest overlap and fastest ball.
+    fn note_state(&mut self, gap: Option<f64>, penetration: f64, balls: &[Ball]) {
+        if let Some(gap) = gap {
+            self.min_gap = Some(self.min_gap.map_or(gap, |m| m.min(gap)));
+        }
+        self.max_penetration = self.max_penetration.max(penetration);
+        self.max_speed = balls
+            .iter()
+            .fold(self.max_speed, |m, b| m.max(b.velocity.length()));
+    }
+
     pub fn mean_newton(&self) -> f64 {
         if self.steps == 0 {
             0.0
@@ -508,14 +519,7 @@ impl LaneWorld {
         stats.steps += 1;
         stats.max_newton = stats.max_newton.max(report.iterations);
         stats.total_newton += u64::from(report.iterations);
-        if let Some(gap) = min_gap {
-            stats.min_gap = Some(stats.min_gap.map_or(gap, |m| m.min(gap)));
-        }
-        stats.max_penetration = stats.max_penetration.max(max_penetration);
-        stats.max_speed = self
-            .balls
-            .iter()
-            .fold(stats.max_speed, |m, b| m.max(b.velocity.length()));
+        stats.note_state(min_gap, max_penetration, &self.balls);
         stats.tunneled += tunneled;
         if tunneled > 0 && stats.first_tunnel_step.is_none() {
             stats.first_tunnel_step = Some(stats.steps);
@@ -595,14 +599,7 @@ impl LaneWorld {
     /// the balls started (a penalty ball spawned 5 cm into a wall reports 5 cm, not what one step left of it).
     pub fn measure_gaps(&mut self) {
         let (gap, penetration) = self.gap_and_penetration();
-        if let Some(gap) = gap {
-            self.stats.min_gap = Some(self.stats.min_gap.map_or(gap, |m| m.min(gap)));
-        }
-        self.stats.max_penetration = self.stats.max_penetration.max(penetration);
-        self.stats.max_speed = self
-            .balls
-            .iter()
-            .fold(self.stats.max_speed, |m, b| m.max(b.velocity.length()));
+        self.stats.note_state(gap, penetration, &self.balls);
         self.unmeasured = false;
     }
 

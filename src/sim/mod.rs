@@ -1343,8 +1343,6 @@ mod tests {
         dir
     }
 
-    /// Outside the repository a built-in scene's path loads the compiled-in copy; any other missing path, and a
-    /// built-in path whose file exists but is broken, are errors naming the file.
     /// Every setting of a lane is named when it alone changes (the list is a destructuring, so a new setting
     /// must be added to it), and none when nothing did.
     #[test]
@@ -1466,6 +1464,8 @@ mod tests {
         );
     }
 
+    /// Outside the repository a built-in scene's path loads the compiled-in copy; any other missing path, and a
+    /// built-in path whose file exists but is broken, are errors naming the file.
     #[test]
     fn a_built_in_scene_missing_from_disk_loads_its_compiled_in_copy_and_nothing_else_does() {
         let elsewhere = empty_dir("elsewhere");

@@ -1617,3 +1617,27 @@ fn a_demo_saves_under_a_name_near_the_file_name_limit() {
     assert_eq!(Demo::load(&path).expect("loads").hashes, demo.hashes);
     std::fs::remove_file(&path).expect("removes");
 }
+
+/// A script whose demo could not be saved is refused when it is read, not after `record` has run it: 10⁷ ticks at
+/// one hash every 11 make a demo of 85 MB. The bound it uses is below every demo's size.
+#[test]
+fn a_script_whose_demo_would_be_too_large_is_refused_before_recording() {
+    let error = Script::parse(
+        "Script(ticks: 10000000, hash_every: 11, actions: [])",
+        "big.script.ron",
+    )
+    .expect_err("too large a demo")
+    .to_string();
+    assert!(
+        error.starts_with(
+            "big.script.ron: hash_every: 10000000 ticks at one hash every 11 store 909091 hashes"
+        ),
+        "{error}"
+    );
+    assert!(error.contains("limited to 67108864 bytes"), "{error}");
+    // The shipped demo is larger than the least its script's counts allow.
+    let demo = wall_throw_demo();
+    let text = demo.to_ron().expect("serialises");
+    let least = demo.hashes.len() * 80 + demo.actions.len() * 60;
+    assert!(text.len() >= least, "{} bytes against {least}", text.len());
+}

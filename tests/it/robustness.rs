@@ -1263,6 +1263,30 @@ fn ball_wall_pairs_over_the_limit_are_refused_before_any_memory_is_spent() {
             .contains("more than 2000000 ball–wall pairs"),
         "{refused}"
     );
+    // Spawned into every lane of a scene near its limit (5 lanes of 1 999 balls and 1 000 walls), one ball fits
+    // and a second is refused whole, by the scene's limit, before any lane takes it.
+    let five: Vec<String> = (0..5).map(|_| lane(1999, 1000)).collect();
+    let mut worlds = Scene::parse(&scene(&five), FILE).expect("parses").build();
+    let mut lanes: Vec<&mut contact_sandbox::physics::world::LaneWorld> =
+        worlds.iter_mut().collect();
+    let ball = contact_sandbox::scene::BallSpec {
+        position: contact_sandbox::physics::DVec2::new(-5.0, 5.0),
+        velocity: contact_sandbox::physics::DVec2::ZERO,
+        radius: 0.0,
+        mass: 1.0,
+    };
+    contact_sandbox::demo::spawn_ball_everywhere(&mut lanes, &ball, None)
+        .expect("one ball more makes 10⁷ pairs, the scene's limit");
+    let message = contact_sandbox::demo::spawn_ball_everywhere(&mut lanes, &ball, None)
+        .expect_err("a second passes it");
+    assert!(
+        message.contains("10005000 ball–wall pairs") && message.contains("10000000"),
+        "{message}"
+    );
+    assert!(
+        lanes.iter().all(|l| l.balls.len() == 2000),
+        "no lane took it"
+    );
 }
 
 #[test]
