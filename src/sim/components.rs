@@ -293,6 +293,44 @@ pub enum LaneSetting {
 }
 
 impl LaneSetting {
+    /// This setting's value in `settings`, as a lane's title quotes it after an edit: `k = 1e6 N/m`.
+    pub fn value_text(self, settings: &ContactSettings) -> String {
+        use crate::text::number;
+        match self {
+            LaneSetting::Method => format!("method {}", settings.method.label()),
+            LaneSetting::Stiffness => format!("k = {} N/m", number(settings.stiffness)),
+            LaneSetting::Dhat => match settings.dhat {
+                Some(d) => format!("d\u{302} = {} m", number(d)),
+                None => "d\u{302} automatic".into(),
+            },
+            LaneSetting::Kappa => format!("κ = {}", number(settings.kappa)),
+            LaneSetting::AdaptiveKappa => format!(
+                "adaptive κ {}",
+                if settings.adaptive_kappa { "on" } else { "off" }
+            ),
+            LaneSetting::CcdFactor => format!("CCD factor = {}", number(settings.ccd_factor)),
+            LaneSetting::H => format!("h = {} s", number(settings.h)),
+            LaneSetting::Gravity => format!(
+                "g = ({}, {}) m/s²",
+                number(settings.gravity.x),
+                number(settings.gravity.y)
+            ),
+            LaneSetting::NewtonTolerance => {
+                format!("Newton tolerance = {} m", number(settings.newton_tolerance))
+            }
+            LaneSetting::NewtonMaxIterations => {
+                format!("Newton cap = {}", settings.newton_max_iterations)
+            }
+            LaneSetting::Friction => format!("μ = {}", number(settings.friction)),
+            LaneSetting::FrictionEpsilonV => {
+                format!("ε_v = {} m/s", number(settings.friction_epsilon_v))
+            }
+            LaneSetting::FrictionIterations => {
+                format!("friction passes = {}", settings.friction_iterations)
+            }
+        }
+    }
+
     /// The settings in which `before` and `after` differ.
     pub fn changed(before: &ContactSettings, after: &ContactSettings) -> Vec<LaneSetting> {
         // Spelled out field by field, so that a new field of `ContactSettings` does not compile until it is named.

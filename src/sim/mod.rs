@@ -358,76 +358,10 @@ fn rods_outcome(world: &LaneWorld) -> String {
 /// `["k = 1e6 N/m"]`, empty when none changed. A lane's name often quotes a setting ("penalty k=1e4"), so the
 /// panels show these beside it ([`lane_title`]) rather than let the name speak for an edited lane.
 pub fn settings_changes(was: &ContactSettings, now: &ContactSettings) -> Vec<String> {
-    use crate::text::number;
-    // Destructured, so that a setting added to `ContactSettings` must be listed here.
-    let ContactSettings {
-        method,
-        stiffness,
-        dhat,
-        kappa,
-        adaptive_kappa,
-        ccd_factor,
-        h,
-        gravity,
-        newton_tolerance,
-        newton_max_iterations,
-        friction,
-        friction_epsilon_v,
-        friction_iterations,
-    } = now;
-    let mut changes = Vec::new();
-    let mut note = |changed: bool, text: String| {
-        if changed {
-            changes.push(text);
-        }
-    };
-    note(*method != was.method, format!("method {}", method.label()));
-    note(
-        *stiffness != was.stiffness,
-        format!("k = {} N/m", number(*stiffness)),
-    );
-    note(
-        *dhat != was.dhat,
-        match dhat {
-            Some(d) => format!("d\u{302} = {} m", number(*d)),
-            None => "d\u{302} automatic".into(),
-        },
-    );
-    note(*kappa != was.kappa, format!("κ = {}", number(*kappa)));
-    note(
-        *adaptive_kappa != was.adaptive_kappa,
-        format!("adaptive κ {}", if *adaptive_kappa { "on" } else { "off" }),
-    );
-    note(
-        *ccd_factor != was.ccd_factor,
-        format!("CCD factor = {}", number(*ccd_factor)),
-    );
-    note(*h != was.h, format!("h = {} s", number(*h)));
-    note(
-        *gravity != was.gravity,
-        format!("g = ({}, {}) m/s²", number(gravity.x), number(gravity.y)),
-    );
-    note(
-        *newton_tolerance != was.newton_tolerance,
-        format!("Newton tolerance = {} m", number(*newton_tolerance)),
-    );
-    note(
-        *newton_max_iterations != was.newton_max_iterations,
-        format!("Newton cap = {newton_max_iterations}"),
-    );
-    note(
-        *friction != was.friction,
-        format!("μ = {}", number(*friction)),
-    );
-    note(
-        *friction_epsilon_v != was.friction_epsilon_v,
-        format!("ε_v = {} m/s", number(*friction_epsilon_v)),
-    );
-    note(
-        *friction_iterations != was.friction_iterations,
-        format!("friction passes = {friction_iterations}"),
-    );
-    changes
+    LaneSetting::changed(was, now)
+        .into_iter()
+        .map(|setting| setting.value_text(now))
+        .collect()
 }
 
 /// A lane's name as its panels show it: the name, and after an edit what changed ("penalty k=1e4 (edited:
