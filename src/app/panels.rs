@@ -1452,7 +1452,7 @@ fn settings_grid(
             // greyed out, since they do nothing in this lane now.
             let penalty = edit.method == ContactMethod::Penalty;
             let ipc = edit.method == ContactMethod::Ipc;
-            ui.label(field_label(LaneSetting::Method));
+            ui.label(LaneSetting::Method.label());
             egui::ComboBox::from_id_salt(("method", lane_index))
                 .selected_text(edit.method.label())
                 .width(70.0)
@@ -1461,11 +1461,11 @@ fn settings_grid(
                     ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
                 });
             next_setting(ui);
-            ui.label(field_label(LaneSetting::Friction));
+            ui.label(LaneSetting::Friction.label());
             ui.add(
                 setting_field(
                     &mut edit.friction,
-                    field_label(LaneSetting::Friction),
+                    LaneSetting::Friction.label(),
                     0.0..=crate::scene::MAX_FRICTION,
                     refused,
                 )
@@ -1474,34 +1474,26 @@ fn settings_grid(
             )
             .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
             ui.end_row();
-            ui.add_enabled(
-                penalty,
-                egui::Label::new(field_label(LaneSetting::Stiffness)),
-            );
+            ui.add_enabled(penalty, egui::Label::new(LaneSetting::Stiffness.label()));
             ui.add_enabled(
                 penalty,
                 setting_field(
                     &mut edit.stiffness,
-                    field_label(LaneSetting::Stiffness),
+                    LaneSetting::Stiffness.label(),
                     any::<f64>(),
                     refused,
                 )
                 .speed(100.0),
             );
             next_setting(ui);
-            ui.label(field_label(LaneSetting::H));
+            ui.label(LaneSetting::H.label());
             ui.add(
-                setting_field(
-                    &mut edit.h,
-                    field_label(LaneSetting::H),
-                    any::<f64>(),
-                    refused,
-                )
-                .speed(1e-4)
-                .max_decimals(5),
+                setting_field(&mut edit.h, LaneSetting::H.label(), any::<f64>(), refused)
+                    .speed(1e-4)
+                    .max_decimals(5),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new(field_label(LaneSetting::Dhat)));
+            ui.add_enabled(ipc, egui::Label::new(LaneSetting::Dhat.label()));
             ui.add_enabled_ui(ipc, |ui| {
                 ui.horizontal(|ui| {
                     let mut auto = edit.dhat.is_none();
@@ -1510,14 +1502,9 @@ fn settings_grid(
                     }
                     if let Some(dhat) = edit.dhat.as_mut() {
                         ui.add(
-                            setting_field(
-                                dhat,
-                                field_label(LaneSetting::Dhat),
-                                any::<f64>(),
-                                refused,
-                            )
-                            .speed(1e-5)
-                            .max_decimals(6),
+                            setting_field(dhat, LaneSetting::Dhat.label(), any::<f64>(), refused)
+                                .speed(1e-5)
+                                .max_decimals(6),
                         );
                     } else {
                         ui.small(format!("{:.2e}", w.dhat()));
@@ -1525,37 +1512,37 @@ fn settings_grid(
                 })
             });
             next_setting(ui);
-            ui.label(field_label(LaneSetting::Gravity))
+            ui.label(LaneSetting::Gravity.label())
                 .on_hover_text("vertical gravity [m/s²]");
             ui.add(
                 setting_field(
                     &mut edit.gravity.y,
-                    field_label(LaneSetting::Gravity),
+                    LaneSetting::Gravity.label(),
                     any::<f64>(),
                     refused,
                 )
                 .speed(0.1),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new(field_label(LaneSetting::Kappa)));
+            ui.add_enabled(ipc, egui::Label::new(LaneSetting::Kappa.label()));
             ui.add_enabled(
                 ipc,
                 setting_field(
                     &mut edit.kappa,
-                    field_label(LaneSetting::Kappa),
+                    LaneSetting::Kappa.label(),
                     any::<f64>(),
                     refused,
                 )
                 .speed(100.0),
             );
             next_setting(ui);
-            ui.label(field_label(LaneSetting::NewtonTolerance));
+            ui.label(LaneSetting::NewtonTolerance.label());
             ui.add(
                 // In scientific notation, every digit kept (a value re-read from its text must not change): 1e-10 m
                 // read "0.00000000010" with fixed decimals.
                 setting_field(
                     &mut edit.newton_tolerance,
-                    field_label(LaneSetting::NewtonTolerance),
+                    LaneSetting::NewtonTolerance.label(),
                     any::<f64>(),
                     refused,
                 )
@@ -1563,29 +1550,26 @@ fn settings_grid(
                 .custom_formatter(|v, _| format!("{v:e}")),
             );
             ui.end_row();
-            ui.add_enabled(
-                ipc,
-                egui::Label::new(field_label(LaneSetting::AdaptiveKappa)),
-            );
+            ui.add_enabled(ipc, egui::Label::new(LaneSetting::AdaptiveKappa.label()));
             ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
             next_setting(ui);
-            ui.label(field_label(LaneSetting::NewtonMaxIterations));
+            ui.label(LaneSetting::NewtonMaxIterations.label());
             ui.add(
                 setting_field(
                     &mut edit.newton_max_iterations,
-                    field_label(LaneSetting::NewtonMaxIterations),
+                    LaneSetting::NewtonMaxIterations.label(),
                     any::<u32>(),
                     refused,
                 )
                 .speed(1.0),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new(field_label(LaneSetting::CcdFactor)));
+            ui.add_enabled(ipc, egui::Label::new(LaneSetting::CcdFactor.label()));
             ui.add_enabled(
                 ipc,
                 setting_field(
                     &mut edit.ccd_factor,
-                    field_label(LaneSetting::CcdFactor),
+                    LaneSetting::CcdFactor.label(),
                     any::<f64>(),
                     refused,
                 )
@@ -1796,27 +1780,8 @@ const NUMBER_FIELDS: [LaneSetting; 9] = [
 fn settings_labelled(label: &str) -> Vec<LaneSetting> {
     NUMBER_FIELDS
         .into_iter()
-        .filter(|&setting| field_label(setting) == label)
+        .filter(|&setting| setting.label() == label)
         .collect()
-}
-
-/// The label of a lane setting's field, as the settings grid shows it and its refusals name it.
-fn field_label(setting: LaneSetting) -> &'static str {
-    match setting {
-        LaneSetting::Method => "method",
-        LaneSetting::Friction => "friction μ",
-        LaneSetting::Stiffness => "k [N/m]",
-        LaneSetting::H => "h [s]",
-        LaneSetting::Dhat => "dhat [m]",
-        LaneSetting::Gravity => "gravity y",
-        LaneSetting::Kappa => "κ",
-        LaneSetting::AdaptiveKappa => "adaptive κ",
-        LaneSetting::CcdFactor => "CCD factor s",
-        LaneSetting::NewtonTolerance => "Newton tol [m]",
-        LaneSetting::NewtonMaxIterations => "Newton cap",
-        LaneSetting::FrictionEpsilonV => "friction ε_v [m/s]",
-        LaneSetting::FrictionIterations => "friction passes",
-    }
 }
 
 /// A number field for a lane setting. A typed value takes effect on Enter or when the field loses focus, not
@@ -2574,7 +2539,7 @@ mod tests {
         };
         let texts = frame(&mut app, vec![]);
         let (mu, k) = settings(&mut app);
-        let texts = type_into(&mut app, &texts, field_label(LaneSetting::Friction), "-1");
+        let texts = type_into(&mut app, &texts, LaneSetting::Friction.label(), "-1");
         let refused = error(&app).expect("μ = -1 is refused with a word");
         assert!(
             refused.contains("friction μ") && refused.contains("\"-1\""),
@@ -2582,26 +2547,16 @@ mod tests {
         );
         assert_eq!(settings(&mut app), (mu, k));
         // Another setting of the lane, edited and applied: the refusal about μ stays.
-        let texts = type_into(
-            &mut app,
-            &texts,
-            field_label(LaneSetting::Stiffness),
-            "20000",
-        );
+        let texts = type_into(&mut app, &texts, LaneSetting::Stiffness.label(), "20000");
         assert_eq!(settings(&mut app), (mu, 2e4), "k applied");
         assert_eq!(error(&app).as_deref(), Some(refused.as_str()));
         // μ edited and applied: it goes.
-        let texts = type_into(&mut app, &texts, field_label(LaneSetting::Friction), "0.3");
+        let texts = type_into(&mut app, &texts, LaneSetting::Friction.label(), "0.3");
         assert_eq!(settings(&mut app), (0.3, 2e4), "μ applied");
         assert_eq!(error(&app), None);
         // While a demo replays the fields are shown but take no edit: one typed there was silently dropped.
         editable.set(false);
-        type_into(
-            &mut app,
-            &texts,
-            field_label(LaneSetting::Stiffness),
-            "30000",
-        );
+        type_into(&mut app, &texts, LaneSetting::Stiffness.label(), "30000");
         assert_eq!(
             settings(&mut app),
             (0.3, 2e4),
@@ -2880,17 +2835,17 @@ mod tests {
     fn each_number_fields_label_leads_back_to_its_setting_alone() {
         for setting in NUMBER_FIELDS {
             assert_eq!(
-                settings_labelled(field_label(setting)),
+                settings_labelled(setting.label()),
                 [setting],
                 "{}",
-                field_label(setting)
+                setting.label()
             );
         }
         assert_eq!(settings_labelled("no such field"), []);
         // Refused through the field as the grid draws it: the refusal carries the label the lookup expects.
         let refused = Refusals::default();
         let (_, _) = type_into(
-            |v| setting_field(v, field_label(LaneSetting::Friction), 0.0..=10.0, &refused),
+            |v| setting_field(v, LaneSetting::Friction.label(), 0.0..=10.0, &refused),
             "-1",
         );
         let refusal = refused.take().expect("a μ of -1 is refused");

@@ -209,8 +209,12 @@ pub fn spawn_rod_everywhere(lanes: &mut [&mut LaneWorld], rod: &RodSpec) -> Resu
 /// Replaces a lane's contact settings after checking them.
 pub fn apply_settings(lane: &mut LaneWorld, settings: &ContactSettings) -> Result<(), String> {
     check_contact(settings).map_err(|(field, problem)| {
+        // The scene field, as a script writes it, and the panel's label for it ("Newton cap").
+        let label = crate::sim::LaneSetting::of_field(&field)
+            .map(|setting| format!(" (\"{}\")", setting.label()))
+            .unwrap_or_default();
         format!(
-            "lane '{}': {field} {problem}; the edit was not applied",
+            "lane '{}': {field}{label} {problem}; the edit was not applied",
             lane.name
         )
     })?;

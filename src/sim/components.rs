@@ -293,6 +293,48 @@ pub enum LaneSetting {
 }
 
 impl LaneSetting {
+    /// The label of this setting's field in the lane panel.
+    pub fn label(self) -> &'static str {
+        match self {
+            LaneSetting::Method => "method",
+            LaneSetting::Friction => "friction μ",
+            LaneSetting::Stiffness => "k [N/m]",
+            LaneSetting::H => "h [s]",
+            LaneSetting::Dhat => "dhat [m]",
+            LaneSetting::Gravity => "gravity y",
+            LaneSetting::Kappa => "κ",
+            LaneSetting::AdaptiveKappa => "adaptive κ",
+            LaneSetting::CcdFactor => "CCD factor s",
+            LaneSetting::NewtonTolerance => "Newton tol [m]",
+            LaneSetting::NewtonMaxIterations => "Newton cap",
+            LaneSetting::FrictionEpsilonV => "friction ε_v [m/s]",
+            LaneSetting::FrictionIterations => "friction passes",
+        }
+    }
+
+    /// The setting a scene field path names (`contact.newton_max_iterations`, `contact.gravity.y`), as the
+    /// scene checks report it.
+    pub fn of_field(path: &str) -> Option<LaneSetting> {
+        let field = path.strip_prefix("contact.")?;
+        let field = field.split('.').next()?;
+        Some(match field {
+            "method" => LaneSetting::Method,
+            "stiffness" => LaneSetting::Stiffness,
+            "dhat" => LaneSetting::Dhat,
+            "kappa" => LaneSetting::Kappa,
+            "adaptive_kappa" => LaneSetting::AdaptiveKappa,
+            "ccd_factor" => LaneSetting::CcdFactor,
+            "h" => LaneSetting::H,
+            "gravity" => LaneSetting::Gravity,
+            "newton_tolerance" => LaneSetting::NewtonTolerance,
+            "newton_max_iterations" => LaneSetting::NewtonMaxIterations,
+            "friction" => LaneSetting::Friction,
+            "friction_epsilon_v" => LaneSetting::FrictionEpsilonV,
+            "friction_iterations" => LaneSetting::FrictionIterations,
+            _ => return None,
+        })
+    }
+
     /// This setting's value in `settings`, as a lane's title quotes it after an edit: `k = 1e6 N/m`.
     pub fn value_text(self, settings: &ContactSettings) -> String {
         use crate::text::number;

@@ -1277,6 +1277,63 @@ mod tests {
         dir
     }
 
+    /// A refused edit from the window names the scene field and the panel's label for it: "Newton cap" was
+    /// reported as `contact.newton_max_iterations` alone, a name the window shows nowhere.
+    #[test]
+    fn a_refused_setting_names_its_field_and_its_label() {
+        let mut lane = crate::physics::world::LaneWorld::new(
+            "l",
+            ContactSettings::default(),
+            Vec::new(),
+            Vec::new(),
+        );
+        let refused = crate::demo::apply_settings(
+            &mut lane,
+            &ContactSettings {
+                newton_max_iterations: 0,
+                ..ContactSettings::default()
+            },
+        )
+        .expect_err("a cap of 0");
+        assert!(
+            refused.starts_with("lane 'l': contact.newton_max_iterations (\"Newton cap\") must be"),
+            "{refused}"
+        );
+        let refused = crate::demo::apply_settings(
+            &mut lane,
+            &ContactSettings {
+                gravity: DVec2::new(0.0, f64::NAN),
+                ..ContactSettings::default()
+            },
+        )
+        .expect_err("a NaN gravity");
+        assert!(refused.contains("(\"gravity y\")"), "{refused}");
+        for (field, setting) in [
+            ("contact.method", LaneSetting::Method),
+            ("contact.stiffness", LaneSetting::Stiffness),
+            ("contact.dhat", LaneSetting::Dhat),
+            ("contact.kappa", LaneSetting::Kappa),
+            ("contact.adaptive_kappa", LaneSetting::AdaptiveKappa),
+            ("contact.ccd_factor", LaneSetting::CcdFactor),
+            ("contact.h", LaneSetting::H),
+            ("contact.gravity.x", LaneSetting::Gravity),
+            ("contact.newton_tolerance", LaneSetting::NewtonTolerance),
+            (
+                "contact.newton_max_iterations",
+                LaneSetting::NewtonMaxIterations,
+            ),
+            ("contact.friction", LaneSetting::Friction),
+            ("contact.friction_epsilon_v", LaneSetting::FrictionEpsilonV),
+            (
+                "contact.friction_iterations",
+                LaneSetting::FrictionIterations,
+            ),
+        ] {
+            assert_eq!(LaneSetting::of_field(field), Some(setting), "{field}");
+        }
+        assert_eq!(LaneSetting::of_field("walls[0].center"), None);
+    }
+
     /// Every setting of a lane is named when it alone changes (the list is a destructuring, so a new setting
     /// must be added to it), and none when nothing did.
     #[test]
