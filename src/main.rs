@@ -77,7 +77,13 @@ fn main() -> ExitCode {
             Some(error) => stdout_failed(error),
             None => {
                 report(&format!("error: {e:#}"));
-                ExitCode::FAILURE
+                // Stopped by Ctrl-C, SIGTERM or SIGHUP (an export that removed its temporary output first): the
+                // status a shell gives an interrupted command, as `record` and a second signal exit with.
+                if contact_sandbox::cli::stop_signal_name().is_some() {
+                    ExitCode::from(130)
+                } else {
+                    ExitCode::FAILURE
+                }
             }
         },
     }
