@@ -1359,7 +1359,7 @@ fn selected_body_panel(
 }
 
 /// What heads a lane's panel: its colour and title, and whether its settings take edits (not while a demo
-/// replays).
+/// replays: an edit is then refused with a word).
 struct PanelHead<'a> {
     color: egui::Color32,
     title: &'a str,
@@ -1391,11 +1391,16 @@ fn lane_panel(
     .show(ui, |ui| {
         let mut edit = settings.0.clone();
         let refused = Refusals::default();
-        ui.add_enabled_ui(editable, |ui| {
-            settings_grid(ui, lane.index, w, &mut edit, &refused);
-        })
-        .response
-        .on_disabled_hover_text("A replay runs the demo's settings: stop the replay to edit them.");
+        settings_grid(ui, lane.index, w, &mut edit, &refused);
+        // A replay runs the demo's settings. Its grid stays as it is drawn otherwise (the other method's fields
+        // greyed, the hover notes), and an edit is answered with a word instead of being dropped without one.
+        if !editable && edit != settings.0 {
+            edit = settings.0.clone();
+            log.error(format!(
+                "lane {}: a replay runs the demo's settings; stop the replay to edit them",
+                lane.index
+            ));
+        }
         if let Some(refusal) = refused.take() {
             // egui may read the same text twice as the field loses focus: one message for it.
             let message = refusal.message(&w.name);
@@ -2554,15 +2559,16 @@ mod tests {
         let texts = type_into(&mut app, &texts, LaneSetting::Friction.label(), "0.3");
         assert_eq!(settings(&mut app), (0.3, 2e4), "μ applied");
         assert_eq!(error(&app), None);
-        // While a demo replays the fields are shown but take no edit: one typed there was silently dropped.
+        // While a demo replays the fields take no edit, and say so: one typed there was silently dropped.
         editable.set(false);
         type_into(&mut app, &texts, LaneSetting::Stiffness.label(), "30000");
         assert_eq!(
             settings(&mut app),
             (0.3, 2e4),
-            "a disabled field took an edit"
+            "a replay's lane took an edit"
         );
-        assert_eq!(error(&app), None);
+        let said = error(&app).expect("a word for the dropped edit");
+        assert!(said.contains("stop the replay"), "{said}");
     }
 
     #[test]
