@@ -421,23 +421,10 @@ pub fn publish_new(temp: &Path, path: &Path) -> std::io::Result<()> {
 /// temporary file written beside it is created and removed). `record` asks first, so a run of hours is not
 /// thrown away for a folder that is missing or read-only.
 pub fn check_writable(path: &Path) -> anyhow::Result<()> {
-    let found = follow_output_link(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    match found.as_ref().map(|f| &f.metadata) {
-        Some(m) if m.is_dir() => {
-            anyhow::bail!("{}: is a directory; give a file name", path.display())
-        }
-        Some(m) if !m.is_file() && !is_stream(m.file_type()) => anyhow::bail!(
-            "{}: is neither a regular file, a character device nor a FIFO; not writing there",
-            path.display()
-        ),
-        Some(m) if !m.is_file() => return Ok(()),
-        _ => {}
-    }
-    let target = found
-        .as_ref()
-        .and_then(|f| f.link_target.as_deref())
-        .unwrap_or(path);
-    let (dir, tmp) = temporary_sibling(target)?;
+    let OutputAt::File { target, .. } = output_at(path)? else {
+        return Ok(());
+    };
+    let (dir, tmp) = temporary_sibling(&target)?;
     match std::fs::metadata(&dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => anyhow::bail!("{}: '{}' is not a folder", path.display(), dir.display()),
@@ -467,6 +454,36 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a save to a path meets, links followed: a device or FIFO to write into, or a regular file (`exists`) or
+/// nothing at `target`, to be replaced through a temporary file beside it.
+enum OutputAt {
+    Stream,
+    File {
+        target: std::path::PathBuf,
+        exists: bool,
+    },
+}
+
+/// What a save to `path` meets ([`OutputAt`]); a directory or another special file is an error naming `path`.
+fn output_at(path: &Path) -> anyhow::Result<OutputAt> {
+    let found = follow_output_link(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let exists = match found.as_ref().map(|f| &f.metadata) {
+        Some(m) if m.is_dir() => {
+            anyhow::bail!("{}: is a directory; give a file name", path.display())
+        }
+        Some(m) if !m.is_file() && !is_stream(m.file_type()) => anyhow::bail!(
+            "{}: is neither a regular file, a character device nor a FIFO; not writing there",
+            path.display()
+        ),
+        Some(m) if !m.is_file() => return Ok(OutputAt::Stream),
+        found => found.is_some(),
+    };
+    let target = found
+        .and_then(|f| f.link_target)
+        .unwrap_or_else(|| path.to_path_buf());
+    Ok(OutputAt::File { target, exists })
+}
+
 /// The folder `path` is in and the temporary file beside it that a save writes first.
 fn temporary_sibling(path: &Path) -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf)> {
     use anyhow::Context;
@@ -488,24 +505,8 @@ fn temporary_sibling(path: &Path) -> anyhow::Result<(std::path::PathBuf, std::pa
 fn write_file(path: &Path, bytes: &[u8], replace: bool) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
-    let found = follow_output_link(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    match found.as_ref().map(|f| &f.metadata) {
-        Some(m) if m.is_dir() => {
-            anyhow::bail!("{}: is a directory; give a file name", path.display())
-        }
-        Some(m) if m.is_file() && !replace => {
-            return Err(AlreadyExists {
-                path: path.to_path_buf(),
-            }
-            .into());
-        }
-        Some(m) if !m.is_file() && !is_stream(m.file_type()) => {
-            anyhow::bail!(
-                "{}: is neither a regular file, a character device nor a FIFO; not writing there",
-                path.display()
-            )
-        }
-        Some(m) if !m.is_file() => {
+    let target = match output_at(path)? {
+        OutputAt::Stream => {
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
                 .open(path)
@@ -515,12 +516,15 @@ fn write_file(path: &Path, bytes: &[u8], replace: bool) -> anyhow::Result<()> {
                 .and_then(|()| f.flush())
                 .with_context(|| format!("{}: write failed", path.display()));
         }
-        _ => {}
-    }
-    let path = found
-        .as_ref()
-        .and_then(|f| f.link_target.as_deref())
-        .unwrap_or(path);
+        OutputAt::File { exists: true, .. } if !replace => {
+            return Err(AlreadyExists {
+                path: path.to_path_buf(),
+            }
+            .into());
+        }
+        OutputAt::File { target, .. } => target,
+    };
+    let path = target.as_path();
     let (dir, tmp) = temporary_sibling(path)?;
     let _unfinished = Unfinished::register(&tmp);
     let result = (|| -> anyhow::Result<()> {
