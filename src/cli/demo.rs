@@ -201,6 +201,9 @@ fn print_replay(
             // `null` when there was nothing to compare: a demo without hashes is not a verified match.
             "match": (verdict.matched > 0 || verdict.mismatch.is_some()).then_some(verdict.mismatch.is_none()),
             "first_mismatch_tick": verdict.mismatch.as_ref().map(|m| m.0),
+            // A demo recorded with another physics revision is expected to differ in its last bits.
+            "physics_revision": player.demo.physics,
+            "this_build_physics_revision": crate::demo::PHYSICS_REVISION,
             "seconds": seconds,
             "lanes": lanes,
         });

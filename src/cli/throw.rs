@@ -7,6 +7,7 @@ use anyhow::{Result, anyhow, bail};
 use glam::DVec2;
 use serde_json::{Value, json};
 
+use crate::physics::geometry::difference_with_error;
 use crate::physics::world::{
     ContactMethod, ContactSettings, LaneWorld, MAX_LENGTH, MAX_MASS, MAX_SPEED, MIN_MASS,
     WITHIN_MASS,
@@ -15,6 +16,7 @@ use crate::scene::{
     BallSpec, DHAT_RANGE, KAPPA_RANGE, LaneSpec, MAX_LANES, MAX_RUN_STEPS, STIFFNESS_RANGE, Scene,
     WallSpec,
 };
+use crate::text::number;
 
 use super::compact_number;
 use super::run::lane_steps_bar;
@@ -100,9 +102,14 @@ pub enum Outcome {
         mean_newton: f64,
         iteration_caps: u32,
     },
-    /// Ended a step beyond the back face.
+    /// Ended a step beyond the back face; the Newton counts are of the steps up to then.
     /// An unconverged step (one on the cap) may be why it went through.
-    Through { step: u64, iteration_caps: u32 },
+    Through {
+        step: u64,
+        max_newton: u32,
+        mean_newton: f64,
+        iteration_caps: u32,
+    },
     /// The lane faulted (non-finite state).
     Failed { reason: String },
 }
@@ -120,14 +127,15 @@ pub const THROW_NEWTON_CAP: u32 = 59;
 
 impl ThrowArgs {
     /// Checks every parameter against what the scene accepts, so the error names the option and its value rather
-    /// than a field of the scene built from it (SPEC §2). Values are quoted compactly: `1e300`, not 301 digits.
+    /// than a field of the scene built from it (SPEC §2). Values are quoted as typed, in their shortest form: `1e300`,
+    /// not 301 digits, and `10.0000001`, not `10`.
     pub fn validate(&self) -> Result<()> {
         let positive = [("--h", self.h), ("--thickness", self.thickness)];
         for (name, value) in positive {
             if !value.is_finite() || value <= 0.0 {
                 bail!(
                     "invalid {name}: must be a finite number > 0, got {}",
-                    compact_number(value)
+                    number(value)
                 );
             }
         }
@@ -135,7 +143,7 @@ impl ThrowArgs {
         if !(MIN_MASS..=MAX_MASS).contains(&self.mass) {
             bail!(
                 "invalid --mass: must be {WITHIN_MASS}, got {}",
-                compact_number(self.mass)
+                number(self.mass)
             );
         }
         DHAT_RANGE
@@ -147,21 +155,21 @@ impl ThrowArgs {
         if self.h < crate::scene::MIN_STEP {
             bail!(
                 "invalid --h: must be at least {} s (a ball slower than the Newton tolerance / h stands still), got {}",
-                compact_number(crate::scene::MIN_STEP),
-                compact_number(self.h)
+                number(crate::scene::MIN_STEP),
+                number(self.h)
             );
         }
         if self.h > crate::scene::MAX_STEP {
             bail!(
                 "invalid --h: must be at most {} s (a longer step is no time step), got {}",
                 crate::scene::MAX_STEP,
-                compact_number(self.h)
+                number(self.h)
             );
         }
         if !self.wall.is_finite() {
             bail!(
                 "invalid --wall: must be a finite number, got {}",
-                compact_number(self.wall)
+                number(self.wall)
             );
         }
         // The wall spans [wall, wall + thickness] on x; the scene keeps every coordinate within ±MAX_LENGTH.
@@ -169,7 +177,7 @@ impl ThrowArgs {
             bail!(
                 "invalid --wall: must be within ±{MAX_LENGTH:e} m (gaps of micrometres are not resolved beyond that), \
                  got {}",
-                compact_number(self.wall)
+                number(self.wall)
             );
         }
         let back = self.wall + self.thickness;
@@ -177,9 +185,9 @@ impl ThrowArgs {
             bail!(
                 "invalid --thickness: the wall's back face (--wall {} + --thickness {} = {} m) must be within \
                  ±{MAX_LENGTH:e} m (gaps of micrometres are not resolved beyond that)",
-                compact_number(self.wall),
-                compact_number(self.thickness),
-                compact_number(back)
+                number(self.wall),
+                number(self.thickness),
+                number(back)
             );
         }
         // The ball starts at x = 0; IPC needs it strictly outside the wall.
@@ -187,14 +195,14 @@ impl ThrowArgs {
             bail!(
                 "invalid --wall: the ball starts at x = 0, inside or touching the wall (--wall {} to {} m); \
                  IPC needs a positive gap",
-                compact_number(self.wall),
-                compact_number(back)
+                number(self.wall),
+                number(back)
             );
         }
         if !(self.ccd_factor > 0.0 && self.ccd_factor < 1.0) {
             bail!(
                 "invalid --ccd-factor: must be in (0, 1), got {}",
-                compact_number(self.ccd_factor)
+                number(self.ccd_factor)
             );
         }
         for &k in &self.k {
@@ -215,14 +223,14 @@ impl ThrowArgs {
             if !v.is_finite() {
                 bail!(
                     "invalid --v0: every speed must be a finite number, got {}",
-                    compact_number(v)
+                    number(v)
                 );
             }
             if v.abs() > MAX_SPEED {
                 bail!(
                     "invalid --v0: every speed must be within ±{MAX_SPEED:e} m/s (gaps of micrometres are not \
                      resolved beyond that), got {}",
-                    compact_number(v)
+                    number(v)
                 );
             }
         }
@@ -248,11 +256,11 @@ impl ThrowArgs {
             ccd_factor: self.ccd_factor,
             ..ContactSettings::default()
         };
-        let half = self.thickness * 0.5;
+        let (center, half) = wall_between_faces(self.wall, self.thickness);
         // The seed's wall is 1D: its faces are the two ends. Taller than thick, so that a ball inside is always
         // nearer an end face than the top or bottom (a 4 m thick wall 2 m tall pushed its ball out sideways).
         let wall = WallSpec {
-            center: DVec2::new(self.wall + half, 0.0),
+            center: DVec2::new(center, 0.0),
             half_extents: DVec2::new(half, self.thickness.max(1.0)),
             angle: 0.0,
         };
@@ -302,6 +310,32 @@ impl ThrowArgs {
     }
 }
 
+/// The centre and half-thickness of a wall whose front face is at `front` exactly and whose back face is within
+/// an ulp of `front + thickness`, as the seed measures from its faces (`WALL − x`). A centre and a half rounded
+/// separately put the front face up to an ulp off: a ball landing on the face to the last bit (at 50 m/s, after
+/// four steps of 0.5 m, on a wall at 2 m) was found inside it, and penalty stopped a ball the seed sends through.
+/// Falls back to `front + thickness / 2` where no such pair exists (a wall much thicker than the front's distance
+/// from 0, or thinner than its resolution): the front face is then off by at most half an ulp of the centre.
+pub fn wall_between_faces(front: f64, thickness: f64) -> (f64, f64) {
+    let back = front + thickness;
+    let exact = |back: f64| {
+        let (sum, sum_error) = difference_with_error(front, -back);
+        let (width, width_error) = difference_with_error(back, front);
+        (back > front && sum_error == 0.0 && width_error == 0.0 && sum.is_finite())
+            .then_some((sum * 0.5, width * 0.5))
+    };
+    // The sum of the faces is exact for one of two neighbouring backs; the difference is exact once they are
+    // within a factor 2. Stepping down keeps the wall no thicker than asked.
+    let mut candidate = back;
+    for _ in 0..4 {
+        if let Some(faces) = exact(candidate) {
+            return faces;
+        }
+        candidate = candidate.next_down();
+    }
+    (front + thickness * 0.5, thickness * 0.5)
+}
+
 /// Steps a lane until the step budget runs out or its ball goes through (as the seed's `throw` returns).
 pub fn run_lane(lane: &mut LaneWorld, steps: u64) -> Outcome {
     run_lane_with(lane, steps, |_| {})
@@ -323,6 +357,8 @@ pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(
         if let Some(step) = lane.stats.first_tunnel_step {
             return Outcome::Through {
                 step,
+                max_newton: lane.stats.max_newton,
+                mean_newton: lane.stats.mean_newton(),
                 iteration_caps: lane.stats.iteration_caps,
             };
         }
@@ -489,10 +525,15 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             row["mean_newton"] = json!(mean_newton);
             row["iteration_caps"] = json!(iteration_caps);
         }
+        // The solves ran until the ball went through: their counts are reported as for the other outcomes.
         Outcome::Through {
             step,
+            max_newton,
+            mean_newton,
             iteration_caps,
         } => {
+            row["max_newton"] = json!(max_newton);
+            row["mean_newton"] = json!(mean_newton);
             row["iteration_caps"] = json!(iteration_caps);
             row["outcome"] = json!("through");
             row["through_step"] = json!(step);
@@ -719,7 +760,9 @@ mod tests {
                 assert!(cell.get("max_newton").is_some(), "{cell}");
             }
         }
-        assert!(rows[2]["penalty"][0]["max_newton"].is_null());
+        // A lane that went through ran its solves up to then, and says how many directions they took.
+        assert!(rows[2]["penalty"][0]["max_newton"].as_u64() >= Some(1));
+        assert!(rows[2]["penalty"][0]["mean_newton"].as_f64() >= Some(1.0));
         assert!(rows[2]["penalty"][0]["through_step"].as_u64().is_some());
     }
 

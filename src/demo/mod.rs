@@ -21,6 +21,17 @@ use crate::scene::{Scene, SceneError, read_bounded_text};
 
 /// The demo format this build writes and reads.
 pub const DEMO_VERSION: u32 = 1;
+/// The revision of the physics whose state hashes this build computes, stored in every demo it records.
+/// - 1: until 2026-12-06;
+/// - 2: a ball's distance to a wall is measured to the face to the last bit, however far the wall's centre lies.
+///   Ball–wall contacts change in their last bits, and with them a revision 1 demo's later hashes.
+pub const PHYSICS_REVISION: u32 = 2;
+
+/// Demos written before the revision was stored hold revision 1.
+fn first_physics_revision() -> u32 {
+    1
+}
+
 /// Most actions in one demo.
 pub const MAX_ACTIONS: usize = 1_000_000;
 /// Longest demo, in ticks: the longest run (about 46 hours at 60 Hz).
@@ -36,6 +47,9 @@ pub const DEFAULT_HASH_EVERY: u64 = 60;
 pub struct Demo {
     /// Format version; this build reads [`DEMO_VERSION`].
     pub version: u32,
+    /// The physics revision its hashes were computed with ([`PHYSICS_REVISION`]); 1 where it is missing.
+    #[serde(default = "first_physics_revision")]
+    pub physics: u32,
     /// What wrote it (informational).
     #[serde(default)]
     pub written_by: String,
@@ -682,6 +696,18 @@ pub struct Verdict {
     pub matched: usize,
     /// The first tick whose state differed: (tick, stored, computed).
     pub mismatch: Option<(u64, String, String)>,
+    /// The demo's physics revision, where it is not this build's: a mismatch is then expected.
+    pub older_physics: Option<u32>,
+}
+
+impl Verdict {
+    /// Nothing checked yet, for a replay of `demo`.
+    pub fn for_demo(demo: &Demo) -> Verdict {
+        Verdict {
+            older_physics: (demo.physics != PHYSICS_REVISION).then_some(demo.physics),
+            ..Verdict::default()
+        }
+    }
 }
 
 impl fmt::Display for Verdict {
@@ -694,11 +720,22 @@ impl fmt::Display for Verdict {
                 "match ({})",
                 crate::text::counted(self.matched as u64, "hash", "hashes")
             ),
-            Some((tick, stored, got)) => write!(
-                f,
-                "MISMATCH at tick {tick}: the demo stores {stored}, this replay computed {got} ({} matched)",
-                crate::text::counted(self.matched as u64, "earlier hash", "earlier hashes")
-            ),
+            Some((tick, stored, got)) => {
+                write!(
+                    f,
+                    "MISMATCH at tick {tick}: the demo stores {stored}, this replay computed {got} ({} matched)",
+                    crate::text::counted(self.matched as u64, "earlier hash", "earlier hashes")
+                )?;
+                match self.older_physics {
+                    Some(revision) => write!(
+                        f,
+                        "; the demo was recorded with physics revision {revision} and this build computes \
+                         revision {PHYSICS_REVISION} (ball–wall distances to the last bit), so its states differ in \
+                         their last bits: record it again to verify it"
+                    ),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -738,6 +775,7 @@ const MAX_CHECKPOINTS: usize = 64;
 impl Player {
     pub fn new(demo: Demo, file: impl Into<String>) -> Player {
         let session = Session::new(demo.scene.clone());
+        let verdict = Verdict::for_demo(&demo);
         Player {
             demo,
             file: file.into(),
@@ -745,7 +783,7 @@ impl Player {
             next_action: 0,
             next_hash: 0,
             settled: false,
-            verdict: Verdict::default(),
+            verdict,
             last_action: None,
             checkpoints: Vec::new(),
         }
@@ -872,7 +910,7 @@ impl Player {
                     self.session = Session::new(self.demo.scene.clone());
                     self.next_action = 0;
                     self.next_hash = 0;
-                    self.verdict = Verdict::default();
+                    self.verdict = Verdict::for_demo(&self.demo);
                     self.settled = false;
                 }
             }

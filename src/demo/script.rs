@@ -16,8 +16,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, DemoError, MAX_HASHES, MAX_TICKS, Session,
-    TickHash, TimedAction, hash_hex, refuse_ipc_into_overlap,
+    Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, DemoError, MAX_HASHES, MAX_TICKS,
+    PHYSICS_REVISION, Session, TickHash, TimedAction, hash_hex, refuse_ipc_into_overlap,
 };
 use crate::scene::{Scene, SceneError, read_bounded_text};
 
@@ -139,6 +139,7 @@ pub fn record_script(
     script_file: &str,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<Demo, DemoError> {
+    check_demo_size(scene, script, script_file, crate::scene::MAX_SCENE_BYTES)?;
     let mut session = Session::new(scene.clone());
     let every = script.hash_every();
     let mut hashes = Vec::new();
@@ -176,17 +177,137 @@ pub fn record_script(
         }
     }
     progress(script.ticks, script.ticks);
-    Ok(Demo {
+    Ok(demo_of(scene, script, hashes))
+}
+
+/// The demo `record_script` makes of `scene` and `script`, with the given hashes.
+fn demo_of(scene: &Scene, script: &Script, hashes: Vec<TickHash>) -> Demo {
+    Demo {
         version: DEMO_VERSION,
+        physics: PHYSICS_REVISION,
         written_by: format!(
             "contact-sandbox {} (record --script)",
             env!("CARGO_PKG_VERSION")
         ),
         fixed_hz: fixed_rate_hz(scene),
-        hash_every: every,
+        hash_every: script.hash_every(),
         ticks: script.ticks,
         scene: scene.clone(),
         actions: script.actions.clone(),
         hashes,
-    })
+    }
+}
+
+impl Script {
+    /// The size in bytes of the demo this script records from `scene`, exactly. Everything a recorded demo holds
+    /// is known before the run except the hashes' values, whose text has a fixed length, so the demo is written
+    /// here with placeholder hashes. Returns the size and the number of hashes.
+    pub fn demo_bytes(&self, scene: &Scene) -> Result<(usize, usize), ron::Error> {
+        let every = self.hash_every();
+        let last = (!self.ticks.is_multiple_of(every)).then_some(self.ticks);
+        let placeholders = (0..=self.ticks)
+            .step_by(usize::try_from(every).unwrap_or(usize::MAX))
+            .chain(last)
+            .map(|tick| TickHash {
+                tick,
+                hash: hash_hex(0),
+            })
+            .collect::<Vec<_>>();
+        let hashes = placeholders.len();
+        let text = demo_of(scene, self, placeholders).to_ron()?;
+        Ok((text.len(), hashes))
+    }
+}
+
+/// Refuses a script whose demo would be over `limit` bytes, before it is run: `record` would otherwise run it
+/// whole and then refuse to save it.
+fn check_demo_size(
+    scene: &Scene,
+    script: &Script,
+    file: &str,
+    limit: u64,
+) -> Result<(), DemoError> {
+    let fail = |place: &str, problem: String| SceneError {
+        file: file.to_string(),
+        place: place.into(),
+        problem,
+    };
+    let (bytes, hashes) = script
+        .demo_bytes(scene)
+        .map_err(|e| fail("actions", format!("cannot serialise the demo: {e}")))?;
+    if bytes as u64 > limit {
+        return Err(fail(
+            "hash_every",
+            format!(
+                "the demo of {} ticks at one hash every {} ({hashes} hashes) with {} actions would be {bytes} \
+                 bytes; demos are limited to {limit} bytes (raise hash_every, or record fewer ticks or actions)",
+                script.ticks,
+                script.hash_every(),
+                script.actions.len(),
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wall_throw() -> Scene {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/scenes/wall_throw.ron");
+        Scene::load(Path::new(path)).expect("the shipped scene loads")
+    }
+
+    fn script(ticks: u64, hash_every: u64) -> Script {
+        Script::parse(
+            &format!(
+                "Script(ticks: {ticks}, hash_every: {hash_every}, actions: [(tick: 0, action: Throw(v0: 2.5)), \
+                 (tick: 7, action: Pause), (tick: 7, action: Resume), (tick: 12, action: Spawn(BallSpec(position: \
+                 (0.2, 0.3), velocity: (1.0, 0.0), radius: 0.01)))])"
+            ),
+            "t.script.ron",
+        )
+        .expect("a valid script")
+    }
+
+    /// The size `record` checks before it runs is the saved demo's size to the byte, whether or not the last tick
+    /// falls on a hash.
+    #[test]
+    fn a_scripts_demo_size_is_known_to_the_byte_before_it_is_recorded() {
+        let scene = wall_throw();
+        for (ticks, every) in [(60, 30), (61, 30), (20, 1), (15, 1000)] {
+            let script = script(ticks, every);
+            let (bytes, hashes) = script.demo_bytes(&scene).expect("serialises");
+            let demo = record_script(&scene, &script, "t.script.ron", |_, _| {}).expect("records");
+            let text = demo.to_ron().expect("serialises");
+            assert_eq!(bytes, text.len(), "ticks {ticks}, hash every {every}");
+            assert_eq!(
+                hashes,
+                demo.hashes.len(),
+                "ticks {ticks}, hash every {every}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_script_whose_demo_passes_the_limit_by_one_byte_is_refused_before_it_runs() {
+        let scene = wall_throw();
+        let script = script(61, 30);
+        let (bytes, _) = script.demo_bytes(&scene).expect("serialises");
+        check_demo_size(&scene, &script, "t.script.ron", bytes as u64)
+            .expect("a demo at the limit saves");
+        let error = check_demo_size(&scene, &script, "t.script.ron", bytes as u64 - 1)
+            .expect_err("one byte over")
+            .to_string();
+        assert_eq!(
+            error,
+            format!(
+                "t.script.ron: hash_every: the demo of 61 ticks at one hash every 30 (4 hashes) with 4 actions would \
+                 be {bytes} bytes; demos are limited to {} bytes (raise hash_every, or record fewer ticks or \
+                 actions)",
+                bytes - 1
+            )
+        );
+    }
 }

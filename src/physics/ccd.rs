@@ -16,7 +16,9 @@ pub fn time_of_impact_ball_wall(p: DVec2, delta: DVec2, radius: f64, wall: &Wall
     if wall.signed_distance(p).value <= radius {
         return Some(0.0);
     }
-    let o = wall.to_local(p);
+    // The start's rounding error joins each face's distance last, as in `signed_distance`, so the time of impact
+    // and the distance agree on where a face is to the last bit.
+    let (o, error) = wall.to_local_with_error(p);
     let rotation = wall.rotation();
     let dir = if rotation.y == 0.0 && rotation.x == 1.0 {
         delta
@@ -30,18 +32,21 @@ pub fn time_of_impact_ball_wall(p: DVec2, delta: DVec2, radius: f64, wall: &Wall
     let mut t_enter = 0.0f64;
     let mut t_exit = 1.0f64;
     for axis in 0..2 {
-        let (o_a, d_a, g_a) = (o[axis], dir[axis], grown[axis]);
+        let (o_a, e_a, d_a, g_a) = (o[axis], error[axis], dir[axis], grown[axis]);
+        // The start's distances past the low and the high face along this axis.
+        let below = (-g_a - o_a) - e_a;
+        let above = (o_a - g_a) + e_a;
         if d_a == 0.0 {
-            if o_a < -g_a || o_a > g_a {
+            if below > 0.0 || above > 0.0 {
                 return None;
             }
             continue;
         }
         // Entering face: the one facing the start point.
         let (t0, t1) = if d_a > 0.0 {
-            ((-g_a - o_a) / d_a, (g_a - o_a) / d_a)
+            (below / d_a, -above / d_a)
         } else {
-            ((g_a - o_a) / d_a, (-g_a - o_a) / d_a)
+            (-above / d_a, below / d_a)
         };
         t_enter = t_enter.max(t0);
         t_exit = t_exit.min(t1);
@@ -53,7 +58,7 @@ pub fn time_of_impact_ball_wall(p: DVec2, delta: DVec2, radius: f64, wall: &Wall
     let h = wall.half_extents;
     if radius > 0.0 && hit.x.abs() > h.x && hit.y.abs() > h.y {
         let corner = DVec2::new(h.x.copysign(hit.x), h.y.copysign(hit.y));
-        return circle_ray_first_hit(o - corner, dir, radius).filter(|t| *t <= 1.0);
+        return circle_ray_first_hit((o - corner) + error, dir, radius).filter(|t| *t <= 1.0);
     }
     Some(t_enter)
 }

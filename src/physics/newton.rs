@@ -845,7 +845,8 @@ mod tests {
     /// A pyramid of 10 balls (rows of 4, 3, 2, 1, gaps of 0.3 mm) on a floor, pushed down as if landing at
     /// 4 m/s. The loaded contacts make the exact Hessian indefinite at first, so Newton falls back to the
     /// projected one, which converges only linearly; returning to the exact Hessian once the fallback crawls
-    /// gives quadratic convergence. Kept on the fallback, the same solve is still crawling at 200 iterations.
+    /// gives quadratic convergence: 32 directions, against 56 kept on the fallback. (With the floor's distance
+    /// measured from its centre, rounded, the fallback was still crawling at 200.)
     #[test]
     fn the_exact_hessian_returns_once_the_fallback_crawls() {
         let walls = [Wall {
@@ -907,6 +908,11 @@ mod tests {
         }
         let (kept, _) = solve(true);
         assert_eq!(kept.exact_retries, 0);
-        assert_eq!(kept.stop, StopReason::IterationCap, "{kept:?}");
+        assert!(
+            kept.iterations >= report.iterations + 20,
+            "{} iterations kept on the fallback, {} returning: {kept:?}",
+            kept.iterations,
+            report.iterations
+        );
     }
 }

@@ -503,15 +503,24 @@ impl LaneWorld {
             ));
             return None;
         }
+        // The rods step on copies, so that a lane paused by a rod's fault keeps its last state whole.
+        let mut rods = self.rods.clone();
+        let rod_reports: Vec<RodStepReport> = rods
+            .iter_mut()
+            .map(|rod| step_rod(rod, self.rod_floor_y, g, h))
+            .collect();
+        if let Some(i) = rods.iter().position(|rod| rod.validate().is_err()) {
+            self.fault = Some(format!(
+                "step {}: rod {i} reached a non-finite state; the lane is paused (restart to continue)",
+                self.stats.steps + 1
+            ));
+            return None;
+        }
+        self.rods = rods;
         for ((ball, x_new), x_old) in self.balls.iter_mut().zip(&x).zip(&x_start) {
             ball.velocity = (*x_new - *x_old) / h;
             ball.position = *x_new;
         }
-        let rod_reports: Vec<RodStepReport> = self
-            .rods
-            .iter_mut()
-            .map(|rod| step_rod(rod, self.rod_floor_y, g, h))
-            .collect();
         self.time += h;
         let tunneled = self.update_tunnelling();
         let (min_gap, max_penetration, energy) = self.gap_penetration_and_energy();
@@ -769,11 +778,13 @@ fn crosses_within_extent(wall: &Wall, a: DVec2, b: DVec2, radius: f64) -> bool {
 /// −1 / +1 when `p` is outside the wall's slab on the negative / positive side of its thickness axis, else 0.
 fn side_of(wall: &Wall, p: DVec2) -> i8 {
     let axis = wall.thickness_axis();
-    let local = wall.to_local(p)[axis];
+    // Measured to the faces to the last bit, as the distances are.
+    let (local, error) = wall.to_local_with_error(p);
+    let (local, error) = (local[axis], error[axis]);
     let half = wall.half_extents[axis];
-    if local > half {
+    if (local - half) + error > 0.0 {
         1
-    } else if local < -half {
+    } else if (-local - half) - error > 0.0 {
         -1
     } else {
         0

@@ -17,8 +17,8 @@ use super::{
     push_sample, sample, spawn_lane_entities_with_history,
 };
 use crate::demo::{
-    Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, Player, TickHash, TimedAction, Verdict,
-    hash_hex, hash_lanes,
+    Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, PHYSICS_REVISION, Player, TickHash,
+    TimedAction, Verdict, hash_hex, hash_lanes,
 };
 use crate::physics::DVec2;
 use crate::physics::world::LaneWorld;
@@ -118,6 +118,7 @@ impl Recorder {
         self.recording = Some(Recording {
             demo: Demo {
                 version: DEMO_VERSION,
+                physics: PHYSICS_REVISION,
                 written_by: format!("contact-sandbox {} (window)", env!("CARGO_PKG_VERSION")),
                 fixed_hz: if fixed_hz.is_finite() && fixed_hz > 0.0 {
                     fixed_hz

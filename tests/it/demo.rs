@@ -887,7 +887,7 @@ fn a_replay_in_the_ecs_follows_the_demo_and_ignores_user_input() {
 /// with `cargo test determinism -- --nocapture` and say why in the commit.
 const SCENE_HASHES: [(&str, &str); 5] = [
     (WALL_THROW, "a594a483ce603a9d"),
-    (BALL_PIT, "915d43ae9a971a46"),
+    (BALL_PIT, "41381e30a1c9e30d"),
     (ROD_DROP, "8602a67f4a6c830a"),
     ("assets/scenes/gauntlet.ron", "2e66b75e4ecbfd65"),
     ("assets/scenes/slope.ron", "5c36118fe9b134f4"),
@@ -1054,7 +1054,14 @@ fn a_refused_throw_names_the_action_and_v0() {
 #[test]
 fn verdicts_count_one_hash_in_the_singular() {
     use contact_sandbox::demo::Verdict;
-    let matched = |matched, mismatch| Verdict { matched, mismatch }.to_string();
+    let matched = |matched, mismatch| {
+        Verdict {
+            matched,
+            mismatch,
+            older_physics: None,
+        }
+        .to_string()
+    };
     assert_eq!(matched(1, None), "match (1 hash)");
     assert_eq!(matched(31, None), "match (31 hashes)");
     let late = Some((20, "0".repeat(16), "1".repeat(16)));
@@ -1640,4 +1647,49 @@ fn a_script_whose_demo_would_be_too_large_is_refused_before_recording() {
     let text = demo.to_ron().expect("serialises");
     let least = demo.hashes.len() * 80 + demo.actions.len() * 60;
     assert!(text.len() >= least, "{} bytes against {least}", text.len());
+}
+
+/// A demo recorded before ball–wall distances were measured to the faces (physics revision 1, the ball pit's
+/// first 30 ticks, recorded by the build before the change) replays with a mismatch, and the verdict says why,
+/// in the text and in `replay --json`; a new recording stores this build's revision and matches.
+#[test]
+fn a_demo_of_an_older_physics_revision_says_why_it_differs() {
+    const OLD: &str = "tests/fixtures/ball_pit.physics1.demo.ron";
+    let demo = Demo::load(Path::new(OLD)).expect("the old demo loads");
+    assert_eq!(demo.physics, 1, "a demo without the field is revision 1");
+    let mut player = Player::new(demo, OLD);
+    let verdict = player.run_to_end(true).expect("replays").clone();
+    assert_eq!(verdict.older_physics, Some(1));
+    let text = verdict.to_string();
+    assert!(text.starts_with("MISMATCH at tick 30"), "{text}");
+    assert!(
+        text.ends_with(&format!(
+            "; the demo was recorded with physics revision 1 and this build computes revision {} (ball–wall \
+             distances to the last bit), so its states differ in their last bits: record it again to verify it",
+            contact_sandbox::demo::PHYSICS_REVISION
+        )),
+        "{text}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .args(["replay", OLD, "--json"])
+        .output()
+        .expect("the binary runs");
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("replay --json prints JSON");
+    assert_eq!(json["physics_revision"], 1);
+    assert_eq!(
+        json["this_build_physics_revision"],
+        contact_sandbox::demo::PHYSICS_REVISION
+    );
+    assert_eq!(json["match"], false);
+    // Recorded again, it stores this build's revision and matches.
+    let script =
+        Script::parse("Script(ticks: 30, hash_every: 30, actions: [])", "s.ron").expect("parses");
+    let again = record_script(&scene(BALL_PIT), &script, "s.ron", |_, _| {}).expect("records");
+    assert_eq!(again.physics, contact_sandbox::demo::PHYSICS_REVISION);
+    let verdict = Player::new(again, "again")
+        .run_to_end(true)
+        .expect("replays")
+        .clone();
+    assert_eq!((verdict.matched, verdict.mismatch), (2, None));
 }
