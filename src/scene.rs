@@ -487,13 +487,7 @@ pub const MIN_STEP: f64 = 1e-6;
 pub const MAX_GRAVITY: f64 = 1e6;
 /// Largest Newton tolerance [m].
 pub const MAX_NEWTON_TOLERANCE: f64 = 1.0;
-/// Smallest barrier distance d̂ [m]: a nanometre is about 5·10⁶ ulps of a coordinate of 1 m, so the barrier's
-/// log(d/d̂) still sees distances inside its band; at 10⁻²⁰ m the band is below one ulp and a ball stops dead
-/// (pinned) the moment it enters it.
-pub const MIN_DHAT: f64 = 1e-9;
-/// Largest barrier distance d̂ [m]: the barrier acts across the whole band, so a d̂ of metres pushes balls
-/// apart that are nowhere near touching (and at 10³⁰⁰ its energy overflows).
-pub const MAX_DHAT: f64 = 1.0;
+pub use crate::physics::stiffness::{MAX_DHAT, MIN_DHAT};
 /// Largest friction coefficient μ (the smallest is 0, frictionless). Dry pairs measure about 0.1 to 1 (rubber on
 /// dry concrete near 1; clean metals in vacuum a few, where they begin to cold-weld); at 10, a ball sliding on a
 /// floor at 1 m/s stops within 5 mm (v² / 2μg). Scene files, demo actions and the window's μ field all check this

@@ -54,6 +54,9 @@ pub struct Rod {
     pub omega: f64,
 }
 
+/// The shortest rod a scene or a spawn may start: a micrometre, as the lightest mass is a milligram.
+pub const MIN_ROD_LENGTH: f64 = 1e-6;
+
 /// One end of a rod: `Plus` at C + (L/2)(cos θ, sin θ), `Minus` at C − (L/2)(cos θ, sin θ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RodEnd {
@@ -199,7 +202,23 @@ impl Rod {
     /// [`Self::validate`]).
     pub fn check_spawn(&self) -> Result<(), RodError> {
         self.validate()?;
-        use super::world::{MAX_LENGTH, MAX_SPEED};
+        use super::world::{MAX_LENGTH, MAX_MASS, MAX_SPEED, MIN_MASS};
+        // A rod of 10⁻³⁰⁰ m has no inertia a double can hold (its first step gave NaN everywhere), one of
+        // 10⁻³²⁰ kg sank 23 mm into the floor, and one of 10³⁰⁸ kg had an infinite energy.
+        if !(MIN_MASS..=MAX_MASS).contains(&self.mass) {
+            return Err(RodError {
+                field: "mass",
+                value: self.mass,
+                reason: "must be between 1e-6 kg and 1e6 kg",
+            });
+        }
+        if self.length < MIN_ROD_LENGTH {
+            return Err(RodError {
+                field: "length",
+                value: self.length,
+                reason: "must be at least 1e-6 m",
+            });
+        }
         let bounded = [
             (
                 "center.x",

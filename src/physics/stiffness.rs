@@ -17,9 +17,18 @@ use glam::DVec2;
 
 use super::barrier::barrier_second_derivative;
 
-/// `d̂ = 10⁻³ × bbox diagonal`, the IPC paper's default.
+/// Smallest barrier distance d̂ [m]: a nanometre is about 5·10⁶ ulps of a coordinate of 1 m, so the barrier's
+/// log(d/d̂) still sees distances inside its band; at 10⁻²⁰ m the band is below one ulp and a ball stops dead
+/// (pinned) the moment it enters it.
+pub const MIN_DHAT: f64 = 1e-9;
+/// Largest barrier distance d̂ [m]: the barrier acts across the whole band, so a d̂ of metres pushes balls
+/// apart that are nowhere near touching (and at 10³⁰⁰ its energy overflows).
+pub const MAX_DHAT: f64 = 1.0;
+
+/// `d̂ = 10⁻³ × bbox diagonal`, the IPC paper's default, kept within [`MIN_DHAT`]–[`MAX_DHAT`] as a scene's own
+/// d̂ must be: a floor 2 km long gave a d̂ of 2 m, and its barrier launched a ball resting 1.45 m above it.
 pub fn default_dhat(bbox_diagonal: f64) -> f64 {
-    1e-3 * bbox_diagonal
+    (1e-3 * bbox_diagonal).clamp(MIN_DHAT, MAX_DHAT)
 }
 
 /// State of the adaptive stiffness for one lane.
@@ -77,6 +86,16 @@ impl AdaptiveKappa {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thousandth of the diagonal, as SPEC §1.4 says, within the range a scene's own d̂ must keep to.
+    #[test]
+    fn the_default_dhat_is_a_thousandth_of_the_diagonal_within_the_allowed_range() {
+        assert_eq!(default_dhat(2.0), 2.0 * 1e-3);
+        assert_eq!(default_dhat(999.0), 999.0 * 1e-3);
+        assert_eq!(default_dhat(2000.0), MAX_DHAT);
+        assert_eq!(default_dhat(1.8e6), MAX_DHAT);
+        assert_eq!(default_dhat(2.9e-8), MIN_DHAT);
+    }
 
     #[test]
     fn stiffness_bounds_follow_the_formula() {

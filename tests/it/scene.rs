@@ -539,6 +539,25 @@ fn rods_below_the_floor_and_far_floors_are_refused_with_compact_values() {
             rod_lane("center: (0, 1), length: -2", "0"),
             "bad.ron: lanes[0].rods[0].length: must be > 0, got -2",
         ),
+        // A rod with no inertia a double can hold gave NaN everywhere at its first step; mass had no bounds.
+        (
+            rod_lane(
+                "center: (0, 0.5), angle: 0.5, length: 1e-300, omega: 3",
+                "0",
+            ),
+            "bad.ron: lanes[0].rods[0].length: must be at least 1e-6 m, got 1e-300",
+        ),
+        (
+            rod_lane("center: (0, 0.5), angle: 0.5, length: 1, mass: 1e-320", "0"),
+            "bad.ron: lanes[0].rods[0].mass: must be between 1e-6 kg and 1e6 kg, got 1e-320",
+        ),
+        (
+            rod_lane(
+                "center: (0, 1e5), angle: 0.5, length: 1, mass: 1.7e308",
+                "0",
+            ),
+            "bad.ron: lanes[0].rods[0].mass: must be between 1e-6 kg and 1e6 kg, got 1.7e308",
+        ),
         (
             scene_with(&GOOD_LANE.replace("(0.0, 0.2)", "(0.0, -1e300)")),
             "bad.ron: lanes[0].balls[0].position.y: must be within ±1e6 m (gaps of micrometres are not resolved \
