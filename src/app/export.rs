@@ -1120,56 +1120,73 @@ impl<W: Write> GifWriter<W> {
 
 /// A palette (0x00RRGGBB, at most 256 entries) and each pixel's index in it.
 ///
-/// Exact when the pixels have at most 256 colours. Beyond that, colours are grouped in a uniform grid of
-/// `2^bits` levels per channel, `bits` the largest (7 down to 2) that leaves at most 256 cells occupied, and
-/// each cell is drawn in its most frequent colour, so no channel moves by `2^(8 − bits)` or more and every
-/// colour keeps its hue. (Keeping the 256 most frequent colours instead dropped a small ball, whose shaded
-/// pixels are each of their own colour, for the antialiased greys of text and walls: in a GIF of the slope
-/// scene no ball was green or red.)
+/// Exact when the pixels have at most 256 colours. Beyond that, the colours are cut into 256 boxes, each time
+/// halving the box that spans most levels in one channel halfway along that channel, and each box is drawn in the
+/// middle of its span: a colour moves by at most half the widest span left, and a few
+/// pixels of a hue of their own (a small ball's shading) get boxes of their own rather than the nearest frequent
+/// colour. (Keeping the 256 most frequent colours dropped the slope's balls for the greys of text and walls; a
+/// uniform grid with a cell for each occupied colour held them, but where Mesa antialiased text into more
+/// colours it fell to 16 levels a channel, and a title's green moved by 15.)
 fn quantise(pixels: &[u32]) -> (Vec<u32>, Vec<u8>) {
-    use std::collections::{HashMap, HashSet};
+    use std::collections::HashMap;
     let mut counts: HashMap<u32, u32> = HashMap::new();
     for &p in pixels {
         *counts.entry(p).or_insert(0) += 1;
     }
-    let mut colours: Vec<(u32, u32)> = counts.into_iter().collect();
-    // Most frequent first (so a cell's first colour is its most frequent); ties by colour, so the palette does
-    // not depend on hash order.
-    colours.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let cell_mask = |bits: u32| {
-        let channel = (0xFF_u32 << (8 - bits)) & 0xFF;
-        channel << 16 | channel << 8 | channel
-    };
-    let bits = if colours.len() <= 256 {
-        8
-    } else {
-        // 2 bits make 64 cells, so the search always ends.
-        (2..=7)
-            .rev()
-            .find(|&bits| {
-                let mask = cell_mask(bits);
-                colours
-                    .iter()
-                    .map(|&(c, _)| c & mask)
-                    .collect::<HashSet<u32>>()
-                    .len()
-                    <= 256
+    let mut colours: Vec<u32> = counts.into_keys().collect();
+    // Sorted, so that nothing depends on hash order.
+    colours.sort_unstable();
+    let channel = |c: u32, k: usize| (c >> (8 * k)) & 0xFF;
+    // The channel a box spans most levels in, and how many.
+    let widest = |colours: &[u32]| {
+        (0..3)
+            .map(|k| {
+                let (lo, hi) = colours.iter().fold((255, 0), |(lo, hi), &c| {
+                    (u32::min(lo, channel(c, k)), u32::max(hi, channel(c, k)))
+                });
+                (hi.saturating_sub(lo), k)
             })
-            .unwrap_or(2)
+            .max()
+            .unwrap_or((0, 0))
     };
-    let mask = cell_mask(bits);
-    let mut palette: Vec<u32> = Vec::new();
-    let mut cells: HashMap<u32, u8> = HashMap::new();
-    let index: HashMap<u32, u8> = colours
-        .iter()
-        .map(|&(c, _)| {
-            let i = *cells.entry(c & mask).or_insert_with(|| {
-                palette.push(c);
-                (palette.len() - 1) as u8
+    // Each box with its widest channel, worked out once per box.
+    let first = widest(&colours);
+    let mut boxes: Vec<(Vec<u32>, (u32, usize))> = vec![(colours, first)];
+    while boxes.len() < 256 {
+        let Some((at, (span, k))) = boxes
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i, b.1))
+            .max_by_key(|&(i, (span, _))| (span, std::cmp::Reverse(i)))
+        else {
+            break;
+        };
+        if span == 0 {
+            break;
+        }
+        let mut cut = std::mem::take(&mut boxes[at].0);
+        cut.sort_unstable_by_key(|&c| (channel(c, k), c));
+        // Halfway along the span, so each half spans at most half as many levels; both keep a colour.
+        let middle = channel(cut[0], k) + span.div_ceil(2);
+        let upper = cut.split_off(cut.partition_point(|&c| channel(c, k) < middle));
+        let (lower_span, upper_span) = (widest(&cut), widest(&upper));
+        boxes[at] = (cut, lower_span);
+        boxes.push((upper, upper_span));
+    }
+    let mut palette = Vec::with_capacity(boxes.len());
+    let mut index: HashMap<u32, u8> = HashMap::new();
+    for (i, (b, _)) in boxes.iter().enumerate() {
+        let mid = (0..3).fold(0u32, |rgb, k| {
+            let (lo, hi) = b.iter().fold((255, 0), |(lo, hi), &c| {
+                (u32::min(lo, channel(c, k)), u32::max(hi, channel(c, k)))
             });
-            (c, i)
-        })
-        .collect();
+            rgb | ((lo + hi) / 2) << (8 * k)
+        });
+        palette.push(mid);
+        for &c in b {
+            index.insert(c, i as u8);
+        }
+    }
     let indices = pixels
         .iter()
         .map(|p| index.get(p).copied().unwrap_or(0))
@@ -1701,7 +1718,7 @@ mod tests {
                 .zip(&indices)
                 .all(|(&p, &i)| palette[i as usize] == p)
         );
-        // 300 colours fit a grid of 2⁷ levels a channel: each is drawn within one level.
+        // 300 colours: each is drawn within one level.
         let mut many: Vec<u32> = (0..256u32).flat_map(|r| [r << 16; 2]).collect();
         many.extend((0..44u32).map(|r| (r * 5) << 16 | 1 << 8));
         let (palette, indices) = quantise(&many);
@@ -1709,12 +1726,42 @@ mod tests {
         for (&p, &i) in many.iter().zip(&indices) {
             assert!(channel_error(palette[i as usize], p) <= 1, "{p:06x}");
         }
-        // 172 967 colours spread over the whole cube need the coarsest grid, 4 levels a channel.
+        // 172 967 colours spread over the whole cube: 256 boxes, each at most 64 levels wide.
         let cube: Vec<u32> = (0..1u32 << 24).step_by(97).collect();
         let (palette, indices) = quantise(&cube);
-        assert!(palette.len() <= 64, "{}", palette.len());
+        assert!(palette.len() <= 256, "{}", palette.len());
         for (&p, &i) in cube.iter().zip(&indices) {
-            assert!(channel_error(palette[i as usize], p) < 64, "{p:06x}");
+            assert!(channel_error(palette[i as usize], p) <= 32, "{p:06x}");
+        }
+        // Antialiased text in eight colours over a dark background (every blend of each, 2 000 colours), and the
+        // few shaded pixels of a small ball of a hue of its own: each within 5 levels, the ball's among them.
+        let background = 0x1a1c20u32;
+        let blend = |to: u32, t: u32| {
+            (0..3).fold(0, |rgb, k| {
+                let (a, b) = ((background >> (8 * k)) & 255, (to >> (8 * k)) & 255);
+                rgb | ((a * (250 - t) + b * t) / 250) << (8 * k)
+            })
+        };
+        let mut text: Vec<u32> = [
+            0x2ecc40u32,
+            0xff4136,
+            0x0074d9,
+            0xffdc00,
+            0xb10dc9,
+            0xdddddd,
+            0x39cccc,
+            0xff851b,
+        ]
+        .iter()
+        .flat_map(|&c| (0..250).map(move |t| (c, t)))
+        .flat_map(|(c, t)| [blend(c, t); 3])
+        .collect();
+        let ball: Vec<u32> = (0..12).map(|t| 0x20a040 + t * 0x000301).collect();
+        text.extend(&ball);
+        let (palette, indices) = quantise(&text);
+        assert!(palette.len() <= 256, "{}", palette.len());
+        for (&p, &i) in text.iter().zip(&indices) {
+            assert!(channel_error(palette[i as usize], p) <= 5, "{p:06x}");
         }
     }
 
