@@ -96,6 +96,9 @@ pub struct UiState {
     pub spawn_mass: f64,
     /// Energy landscape: the predicted position x̃ along the throw line [m].
     pub landscape_x_tilde: f64,
+    /// The wall's faces (front, back) `landscape_x_tilde` was set for: another wall (another scene) starts from
+    /// its own x̃, 33 mm in front of its face.
+    pub landscape_wall: Option<(f64, f64)>,
     /// The time-scale slider (virtual time speed).
     pub time_scale: f64,
     /// The fixed-rate field [Hz].
@@ -173,6 +176,7 @@ impl Default for UiState {
             spawn_radius: 0.01,
             spawn_mass: 1.0,
             landscape_x_tilde: 0.47,
+            landscape_wall: None,
             time_scale: 1.0,
             fixed_rate_hz: 100.0,
             selected: None,

@@ -239,7 +239,9 @@ fn sandbox_ui(
     LimitedPanel::Sandbox
         .panel(&ctx, limits)
         .show_inside(&mut viewport_ui, |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| {
+            // Both ways: in a narrow window a wide row (the lane grid, the landscape's labels) scrolls into view
+            // instead of being cut off; egui still fits what it can to the width first.
+            egui::ScrollArea::both().show(ui, |ui| {
                 fit_sliders(ui);
                 scene_menu(
                     ui,
@@ -269,16 +271,8 @@ fn sandbox_ui(
                     &mut log,
                 );
                 // The latest event (a save and its name, a throw, a scene loaded, a hint): quiet, under the run.
-                if let Some(info) = log.info.as_deref() {
-                    ui.label(egui::RichText::new(info).small().weak());
-                }
-                if let Some(error) = log.error.clone() {
-                    ui.separator();
-                    ui.colored_label(egui::Color32::from_rgb(255, 110, 90), format!("⚠ {error}"));
-                    if ui.small_button("dismiss").clicked() {
-                        log.clear_error();
-                    }
-                }
+                // Always one line at least, so that the controls below keep their places when one comes.
+                ui.label(egui::RichText::new(log.info.as_deref().unwrap_or(" ")).small().weak());
                 // The throw and spawn controls would be refused while a demo replays.
                 if demo.replay.is_none() {
                     ui.separator();
@@ -320,7 +314,9 @@ fn sandbox_ui(
     LimitedPanel::Lanes
         .panel(&ctx, limits)
         .show_inside(&mut viewport_ui, |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| {
+            // Both ways: in a narrow window a wide row (the lane grid, the landscape's labels) scrolls into view
+            // instead of being cut off; egui still fits what it can to the width first.
+            egui::ScrollArea::both().show(ui, |ui| {
                 fit_sliders(ui);
                 for &entity in &sorted {
                     if let Ok((_, lane, mut settings, diagnostics)) = lanes.get_mut(entity) {
@@ -353,7 +349,7 @@ fn sandbox_ui(
                 }
                 if ui_state.show_landscape {
                     if shown.is_some_and(landscape_applies) {
-                        landscape_panel(ui, &mut ui_state, &lanes, &sorted);
+                        landscape_panel(ui, &mut ui_state, &lanes, &sorted, &mut log);
                     } else {
                         ui.strong("Energy landscape E(x) of one step");
                         ui.small(
@@ -381,12 +377,36 @@ fn sandbox_ui(
         Vec2::new(canvas.min.x, canvas.min.y) * zoom,
         Vec2::new(canvas.max.x, canvas.max.y) * zoom,
     ));
+    error_note(&ctx, canvas, &mut log);
     if replay_edits != ReplayEdits::default()
         && let Some(replay) = demo.replay.as_deref_mut()
     {
         replay_edits.apply(replay);
     }
     Ok(())
+}
+
+/// The shown error, floating over the bottom left of the canvas until it is answered or dismissed. It used to sit
+/// in the left panel under the run controls, where its coming and going moved every control below it: the click
+/// into a field that withdrew a refusal landed on the field that had moved under the pointer, and the number typed
+/// next went to d̂ instead of v0.
+fn error_note(ctx: &egui::Context, canvas: egui::Rect, log: &mut SimLog) {
+    let Some(error) = log.error.clone() else {
+        return;
+    };
+    egui::Area::new(egui::Id::new("error note"))
+        .order(egui::Order::Foreground)
+        .pivot(egui::Align2::LEFT_BOTTOM)
+        .fixed_pos(canvas.left_bottom() + egui::vec2(8.0, -8.0))
+        .show(ctx, |ui| {
+            egui::Frame::popup(ui.style()).show(ui, |ui| {
+                ui.set_max_width((canvas.width() - 40.0).clamp(160.0, 640.0));
+                ui.colored_label(egui::Color32::from_rgb(255, 110, 90), format!("⚠ {error}"));
+                if ui.small_button("dismiss").clicked() {
+                    log.clear_error();
+                }
+            });
+        });
 }
 
 /// The sizes the panels may take in a window of `size` (egui points), so that the canvas keeps most of the
@@ -1966,7 +1986,8 @@ pub(super) fn parse_setting(
             crate::text::number(*allowed.end())
         ));
     }
-    Ok(number)
+    // −0 is 0: a field showed "-0.00" and the messages quoted "kept -0".
+    Ok(number + 0.0)
 }
 
 /// Why the lane is paused, if it is (a non-finite state, SPEC §7).
@@ -2203,6 +2224,7 @@ fn landscape_panel(
     ui_state: &mut UiState,
     lanes: &Query<(Entity, &Lane, &mut LaneSettings, &LaneDiagnostics)>,
     sorted: &[Entity],
+    log: &mut SimLog,
 ) {
     ui.strong("Energy landscape E(x) of one step");
     let worlds: Vec<&LaneWorld> = sorted
@@ -2232,8 +2254,22 @@ fn landscape_panel(
     let h = first.settings.h;
     let mass = first.balls.first().map(|b| b.mass).unwrap_or(1.0);
     let range = (face - 0.1, hi.x + 0.06);
+    // A scene's own x̃ (the seed's 0.47 m for its wall at 0.503 m), not the last scene's clamped into this range.
+    if ui_state.landscape_wall != Some((face, hi.x)) {
+        ui_state.landscape_wall = Some((face, hi.x));
+        ui_state.landscape_x_tilde = face - 0.033;
+    }
     ui_state.landscape_x_tilde = ui_state.landscape_x_tilde.clamp(range.0, range.1);
-    ui.add(egui::Slider::new(&mut ui_state.landscape_x_tilde, range.0..=range.1).text("x~ [m]"));
+    // A typed x̃ outside the drawn range is refused with a word, as every other number field's is.
+    let refused = Refusals::default();
+    let applied = add_checked_slider(
+        ui,
+        &mut ui_state.landscape_x_tilde,
+        ("x~ [m]", range.0..=range.1, range.0..=range.1),
+        false,
+        &refused,
+    );
+    report_run_controls(refused.take(), applied, log);
     let x_start = face - 0.03;
     let input = LandscapeInput {
         walls: std::slice::from_ref(wall),
@@ -2897,6 +2933,11 @@ mod tests {
             Err("is not a whole number".into())
         );
         assert!(parse_setting("-5", &any::<u32>(), true).is_err());
+        // −0 is taken as 0, not shown as "-0.00".
+        for typed in ["-0", "−0", "-0.0"] {
+            let zero = parse_setting(typed, &(0.0..=10.0), false).expect("zero");
+            assert!(zero == 0.0 && zero.is_sign_positive(), "{typed}");
+        }
     }
 
     /// Types into a run-control slider's value field (right of its rail), starting from `start`: the value after
