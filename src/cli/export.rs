@@ -530,6 +530,10 @@ fn stop_the_export() {
         bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit();
     } else {
         crate::demo::remove_unfinished_writes();
+        eprintln!(
+            "export stopped at once by a second signal ({}); its unfinished output was removed",
+            super::stop_signal_name().unwrap_or("a stop signal")
+        );
         std::process::exit(130);
     }
 }
