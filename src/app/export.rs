@@ -1129,13 +1129,10 @@ impl<W: Write> GifWriter<W> {
 /// colours it fell to 16 levels a channel, and a title's green moved by 15.)
 fn quantise(pixels: &[u32]) -> (Vec<u32>, Vec<u8>) {
     use std::collections::HashMap;
-    let mut counts: HashMap<u32, u32> = HashMap::new();
-    for &p in pixels {
-        *counts.entry(p).or_insert(0) += 1;
-    }
-    let mut colours: Vec<u32> = counts.into_keys().collect();
     // Sorted, so that nothing depends on hash order.
+    let mut colours: Vec<u32> = pixels.to_vec();
     colours.sort_unstable();
+    colours.dedup();
     let channel = |c: u32, k: usize| (c >> (8 * k)) & 0xFF;
     // The channel a box spans most levels in, and how many.
     let widest = |colours: &[u32]| {

@@ -27,6 +27,14 @@ pub const DEMO_VERSION: u32 = 1;
 ///   Ball–wall contacts change in their last bits, and with them a revision 1 demo's later hashes.
 pub const PHYSICS_REVISION: u32 = 2;
 
+/// What changed in the physics after `revision`, in a few words for a replay's verdict.
+fn physics_changes_since(revision: u32) -> &'static str {
+    match revision {
+        1 => "ball–wall distances to the last bit",
+        _ => "changes to the physics",
+    }
+}
+
 /// Demos written before the revision was stored hold revision 1.
 fn first_physics_revision() -> u32 {
     1
@@ -140,6 +148,20 @@ impl Demo {
                 format!(
                     "the demo has format version {}; this build reads version {DEMO_VERSION}",
                     self.version
+                ),
+            ));
+        }
+        if !(1..=PHYSICS_REVISION).contains(&self.physics) {
+            return Err(fail(
+                "physics".into(),
+                format!(
+                    "physics revision {} is not one this build knows (1 to {PHYSICS_REVISION}){}",
+                    self.physics,
+                    if self.physics > PHYSICS_REVISION {
+                        ": a newer build recorded it"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }
@@ -730,8 +752,9 @@ impl fmt::Display for Verdict {
                     Some(revision) => write!(
                         f,
                         "; the demo was recorded with physics revision {revision} and this build computes \
-                         revision {PHYSICS_REVISION} (ball–wall distances to the last bit), so its states differ in \
-                         their last bits: record it again to verify it"
+                         revision {PHYSICS_REVISION} ({}), so its states differ in their last bits: record it again \
+                         to verify it",
+                        physics_changes_since(revision)
                     ),
                     None => Ok(()),
                 }

@@ -1692,4 +1692,23 @@ fn a_demo_of_an_older_physics_revision_says_why_it_differs() {
         .expect("replays")
         .clone();
     assert_eq!((verdict.matched, verdict.mismatch), (2, None));
+    // A revision this build does not know is refused, naming the field.
+    let text = std::fs::read_to_string(OLD).expect("reads");
+    for (revision, says) in [(0, ""), (3, ": a newer build recorded it")] {
+        let edited = text.replacen(
+            "version: 1,",
+            &format!("version: 1,\n    physics: {revision},"),
+            1,
+        );
+        let error = Demo::parse(&edited, "edited.demo.ron")
+            .expect_err("an unknown revision")
+            .to_string();
+        assert_eq!(
+            error,
+            format!(
+                "edited.demo.ron: physics: physics revision {revision} is not one this build knows (1 to {}){says}",
+                contact_sandbox::demo::PHYSICS_REVISION
+            )
+        );
+    }
 }

@@ -1609,3 +1609,43 @@ fn point_balls_meeting_head_on_keep_their_order() {
         }
     }
 }
+
+/// A rod whose step leaves it non-finite pauses its lane with a fault naming it, and the lane keeps its state as it
+/// was before that step, balls and rods alike (a rod of 1e-300 m printed `energy NaN J` with no fault). Scene
+/// files and spawns can no longer start such a rod, so it is put in directly here.
+#[test]
+fn a_rod_that_becomes_non_finite_pauses_its_lane_with_its_state_kept() {
+    use contact_sandbox::physics::rod_flight::Rod;
+    let ball = Ball {
+        position: DVec2::new(0.0, 2.0),
+        velocity: DVec2::new(1.0, 0.0),
+        radius: 0.05,
+        mass: 1.0,
+    };
+    let mut lane = LaneWorld::new("rods", ContactSettings::default(), vec![], vec![ball]);
+    lane.rods.push(Rod {
+        center: DVec2::new(0.0, 1.0),
+        angle: 0.5,
+        length: 1e-300,
+        mass: 1.0,
+        restitution: 0.5,
+        velocity: DVec2::ZERO,
+        omega: 3.0,
+    });
+    for step in 0.. {
+        assert!(step < 1000, "the rod never faulted");
+        let before = (lane.balls.clone(), lane.rods.clone());
+        if lane.step().is_none() {
+            assert_eq!((lane.balls.clone(), lane.rods.clone()), before);
+            break;
+        }
+        assert!(lane.rods.iter().all(|r| r.validate().is_ok()));
+    }
+    let fault = lane.fault.clone().expect("a fault");
+    assert!(
+        fault.ends_with(
+            "rod 0 reached a non-finite state; the lane is paused (restart to continue)"
+        ),
+        "{fault}"
+    );
+}
