@@ -621,6 +621,8 @@ pub struct ReplayEdits {
     playing: Option<bool>,
     seek: Option<u64>,
     speed: Option<f64>,
+    /// A typed tick that was refused, with why: for the window's error note, not the replay.
+    pub refused: Option<String>,
 }
 
 impl ReplayEdits {
@@ -631,6 +633,8 @@ impl ReplayEdits {
             playing: Some(!replay.playing),
             seek: (!replay.playing && at_end).then_some(0),
             speed: None,
+
+            refused: None,
         }
     }
 
@@ -640,6 +644,8 @@ impl ReplayEdits {
             playing: Some(false),
             seek: Some(replay.player.tick() + 1),
             speed: None,
+
+            refused: None,
         }
     }
 
@@ -915,13 +921,31 @@ pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls
             edits.speed = Some(speed);
         }
     });
+    // A typed tick beyond the demo is refused with a word, as every number field's is (egui clamped 99999999 to
+    // the last tick without one); it takes effect on Enter, not on each key.
+    let refused = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let sink = refused.clone();
+    let now = replay.player.tick();
     let slider = ui.add(
         egui::Slider::new(&mut tick, 0..=ticks)
-            .text(format!("tick ({:.2} s)", replay.player.tick() as f64 / hz)),
+            .text(format!("tick ({:.2} s)", now as f64 / hz))
+            .clamping(egui::SliderClamping::Never)
+            .update_while_editing(false)
+            .custom_parser(move |text| {
+                match super::panels::parse_setting(text, &(0.0..=ticks as f64), true) {
+                    Ok(tick) => Some(tick),
+                    Err(problem) => {
+                        *sink.borrow_mut() =
+                            Some(format!("replay tick: \"{text}\" {problem}; kept {now}"));
+                        None
+                    }
+                }
+            }),
     );
     if slider.changed() {
-        edits.seek = Some(tick);
+        edits.seek = Some(tick.min(ticks));
     }
+    edits.refused = refused.take();
     if let Some((at, label)) = &replay.player.last_action {
         ui.small(format!("last action: {label} (tick {at})"));
     }

@@ -255,6 +255,9 @@ fn sandbox_ui(
                 if let Some(replay) = demo.replay.as_deref() {
                     replay_edits =
                         replay_viewer(ui, replay, &mut demo.controls);
+                    if let Some(refusal) = replay_edits.refused.take() {
+                        log.error_about(ErrorTopic::RunControl, refusal);
+                    }
                     ui.separator();
                 }
                 run_controls(
