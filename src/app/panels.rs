@@ -2222,6 +2222,16 @@ fn landscape_applies(scene: &crate::scene::Scene) -> bool {
 }
 
 /// E(x) along the throw line of the first lane's first ball, penalty and IPC, with the movable x~.
+/// The landscape's x̃ for the wall from `face` to `back`: kept while the wall stays, and 33 mm in front of the face
+/// when another wall (another scene) is shown, the seed's 0.47 m for its wall at 0.503 m. It used to carry over
+/// from the last scene, clamped into this one's range (0.500 after the gauntlet, back on the wall throw).
+fn follow_landscape_wall(ui_state: &mut UiState, face: f64, back: f64) {
+    if ui_state.landscape_wall != Some((face, back)) {
+        ui_state.landscape_wall = Some((face, back));
+        ui_state.landscape_x_tilde = face - 0.033;
+    }
+}
+
 fn landscape_panel(
     ui: &mut egui::Ui,
     ui_state: &mut UiState,
@@ -2257,11 +2267,7 @@ fn landscape_panel(
     let h = first.settings.h;
     let mass = first.balls.first().map(|b| b.mass).unwrap_or(1.0);
     let range = (face - 0.1, hi.x + 0.06);
-    // A scene's own x̃ (the seed's 0.47 m for its wall at 0.503 m), not the last scene's clamped into this range.
-    if ui_state.landscape_wall != Some((face, hi.x)) {
-        ui_state.landscape_wall = Some((face, hi.x));
-        ui_state.landscape_x_tilde = face - 0.033;
-    }
+    follow_landscape_wall(ui_state, face, hi.x);
     ui_state.landscape_x_tilde = ui_state.landscape_x_tilde.clamp(range.0, range.1);
     // A typed x̃ outside the drawn range is refused with a word, as every other number field's is.
     let refused = Refusals::default();
@@ -2941,6 +2947,27 @@ mod tests {
             let zero = parse_setting(typed, &(0.0..=10.0), false).expect("zero");
             assert!(zero == 0.0 && zero.is_sign_positive(), "{typed}");
         }
+    }
+
+    /// x̃ is the user's while the wall stays, and each wall's own when the scene changes.
+    #[test]
+    fn the_landscape_s_x_tilde_starts_at_each_wall_s_own_place() {
+        let mut ui_state = UiState::default();
+        follow_landscape_wall(&mut ui_state, 0.503, 0.523);
+        assert!((ui_state.landscape_x_tilde - 0.47).abs() < 1e-12);
+        ui_state.landscape_x_tilde = 0.49;
+        follow_landscape_wall(&mut ui_state, 0.503, 0.523);
+        assert_eq!(
+            ui_state.landscape_x_tilde, 0.49,
+            "kept while the wall stays"
+        );
+        follow_landscape_wall(&mut ui_state, 0.6, 0.602);
+        assert!((ui_state.landscape_x_tilde - 0.567).abs() < 1e-12);
+        follow_landscape_wall(&mut ui_state, 0.503, 0.523);
+        assert!(
+            (ui_state.landscape_x_tilde - 0.47).abs() < 1e-12,
+            "the wall throw's own again"
+        );
     }
 
     /// Types into a run-control slider's value field (right of its rail), starting from `start`: the value after
