@@ -98,13 +98,15 @@ impl Script {
         if least > limit {
             return Err(fail(
                 "hash_every".into(),
-                format!(
-                    "{} ticks at one hash every {} store {hashes} hashes, which with {} actions make a demo of \
-                     at least {least} bytes; demos are limited to {limit} bytes (raise hash_every, or record \
-                     fewer ticks or actions)",
-                    self.ticks,
-                    self.hash_every(),
-                    self.actions.len()
+                too_large(
+                    format!(
+                        "{} ticks at one hash every {} store {hashes} hashes, which with {} actions make a demo \
+                         of at least {least} bytes",
+                        self.ticks,
+                        self.hash_every(),
+                        self.actions.len()
+                    ),
+                    limit,
                 ),
             ));
         }
@@ -219,6 +221,13 @@ impl Script {
     }
 }
 
+/// `what` the script would make, and the limit it passes, with what to do about it.
+fn too_large(what: String, limit: u64) -> String {
+    format!(
+        "{what}; demos are limited to {limit} bytes (raise hash_every, or record fewer ticks or actions)"
+    )
+}
+
 /// Refuses a script whose demo would be over `limit` bytes, before it is run: `record` would otherwise run it
 /// whole and then refuse to save it.
 fn check_demo_size(
@@ -238,12 +247,15 @@ fn check_demo_size(
     if bytes as u64 > limit {
         return Err(fail(
             "hash_every",
-            format!(
-                "the demo of {} ticks at one hash every {} ({hashes} hashes) with {} actions would be {bytes} \
-                 bytes; demos are limited to {limit} bytes (raise hash_every, or record fewer ticks or actions)",
-                script.ticks,
-                script.hash_every(),
-                script.actions.len(),
+            too_large(
+                format!(
+                    "the demo of {} ticks at one hash every {} ({hashes} hashes) with {} actions would be \
+                     {bytes} bytes",
+                    script.ticks,
+                    script.hash_every(),
+                    script.actions.len(),
+                ),
+                limit,
             ),
         ));
     }
