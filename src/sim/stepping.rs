@@ -72,6 +72,13 @@ impl StepInFlight {
         self.running.is_some()
     }
 
+    /// Is the worker thread still stepping? A batch that has finished but is not yet collected is not.
+    pub fn worker_busy(&self) -> bool {
+        self.running
+            .as_ref()
+            .is_some_and(|running| !running.handle.is_finished())
+    }
+
     /// How far the display is from the state before the last collected batch (0) to the state after it (1), at
     /// real time `now`: the time since that batch arrived over the time between the last two arrivals (at most
     /// [`MAX_INTERPOLATION`]), so a slow-motion landing moves smoothly instead of jumping once per step. `None`

@@ -1318,6 +1318,21 @@ fn save_and_replay(app: &mut App, name: &str) -> (Demo, String) {
     (demo, said)
 }
 
+/// One update of a background-stepping app, then a wait for its batch and a pause twice as long as the update
+/// and the batch took. A batch takes the ticks owed, as many as fit in a frame at the last cost per tick, so a
+/// frame this long leaves room for at least two however slow a loaded machine makes the worker (with a fixed
+/// 20 ms frame, a debug build under the whole suite's load sometimes took one tick per batch throughout).
+fn update_with_room_for_a_batch(app: &mut App) {
+    let started = std::time::Instant::now();
+    app.update();
+    while app.world().resource::<StepInFlight>().worker_busy()
+        && started.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(5) + 2 * started.elapsed());
+}
+
 /// The window's background stepping takes several ticks per batch; a batch must not step past the tick where
 /// the recording ends, or the demo would end later than its limit with the worker's hashes after its end.
 #[test]
@@ -1325,19 +1340,19 @@ fn a_recording_stepped_in_the_background_ends_at_its_tick_limit() {
     let mut app = background_pit();
     {
         let mut recorder = app.world_mut().resource_mut::<Recorder>();
-        recorder.max_ticks = 31;
+        // Batches of three from tick 1 end at 31 and 34: the one that would pass 32 must be cut short.
+        recorder.max_ticks = 32;
         recorder.hash_every = 7;
     }
     app.world_mut().write_message(StartRecording);
     app.update();
     for _ in 0..40 {
-        app.update();
-        std::thread::sleep(Duration::from_millis(20));
+        update_with_room_for_a_batch(&mut app);
     }
     assert!(app.world().resource::<StepInFlight>().largest_batch >= 2);
     let (demo, said) = save_and_replay(&mut app, "background-limit.demo.ron");
-    assert_eq!(demo.ticks, 31, "{said}");
-    assert!(said.contains("ended at its limit of 31 ticks"), "{said}");
+    assert_eq!(demo.ticks, 32, "{said}");
+    assert!(said.contains("ended at its limit of 32 ticks"), "{said}");
 }
 
 /// A demo that cannot be opened leaves its error on screen until a replay starts; then it goes, and an
