@@ -370,6 +370,37 @@ fn a_run_reports_its_progress_and_the_same_lanes() {
     }
 }
 
+/// `run --json` writes its object a ball at a time; the bytes are those of the whole report serialised at once:
+/// every lane's fields, the balls with their slope checks, the rods, and the scene's name with a quote to
+/// escape.
+#[test]
+fn run_json_streamed_a_ball_at_a_time_is_the_report_serialised_whole() {
+    use contact_sandbox::cli::run::{lane_json, run_scene_measured, write_run_json};
+    for (file, steps) in [
+        ("slope.ron", 400),
+        ("rod_drop.ron", 90),
+        ("ball_pit.ron", 30),
+    ] {
+        let mut scene = Scene::load(&scenes_dir().join(file)).expect("loads");
+        scene.name.push_str(" \"quoted\"");
+        let lanes = run_scene_measured(&scene, steps);
+        let whole = serde_json::json!({
+            "scene": scene.name,
+            "lanes": lanes.iter().map(|(lane, half)| lane_json(lane, half)).collect::<Vec<_>>(),
+        });
+        let mut streamed = Vec::new();
+        write_run_json(&mut streamed, &scene.name, &lanes).expect("writes to memory");
+        let streamed = String::from_utf8(streamed).expect("UTF-8");
+        assert_eq!(streamed, format!("{whole}\n"), "{file}");
+        let key = match file {
+            "slope.ron" => "\"slope\":{",
+            "rod_drop.ron" => "\"omega\":",
+            _ => "\"tunneled\":false",
+        };
+        assert!(streamed.contains(key), "{file}: no {key} in {streamed}");
+    }
+}
+
 #[test]
 fn a_pile_reports_its_contacts_and_a_single_throw_where_it_stopped() {
     use contact_sandbox::sim::lane_outcome;
