@@ -152,18 +152,19 @@ fn line_look(
     line: LabelLine,
     px: f32,
     scale: f32,
-    room: Option<f64>,
-    edited: bool,
-    title: Color,
+    context: TitleContext,
 ) -> Option<(String, Color, Transform)> {
-    let mut text = line_text(lane, line, edited)?;
-    if line == LabelLine::Title
-        && let Some(room) = room
-    {
-        let room_px = room as f32 * UNITS_PER_METRE / px - TITLE_GAP_PX * scale;
-        let fits = (room_px / (CHAR_WIDTH * TITLE_PX * scale)).floor().max(0.0) as usize;
-        text = elided(text, fits);
-    }
+    let TitleContext {
+        edited,
+        room,
+        title,
+        crowded,
+    } = context;
+    let text = match line {
+        LabelLine::Title if crowded => return None,
+        LabelLine::Title => title_text(lane, px, scale, room, edited),
+        LabelLine::Fault => line_text(lane, line, edited)?,
+    };
     let (rgb, gap) = match line {
         LabelLine::Title => (title, TITLE_GAP_PX),
         LabelLine::Fault => (
@@ -176,6 +177,48 @@ fn line_look(
     let place = Transform::from_xyz(corner.x, corner.y + gap * scale * px, LABEL_Z)
         .with_scale(Vec3::new(px, px, 1.0));
     Some((text, rgb, place))
+}
+
+/// A lane's title as drawn: cut short where it would run into the lane beside it (`room`, see [`title_room`]).
+fn title_text(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: bool) -> String {
+    let text = line_text(lane, LabelLine::Title, edited).unwrap_or_default();
+    let Some(room) = room else {
+        return text;
+    };
+    let room_px = room as f32 * UNITS_PER_METRE / px - TITLE_GAP_PX * scale;
+    let fits = (room_px / (CHAR_WIDTH * TITLE_PX * scale)).floor().max(0.0) as usize;
+    elided(text, fits)
+}
+
+/// Which lanes' titles are left out because they would cover another's: `boxes` holds each title's rectangle as
+/// drawn, in the lanes' order. Taken in that order, a title that overlaps one already shown is left out, so a
+/// view zoomed far out shows the first lane's title, not a pile of them over one another.
+fn crowded_titles(boxes: &[Rect]) -> Vec<bool> {
+    let mut shown: Vec<Rect> = Vec::new();
+    boxes
+        .iter()
+        .map(|b| {
+            let crowded = shown.iter().any(|s| !s.intersect(*b).is_empty());
+            if !crowded {
+                shown.push(*b);
+            }
+            crowded
+        })
+        .collect()
+}
+
+/// The rectangle of a title of `chars` characters drawn above `lane`'s top-left corner (render units).
+fn drawn_title_box(lane: &Lane, chars: usize, px: f32, scale: f32) -> Rect {
+    let s = scale * px;
+    let corner =
+        (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2() * UNITS_PER_METRE;
+    let bottom = corner.y + TITLE_GAP_PX * s;
+    Rect::new(
+        corner.x,
+        bottom,
+        corner.x + chars as f32 * CHAR_WIDTH * TITLE_PX * s,
+        bottom + LINE_HEIGHT * TITLE_PX * s,
+    )
 }
 
 /// What a lane's line is made from: everything [`line_look`] reads. While it stays the same, so does the line,
@@ -192,10 +235,27 @@ pub struct LabelInputs {
     scale: f32,
     room: Option<f64>,
     title: Color,
+    crowded: bool,
+}
+
+/// What a lane's labels depend on beyond the lane and the camera: whether it is edited, its title's room and
+/// colour, and whether the title is left out for another's ([`crowded_titles`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TitleContext {
+    edited: bool,
+    room: Option<f64>,
+    title: Color,
+    crowded: bool,
 }
 
 impl LabelInputs {
-    fn of(lane: &Lane, edited: bool, px: f32, scale: f32, room: Option<f64>, title: Color) -> Self {
+    fn of(lane: &Lane, px: f32, scale: f32, c: TitleContext) -> Self {
+        let TitleContext {
+            edited,
+            room,
+            title,
+            crowded,
+        } = c;
         LabelInputs {
             name: lane.world.name.clone(),
             method: lane.world.settings.method,
@@ -207,19 +267,18 @@ impl LabelInputs {
             scale,
             room,
             title,
+            crowded,
         }
     }
 
     /// Whether these are the inputs [`LabelInputs::of`] would make, compared in place (no copy of the strings).
-    fn are(
-        &self,
-        lane: &Lane,
-        edited: bool,
-        px: f32,
-        scale: f32,
-        room: Option<f64>,
-        title: Color,
-    ) -> bool {
+    fn are(&self, lane: &Lane, px: f32, scale: f32, c: TitleContext) -> bool {
+        let TitleContext {
+            edited,
+            room,
+            title,
+            crowded,
+        } = c;
         self.name == lane.world.name
             && self.method == lane.world.settings.method
             && self.edited == edited
@@ -230,6 +289,7 @@ impl LabelInputs {
             && self.scale == scale
             && self.room == room
             && self.title == title
+            && self.crowded == crowded
     }
 }
 
@@ -240,20 +300,11 @@ const LINE_HEIGHT: f32 = 1.2;
 /// from its place above the lane's top-left corner (as [`line_look`] puts it), one line tall, and as wide as the
 /// whole title with ", edited". What keeps clear of it keeps clear of the title, cut short or not, edited or not.
 pub fn title_box(lane: &Lane, px: f32, scale: f32) -> Rect {
-    let s = scale * px;
     let chars = lane.world.name.chars().count()
         + " [".len()
         + lane.world.settings.method.label().chars().count()
         + ", edited]".len();
-    let corner =
-        (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2() * UNITS_PER_METRE;
-    let bottom = corner.y + TITLE_GAP_PX * s;
-    Rect::new(
-        corner.x,
-        bottom,
-        corner.x + chars as f32 * CHAR_WIDTH * TITLE_PX * s,
-        bottom + LINE_HEIGHT * TITLE_PX * s,
-    )
+    drawn_title_box(lane, chars, px, scale)
 }
 
 /// Spawns the two lines of a new lane, despawns those of a lane that is gone, and keeps each line's text, colour
@@ -286,28 +337,64 @@ fn label_lanes(
     let room = |lane: &Lane| title_room(lane, lanes.iter().map(|(_, other)| other), title_m);
     let scene = named_scene(replay.as_deref(), active.as_deref());
     let title = |lane: &Lane| lane_color(lane, lanes.iter().map(|(_, other)| other));
+    // Each lane's context, in the lanes' order, with the titles that would cover an earlier one left out.
+    let mut contexts: Vec<(Entity, usize, TitleContext, Rect)> = lanes
+        .iter()
+        .map(|(entity, lane)| {
+            let (edited, room) = (is_edited(lane, scene), room(lane));
+            let chars = title_text(lane, px, scale.0, room, edited).chars().count();
+            let context = TitleContext {
+                edited,
+                room,
+                title: title(lane),
+                crowded: false,
+            };
+            (
+                entity,
+                lane.index,
+                context,
+                drawn_title_box(lane, chars, px, scale.0),
+            )
+        })
+        .collect();
+    contexts.sort_by_key(|&(entity, index, ..)| (index, entity));
+    let boxes: Vec<Rect> = contexts.iter().map(|c| c.3).collect();
+    for (context, crowded) in contexts.iter_mut().zip(crowded_titles(&boxes)) {
+        context.2.crowded = crowded;
+    }
+    let context_of = |entity: Entity| {
+        contexts
+            .iter()
+            .find(|c| c.0 == entity)
+            .map(|c| c.2)
+            .unwrap_or(TitleContext {
+                edited: false,
+                room: None,
+                title: Color::WHITE,
+                crowded: false,
+            })
+    };
     for (lane_entity, lane) in &new_lanes {
-        let (edited, room, title) = (is_edited(lane, scene), room(lane), title(lane));
+        let context = context_of(lane_entity);
         for (line, anchor, font_px) in [
             (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
             (LabelLine::Fault, Anchor::TOP_LEFT, FAULT_PX),
         ] {
-            let (text, rgb, place, visibility) =
-                match line_look(lane, line, px, scale.0, room, edited, title) {
-                    Some((text, rgb, place)) => (text, rgb, place, Visibility::Inherited),
-                    None => (
-                        String::new(),
-                        Color::WHITE,
-                        Transform::default(),
-                        Visibility::Hidden,
-                    ),
-                };
+            let (text, rgb, place, visibility) = match line_look(lane, line, px, scale.0, context) {
+                Some((text, rgb, place)) => (text, rgb, place, Visibility::Inherited),
+                None => (
+                    String::new(),
+                    Color::WHITE,
+                    Transform::default(),
+                    Visibility::Hidden,
+                ),
+            };
             commands.spawn((
                 LaneLabel {
                     lane: lane_entity,
                     line,
                 },
-                LabelInputs::of(lane, edited, px, scale.0, room, title),
+                LabelInputs::of(lane, px, scale.0, context),
                 Text2d::new(text),
                 TextFont {
                     font_size: FontSize::Px(font_px * scale.0),
@@ -327,14 +414,12 @@ fn label_lanes(
             commands.entity(entity).despawn();
             continue;
         };
-        let (edited, room, title) = (is_edited(lane, scene), room(lane), title(lane));
-        if inputs.are(lane, edited, px, scale.0, room, title) {
+        let context = context_of(label.lane);
+        if inputs.are(lane, px, scale.0, context) {
             continue;
         }
-        *inputs = LabelInputs::of(lane, edited, px, scale.0, room, title);
-        let Some((wanted, rgb, place)) =
-            line_look(lane, label.line, px, scale.0, room, edited, title)
-        else {
+        *inputs = LabelInputs::of(lane, px, scale.0, context);
+        let Some((wanted, rgb, place)) = line_look(lane, label.line, px, scale.0, context) else {
             visibility.set_if_neq(Visibility::Hidden);
             continue;
         };
@@ -484,20 +569,12 @@ fn label_strays(
             };
             *shown += 1;
             let text = stray_text(stray.position, this_side, elsewhere);
-            let title = lanes.get(stray.lane).ok().and_then(|lane| {
-                // The whole title, with room for an ", edited": the rectangle the stray label keeps clear of,
-                // the same the line between stacked lanes keeps clear of.
-                line_look(
-                    lane,
-                    LabelLine::Title,
-                    px,
-                    scale.0,
-                    None,
-                    false,
-                    Color::WHITE,
-                )?;
-                Some(title_box(lane, px, scale.0))
-            });
+            // The whole title, with room for an ", edited": the rectangle the stray label keeps clear of, the
+            // same the line between stacked lanes keeps clear of.
+            let title = lanes
+                .get(stray.lane)
+                .ok()
+                .map(|lane| title_box(lane, px, scale.0));
             let (at, anchor) = stray_place(
                 stray.edge,
                 stray.direction,
@@ -687,6 +764,74 @@ mod tests {
             });
         app.update();
         assert_eq!(title(&mut app, left), "penalty k=1e4 [penalty]");
+    }
+
+    /// Lanes one above the other, zoomed out until a title is taller than the lanes' spacing: the lower lane's
+    /// title would lie over the upper one's, so only the first lane's shows; zoomed back in, both do.
+    #[test]
+    fn titles_that_would_pile_up_zoomed_out_leave_the_first_lane_s() {
+        let mut app = labelling_app(LabelScale::default(), 1.0);
+        // Lane 1 first: the order that counts is the lanes', not the entities'.
+        let lower = app
+            .world_mut()
+            .spawn(lane_from(
+                "assets/scenes/wall_throw.ron",
+                1,
+                DVec2::new(0.0, -1.7),
+            ))
+            .id();
+        let upper = app
+            .world_mut()
+            .spawn(lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO))
+            .id();
+        let shown = |app: &mut App, lane| {
+            let (line, text, visibility, _) = labels_of(app, lane)[0].clone();
+            assert_eq!(line, LabelLine::Title);
+            (visibility == Visibility::Inherited).then_some(text)
+        };
+        let zoom = |app: &mut App, scale: f32| {
+            app.world_mut()
+                .query::<&mut Projection>()
+                .iter_mut(app.world_mut())
+                .for_each(|mut p| {
+                    if let Projection::Orthographic(o) = p.as_mut() {
+                        o.scale = scale;
+                    }
+                });
+            app.update();
+        };
+        app.update();
+        assert_eq!(
+            shown(&mut app, upper).as_deref(),
+            Some("penalty k=1e4 [penalty]")
+        );
+        assert_eq!(
+            shown(&mut app, lower).as_deref(),
+            Some("ipc dhat=1mm [ipc]")
+        );
+        // 1.7 m between the corners is 17 px at 100 mm per pixel; a title is 19.2 px tall.
+        zoom(&mut app, 100.0);
+        assert_eq!(
+            shown(&mut app, upper).as_deref(),
+            Some("penalty k=1e4 [penalty]")
+        );
+        assert_eq!(shown(&mut app, lower), None);
+        // At 80 mm per pixel, 21.25 px apart: both again.
+        zoom(&mut app, 80.0);
+        assert_eq!(
+            shown(&mut app, lower).as_deref(),
+            Some("ipc dhat=1mm [ipc]")
+        );
+        assert_eq!(
+            crowded_titles(&[
+                Rect::new(0.0, 0.0, 10.0, 2.0),
+                Rect::new(5.0, 1.0, 15.0, 3.0),
+                Rect::new(12.0, 0.0, 20.0, 0.5),
+                Rect::new(11.0, 2.5, 13.0, 4.0),
+            ]),
+            [false, true, false, false],
+            "a title left out does not crowd the ones after it"
+        );
     }
 
     /// A lane whose settings an edit has changed says so in its title, whose name may quote the old value.
