@@ -1,6 +1,7 @@
 //! `contact-sandbox record --scene FILE --script ACTIONS.ron --out DEMO` and
 //! `contact-sandbox replay DEMO [--verify] [--json]` (SPEC §5).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -179,20 +180,21 @@ fn print_replay(
     verdict: &crate::demo::Verdict,
 ) -> Result<()> {
     if args.json {
+        // The numbers `run --json` gives for a lane (SI units; no slope check, which needs the half-way state),
+        // and the window's words for it, written a ball at a time.
+        let no_halfway = super::run::HalfwaySnapshot::default();
         let lanes: Vec<_> = player
             .session
             .lanes
             .iter()
             .map(|l| {
-                // The numbers `run --json` gives for a lane (SI units; no slope check, which needs the
-                // half-way state), and the window's words for it.
-                let mut lane = super::run::lane_json(l, &super::run::HalfwaySnapshot::default());
-                lane["outcome"] = json!(lane_outcome(l));
-                lane["summary"] = json!(lane_summary(l));
-                lane
+                super::run::lane_streamed(l, &no_halfway, |lane| {
+                    lane["outcome"] = json!(lane_outcome(l));
+                    lane["summary"] = json!(lane_summary(l));
+                })
             })
             .collect();
-        let out = json!({
+        let shape = json!({
             "demo": file,
             "ticks": ticks,
             "replayed_ticks": player.tick(),
@@ -205,9 +207,18 @@ fn print_replay(
             "physics_revision": player.demo.physics,
             "this_build_physics_revision": crate::demo::PHYSICS_REVISION,
             "seconds": seconds,
-            "lanes": lanes,
+            "lanes": serde_json::Value::Null,
         });
-        outln!("{}", serde_json::to_string_pretty(&out)?)?;
+        let report = super::run::WithParts {
+            shape,
+            parts: vec![("lanes", &lanes)],
+        };
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        serde_json::to_writer_pretty(&mut stdout, &report)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(stdout))
+            .and_then(|()| stdout.flush())
+            .map_err(super::stdout::StdoutError)?;
     } else {
         outln!(
             "{file}: scene '{}', {} at {} Hz, {}",

@@ -532,76 +532,93 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes `run --json`'s object, `{"lanes": [...], "scene": name}`, a ball and a rod at a time: the same bytes as
-/// serialising [`lane_json`] of every lane, without holding them (about 1.7 KB of `Value` a ball, 4 GB for 64
-/// lanes of 30 000 balls).
+/// Writes `run --json`'s object, `{"lanes": [...], "scene": name}`, and a newline: the same bytes as serialising
+/// [`lane_json`] of every lane, a ball and a rod at a time instead of holding them (about 1.7 KB of `Value` a
+/// ball, 4 GB for 64 lanes of 30 000 balls).
 pub fn write_run_json(
     out: &mut impl Write,
     scene_name: &str,
     lanes: &[(LaneWorld, HalfwaySnapshot)],
 ) -> std::io::Result<()> {
-    // The keys in the order serde_json writes them, whatever order its map keeps.
-    let top = json!({"scene": scene_name, "lanes": Value::Null});
-    write_object(out, &top, |out, key| {
-        if key != "lanes" {
-            return Ok(false);
-        }
-        write_array(out, lanes.len(), |out, k| {
-            let (lane, half) = &lanes[k];
-            let shape = lane_json_with(lane, Value::Null, Value::Null);
-            write_object(out, &shape, |out, key| match key {
-                "balls" => write_array(out, lane.balls.len(), |out, i| {
-                    serde_json::to_writer(&mut *out, &ball_json(lane, i, half)).map_err(Into::into)
-                })
-                .map(|()| true),
-                "rods" => write_array(out, lane.rods.len(), |out, i| {
-                    serde_json::to_writer(&mut *out, &rod_json(lane, i)).map_err(Into::into)
-                })
-                .map(|()| true),
-                _ => Ok(false),
-            })
-        })
-        .map(|()| true)
-    })?;
+    let lanes: Vec<_> = lanes
+        .iter()
+        .map(|(lane, half)| lane_streamed(lane, half, |_| {}))
+        .collect();
+    let report = WithParts {
+        shape: json!({"scene": scene_name, "lanes": Value::Null}),
+        parts: vec![("lanes", &lanes)],
+    };
+    serde_json::to_writer(&mut *out, &report)?;
     writeln!(out)
 }
 
-/// Writes the object `shape` as serde_json would, except that `custom` writes the value of each key for which it
-/// returns `true`.
-fn write_object<W: Write>(
-    out: &mut W,
-    shape: &Value,
-    mut custom: impl FnMut(&mut W, &str) -> std::io::Result<bool>,
-) -> std::io::Result<()> {
-    let Value::Object(map) = shape else {
-        return serde_json::to_writer(&mut *out, shape).map_err(Into::into);
-    };
-    out.write_all(b"{")?;
-    for (n, (key, value)) in map.iter().enumerate() {
-        if n > 0 {
-            out.write_all(b",")?;
-        }
-        serde_json::to_writer(&mut *out, key)?;
-        out.write_all(b":")?;
-        if !custom(out, key)? {
-            serde_json::to_writer(&mut *out, value)?;
-        }
+/// [`lane_json`] as an object that serialises its balls and rods as it writes them; `more` adds fields to the
+/// lane's own.
+pub fn lane_streamed<'a>(
+    lane: &'a LaneWorld,
+    halfway: &'a HalfwaySnapshot,
+    more: impl FnOnce(&mut Value),
+) -> WithParts<LanePart<'a>> {
+    let mut shape = lane_json_with(lane, Value::Null, Value::Null);
+    more(&mut shape);
+    WithParts {
+        shape,
+        parts: vec![
+            ("balls", LanePart::Balls(lane, halfway)),
+            ("rods", LanePart::Rods(lane)),
+        ],
     }
-    out.write_all(b"}")
 }
 
-/// Writes a JSON array of `len` items, item `i` by `item`.
-fn write_array<W: Write>(
-    out: &mut W,
-    len: usize,
-    mut item: impl FnMut(&mut W, usize) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    out.write_all(b"[")?;
-    for i in 0..len {
-        if i > 0 {
-            out.write_all(b",")?;
+/// An object that serialises as serde_json serialises `shape` (its keys in the same order, compact or pretty),
+/// except that the value of each key in `parts` comes from that part, serialised as it is written.
+pub struct WithParts<T> {
+    pub shape: Value,
+    pub parts: Vec<(&'static str, T)>,
+}
+
+impl<T: serde::Serialize> serde::Serialize for WithParts<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(map) = &self.shape else {
+            return self.shape.serialize(serializer);
+        };
+        // As serde_json serialises a `Value::Object`.
+        let mut out = serializer.serialize_map(Some(map.len()))?;
+        for (key, value) in map {
+            match self.parts.iter().find(|(part, _)| part == key) {
+                Some((_, part)) => out.serialize_entry(key, part)?,
+                None => out.serialize_entry(key, value)?,
+            }
         }
-        item(out, i)?;
+        out.end()
     }
-    out.write_all(b"]")
+}
+
+/// A lane's balls or rods, each serialised as [`lane_json`] holds it when it is written.
+pub enum LanePart<'a> {
+    Balls(&'a LaneWorld, &'a HalfwaySnapshot),
+    Rods(&'a LaneWorld),
+}
+
+impl serde::Serialize for LanePart<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        match *self {
+            LanePart::Balls(lane, halfway) => {
+                let mut out = serializer.serialize_seq(Some(lane.balls.len()))?;
+                for i in 0..lane.balls.len() {
+                    out.serialize_element(&ball_json(lane, i, halfway))?;
+                }
+                out.end()
+            }
+            LanePart::Rods(lane) => {
+                let mut out = serializer.serialize_seq(Some(lane.rods.len()))?;
+                for i in 0..lane.rods.len() {
+                    out.serialize_element(&rod_json(lane, i))?;
+                }
+                out.end()
+            }
+        }
+    }
 }

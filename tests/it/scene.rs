@@ -375,7 +375,9 @@ fn a_run_reports_its_progress_and_the_same_lanes() {
 /// escape.
 #[test]
 fn run_json_streamed_a_ball_at_a_time_is_the_report_serialised_whole() {
-    use contact_sandbox::cli::run::{lane_json, run_scene_measured, write_run_json};
+    use contact_sandbox::cli::run::{
+        WithParts, lane_json, lane_streamed, run_scene_measured, write_run_json,
+    };
     for (file, steps) in [
         ("slope.ron", 400),
         ("rod_drop.ron", 90),
@@ -398,6 +400,30 @@ fn run_json_streamed_a_ball_at_a_time_is_the_report_serialised_whole() {
             _ => "\"tunneled\":false",
         };
         assert!(streamed.contains(key), "{file}: no {key} in {streamed}");
+        // Pretty, with fields added to each lane, as `replay --json` writes it.
+        let more = |lane: &mut serde_json::Value| lane["outcome"] = "words".into();
+        let lanes_whole: Vec<_> = lanes
+            .iter()
+            .map(|(lane, half)| {
+                let mut whole = lane_json(lane, half);
+                more(&mut whole);
+                whole
+            })
+            .collect();
+        let lanes_streamed: Vec<_> = lanes
+            .iter()
+            .map(|(lane, half)| lane_streamed(lane, half, more))
+            .collect();
+        let report = WithParts {
+            shape: serde_json::json!({"ticks": 7, "lanes": null}),
+            parts: vec![("lanes", &lanes_streamed)],
+        };
+        assert_eq!(
+            serde_json::to_string_pretty(&report).expect("serialises"),
+            serde_json::to_string_pretty(&serde_json::json!({"ticks": 7, "lanes": lanes_whole}))
+                .expect("serialises"),
+            "{file}"
+        );
     }
 }
 
