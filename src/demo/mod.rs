@@ -249,12 +249,29 @@ impl Demo {
 
     /// The demo as pretty RON.
     pub fn to_ron(&self) -> Result<String, ron::Error> {
-        ron::ser::to_string_pretty(
-            self,
-            ron::ser::PrettyConfig::default()
-                .struct_names(true)
-                .depth_limit(6),
-        )
+        ron::ser::to_string_pretty(self, Self::ron_config())
+    }
+
+    /// The length in bytes of [`Demo::to_ron`]'s text, counted as it is written instead of held.
+    pub fn ron_len(&self) -> Result<usize, ron::Error> {
+        /// Counts what is written to it.
+        struct Count(usize);
+        impl std::fmt::Write for Count {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                self.0 += s.len();
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        ron::ser::to_writer_pretty(&mut count, self, Self::ron_config())?;
+        Ok(count.0)
+    }
+
+    /// How a demo's text is laid out.
+    fn ron_config() -> ron::ser::PrettyConfig {
+        ron::ser::PrettyConfig::default()
+            .struct_names(true)
+            .depth_limit(6)
     }
 
     /// Writes the demo atomically: a crash never leaves a half-written demo where a good one was.

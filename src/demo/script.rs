@@ -216,8 +216,7 @@ impl Script {
             })
             .collect::<Vec<_>>();
         let hashes = placeholders.len();
-        let text = demo_of(scene, self, placeholders).to_ron()?;
-        Ok((text.len(), hashes))
+        Ok((demo_of(scene, self, placeholders).ron_len()?, hashes))
     }
 }
 
