@@ -395,7 +395,7 @@ pub fn read_bounded_text(path: &Path, kind: &str) -> Result<String, SceneError> 
         return Err(too_large(&size.to_string()));
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
+    open_for_reading(path)
         .map_err(cannot_read)?
         .take(MAX_SCENE_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -414,6 +414,34 @@ pub fn read_bounded_text(path: &Path, kind: &str) -> Result<String, SceneError> 
         text.drain(..'\u{feff}'.len_utf8());
     }
     Ok(text)
+}
+
+/// How long opening a FIFO may wait for a writer before [`open_for_reading`] says that it waits.
+const FIFO_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Opens `path` for reading. Opening a FIFO waits for something to write into it; after [`FIFO_PATIENCE`] of
+/// that, standard error says so, once, so that a command reading a FIFO nobody writes to does not sit silent.
+fn open_for_reading(path: &Path) -> std::io::Result<std::fs::File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
+            let (opened, waiting) = std::sync::mpsc::channel::<()>();
+            let shown = path.display().to_string();
+            let notice = std::thread::spawn(move || {
+                if waiting.recv_timeout(FIFO_PATIENCE)
+                    == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                {
+                    eprintln!("waiting for something to write into '{shown}'…");
+                }
+            });
+            let file = std::fs::File::open(path);
+            drop(opened);
+            let _ = notice.join();
+            return file;
+        }
+    }
+    std::fs::File::open(path)
 }
 
 type FieldError = (String, String);

@@ -300,6 +300,44 @@ fn an_endless_device_is_read_only_up_to_the_size_limit() {
     assert!(text.contains("more than 67108864 bytes"), "{text}");
 }
 
+/// `run --scene` on a FIFO that nothing writes to yet says that it waits, then reads the scene once one does.
+#[cfg(unix)]
+#[test]
+fn a_scene_fifo_without_a_writer_is_waited_for_with_a_word() {
+    let path =
+        std::env::temp_dir().join(format!("contact-sandbox-scene-{}.fifo", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    if !contact_sandbox::testing::make_fifo(&path) {
+        eprintln!("mkfifo is not available here; skipped");
+        return;
+    }
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .args(["run", "--steps", "1", "--scene"])
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    // Longer than the patience before the word, and the reader must still be waiting, not gone.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert!(
+        run.try_wait().expect("polls").is_none(),
+        "the run did not wait"
+    );
+    let scene = std::fs::read(scenes_dir().join("wall_throw.ron")).expect("reads");
+    std::fs::write(&path, scene).expect("writes into the FIFO");
+    let out = run.wait_with_output().expect("ends");
+    let _ = std::fs::remove_file(&path);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    let word = format!("waiting for something to write into '{}'…", path.display());
+    assert_eq!(stderr.matches(&word).count(), 1, "{stderr}");
+    assert!(stdout.contains("scene \"Wall throw\""), "{stdout}");
+}
+
 #[test]
 fn a_heap_of_coincident_balls_is_refused_quickly_in_a_scene_and_when_spawned() {
     use contact_sandbox::physics::geometry::Ball;
