@@ -441,6 +441,16 @@ const STRAY_LABELS_PER_LANE: usize = 1;
 /// is laid out.
 const CHAR_WIDTH: f32 = 0.6;
 
+/// Opacity of the backdrop behind a stray ball's label.
+const STRAY_BACKDROP_ALPHA: f32 = 0.8;
+
+/// The backdrop behind a stray ball's label: the canvas's colour, mostly opaque. The label runs along the band's
+/// edge and may cross a wall or the line between lanes there; the backdrop keeps it legible and them faintly seen.
+fn stray_backdrop() -> Color {
+    let [r, g, b] = super::BACKGROUND_RGB;
+    Color::srgb_u8(r, g, b).with_alpha(STRAY_BACKDROP_ALPHA)
+}
+
 /// A text entity that shows the position of a ball beyond its lane's band (see `lane_bands`), beside its marker.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StrayLabel;
@@ -611,6 +621,7 @@ fn label_strays(
                 ..default()
             },
             TextColor(color),
+            bevy::text::TextBackgroundColor(stray_backdrop()),
             place,
             anchor,
             Visibility::Inherited,
