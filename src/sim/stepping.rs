@@ -59,6 +59,8 @@ pub struct StepInFlight {
     /// Batches started, and the most ticks one took.
     pub batches: u64,
     pub largest_batch: u32,
+    /// Batches cut short so as not to step past the end of the recording.
+    pub cut_at_recording_limit: u64,
     /// Batches collected so far.
     pub collected: u64,
     /// When the last two batches were collected (real time since start-up): the window interpolates between the
@@ -361,8 +363,12 @@ impl Background<'_> {
         let ticks = if control.paused {
             1
         } else {
-            self.recorder
-                .ticks_before_limit(first_tick, in_flight.batch(self.real.delta()))
+            let wanted = in_flight.batch(self.real.delta());
+            let ticks = self.recorder.ticks_before_limit(first_tick, wanted);
+            if ticks < wanted {
+                in_flight.cut_at_recording_limit += 1;
+            }
+            ticks
         };
         let plan = HashPlan::of(&self.recorder);
         if !start(
