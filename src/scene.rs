@@ -428,7 +428,8 @@ fn open_for_reading(path: &Path) -> std::io::Result<std::fs::File> {
         if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
             let (opened, waiting) = std::sync::mpsc::channel::<()>();
             let shown = path.display().to_string();
-            let notice = std::thread::spawn(move || {
+            // Without a thread for the notice, the FIFO is opened all the same.
+            let notice = std::thread::Builder::new().spawn(move || {
                 if waiting.recv_timeout(FIFO_PATIENCE)
                     == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
                 {
@@ -437,7 +438,9 @@ fn open_for_reading(path: &Path) -> std::io::Result<std::fs::File> {
             });
             let file = std::fs::File::open(path);
             drop(opened);
-            let _ = notice.join();
+            if let Ok(notice) = notice {
+                let _ = notice.join();
+            }
             return file;
         }
     }

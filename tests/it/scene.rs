@@ -304,6 +304,16 @@ fn an_endless_device_is_read_only_up_to_the_size_limit() {
 #[cfg(unix)]
 #[test]
 fn a_scene_fifo_without_a_writer_is_waited_for_with_a_word() {
+    use std::io::BufRead;
+    /// Kills the run and removes the FIFO however the test ends: a run left waiting on its FIFO would never end.
+    struct Cleanup(std::process::Child, PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+            let _ = std::fs::remove_file(&self.1);
+        }
+    }
     let path =
         std::env::temp_dir().join(format!("contact-sandbox-scene-{}.fifo", std::process::id()));
     let _ = std::fs::remove_file(&path);
@@ -311,30 +321,48 @@ fn a_scene_fifo_without_a_writer_is_waited_for_with_a_word() {
         eprintln!("mkfifo is not available here; skipped");
         return;
     }
-    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
         .args(["run", "--steps", "1", "--scene"])
         .arg(&path)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("starts");
-    // Longer than the patience before the word, and the reader must still be waiting, not gone.
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let mut run = Cleanup(run, path.clone());
+    let word = format!("waiting for something to write into '{}'…", path.display());
+    // Its standard error, line by line, until the word (however slowly a loaded machine starts the binary).
+    let stderr = run.0.stderr.take().expect("piped");
+    let (lines, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut said = Vec::new();
+    while !said.contains(&word) {
+        match heard.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(line) => said.push(line),
+            Err(e) => panic!("no word that the run waits ({e}); it said {said:?}"),
+        }
+    }
     assert!(
-        run.try_wait().expect("polls").is_none(),
+        run.0.try_wait().expect("polls").is_none(),
         "the run did not wait"
     );
     let scene = std::fs::read(scenes_dir().join("wall_throw.ron")).expect("reads");
     std::fs::write(&path, scene).expect("writes into the FIFO");
-    let out = run.wait_with_output().expect("ends");
-    let _ = std::fs::remove_file(&path);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stderr}");
-    let word = format!("waiting for something to write into '{}'…", path.display());
-    assert_eq!(stderr.matches(&word).count(), 1, "{stderr}");
+    let status = run.0.wait().expect("ends");
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut run.0.stdout.take().expect("piped"), &mut stdout)
+        .expect("reads its output");
+    said.extend(heard.iter());
+    assert!(status.success(), "{said:?}");
+    assert_eq!(said.iter().filter(|l| **l == word).count(), 1, "{said:?}");
     assert!(stdout.contains("scene \"Wall throw\""), "{stdout}");
 }
 
