@@ -33,13 +33,16 @@ pub struct LabelsPlugin;
 
 impl Plugin for LabelsPlugin {
     fn build(&self, app: &mut App) {
-        app.init_resource::<LabelScale>().add_systems(
-            PostUpdate,
-            // The text is laid out in the frame it changes.
-            (label_lanes, label_strays)
-                .before(bevy::transform::TransformSystems::Propagate)
-                .before(bevy::sprite::update_text2d_layout),
-        );
+        app.init_resource::<LabelScale>()
+            .init_resource::<HiddenTitles>()
+            .add_systems(
+                PostUpdate,
+                // The text is laid out in the frame it changes; the strays keep clear of the titles shown.
+                (label_lanes, label_strays)
+                    .chain()
+                    .before(bevy::transform::TransformSystems::Propagate)
+                    .before(bevy::sprite::update_text2d_layout),
+            );
     }
 }
 
@@ -54,6 +57,12 @@ impl Default for LabelScale {
         LabelScale(1.0)
     }
 }
+
+/// The lanes (by index) whose titles are left out because they would lie over an earlier lane's
+/// ([`crowded_titles`]), as [`label_lanes`] last drew them: the line between lanes and the stray balls' labels
+/// need not keep clear of them.
+#[derive(Resource, Debug, Clone, Default, PartialEq)]
+pub struct HiddenTitles(pub Vec<usize>);
 
 /// Which line of which lane a text entity shows.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,12 +191,30 @@ fn line_look(
 /// A lane's title as drawn: cut short where it would run into the lane beside it (`room`, see [`title_room`]).
 fn title_text(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: bool) -> String {
     let text = line_text(lane, LabelLine::Title, edited).unwrap_or_default();
-    let Some(room) = room else {
-        return text;
-    };
+    match room {
+        Some(room) => elided(text, title_fits(room, px, scale)),
+        None => text,
+    }
+}
+
+/// The length in characters of [`title_text`], counted without making it.
+fn title_chars(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: bool) -> usize {
+    let whole = lane.world.name.chars().count()
+        + " [".len()
+        + lane.world.settings.method.label().chars().count()
+        + if edited { ", edited".len() } else { 0 }
+        + "]".len();
+    match room {
+        // As `elided` cuts it.
+        Some(room) => whole.min(title_fits(room, px, scale)),
+        None => whole,
+    }
+}
+
+/// How many characters of a title fit in `room` metres to its right.
+fn title_fits(room: f64, px: f32, scale: f32) -> usize {
     let room_px = room as f32 * UNITS_PER_METRE / px - TITLE_GAP_PX * scale;
-    let fits = (room_px / (CHAR_WIDTH * TITLE_PX * scale)).floor().max(0.0) as usize;
-    elided(text, fits)
+    (room_px / (CHAR_WIDTH * TITLE_PX * scale)).floor().max(0.0) as usize
 }
 
 /// Which lanes' titles are left out because they would cover another's: `boxes` holds each title's rectangle as
@@ -322,6 +349,7 @@ fn label_lanes(
     scale: Res<LabelScale>,
     active: Option<Res<ActiveScene>>,
     replay: Option<Res<Replay>>,
+    mut hidden: ResMut<HiddenTitles>,
     mut labels: Query<(
         Entity,
         &LaneLabel,
@@ -342,7 +370,7 @@ fn label_lanes(
         .iter()
         .map(|(entity, lane)| {
             let (edited, room) = (is_edited(lane, scene), room(lane));
-            let chars = title_text(lane, px, scale.0, room, edited).chars().count();
+            let chars = title_chars(lane, px, scale.0, room, edited);
             let context = TitleContext {
                 edited,
                 room,
@@ -362,20 +390,22 @@ fn label_lanes(
     for (context, crowded) in contexts.iter_mut().zip(crowded_titles(&boxes)) {
         context.2.crowded = crowded;
     }
-    let context_of = |entity: Entity| {
+    let now_hidden = HiddenTitles(
         contexts
             .iter()
-            .find(|c| c.0 == entity)
-            .map(|c| c.2)
-            .unwrap_or(TitleContext {
-                edited: false,
-                room: None,
-                title: Color::WHITE,
-                crowded: false,
-            })
-    };
+            .filter(|c| c.2.crowded)
+            .map(|c| c.1)
+            .collect(),
+    );
+    hidden.set_if_neq(now_hidden);
+    let contexts: std::collections::HashMap<Entity, TitleContext> =
+        contexts.into_iter().map(|c| (c.0, c.2)).collect();
+    // Every lane has its context: the lanes queried are the same.
+    let context_of = |entity: Entity| contexts.get(&entity).copied();
     for (lane_entity, lane) in &new_lanes {
-        let context = context_of(lane_entity);
+        let Some(context) = context_of(lane_entity) else {
+            continue;
+        };
         for (line, anchor, font_px) in [
             (LabelLine::Title, Anchor::BOTTOM_LEFT, TITLE_PX),
             (LabelLine::Fault, Anchor::TOP_LEFT, FAULT_PX),
@@ -414,7 +444,9 @@ fn label_lanes(
             commands.entity(entity).despawn();
             continue;
         };
-        let context = context_of(label.lane);
+        let Some(context) = context_of(label.lane) else {
+            continue;
+        };
         if inputs.are(lane, px, scale.0, context) {
             continue;
         }
@@ -445,7 +477,8 @@ const CHAR_WIDTH: f32 = 0.6;
 const STRAY_BACKDROP_ALPHA: f32 = 0.8;
 
 /// The backdrop behind a stray ball's label: the canvas's colour, mostly opaque. The label runs along the band's
-/// edge and may cross a wall or the line between lanes there; the backdrop keeps it legible and them faintly seen.
+/// edge and may cross a wall or a ball there; the backdrop keeps it legible and them faintly seen. (Gizmos, such as
+/// the line between lanes and the markers' arrows, are drawn over it.)
 fn stray_backdrop() -> Color {
     let [r, g, b] = super::BACKGROUND_RGB;
     Color::srgb_u8(r, g, b).with_alpha(STRAY_BACKDROP_ALPHA)
@@ -527,13 +560,14 @@ fn stray_place(
 
 /// Labels the balls beyond their lanes' bands with their positions (at most [`STRAY_LABELS_PER_LANE`] a lane),
 /// reusing one text entity per label shown and hiding the rest.
-#[allow(clippy::type_complexity)]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
 fn label_strays(
     mut commands: Commands,
     strays: Option<Res<StrayBalls>>,
     lanes: Query<&Lane>,
     camera: Query<&Projection, With<MainCamera>>,
     scale: Res<LabelScale>,
+    hidden: Option<Res<HiddenTitles>>,
     mut labels: Query<
         (
             &mut Text2d,
@@ -580,10 +614,11 @@ fn label_strays(
             *shown += 1;
             let text = stray_text(stray.position, this_side, elsewhere);
             // The whole title, with room for an ", edited": the rectangle the stray label keeps clear of, the
-            // same the line between stacked lanes keeps clear of.
+            // same the line between stacked lanes keeps clear of; none where the title is left out.
             let title = lanes
                 .get(stray.lane)
                 .ok()
+                .filter(|lane| !hidden.as_ref().is_some_and(|h| h.0.contains(&lane.index)))
                 .map(|lane| title_box(lane, px, scale.0));
             let (at, anchor) = stray_place(
                 stray.edge,
@@ -664,6 +699,7 @@ mod tests {
     fn labelling_app(label_scale: LabelScale, camera_scale: f32) -> App {
         let mut app = App::new();
         app.insert_resource(label_scale)
+            .init_resource::<HiddenTitles>()
             .add_systems(Update, label_lanes);
         app.world_mut().spawn((
             MainCamera,
@@ -827,12 +863,35 @@ mod tests {
             Some("penalty k=1e4 [penalty]")
         );
         assert_eq!(shown(&mut app, lower), None);
+        // What the line between the lanes and the stray labels keep clear of.
+        assert_eq!(app.world().resource::<HiddenTitles>().0, [1]);
         // At 80 mm per pixel, 21.25 px apart: both again.
         zoom(&mut app, 80.0);
         assert_eq!(
             shown(&mut app, lower).as_deref(),
             Some("ipc dhat=1mm [ipc]")
         );
+        assert!(app.world().resource::<HiddenTitles>().0.is_empty());
+        // The titles' lengths the crowding is judged by are those drawn, whole, cut or edited.
+        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
+        for room in [
+            None,
+            Some(0.0),
+            Some(0.05),
+            Some(0.2),
+            Some(1.0),
+            Some(100.0),
+        ] {
+            for edited in [false, true] {
+                for px in [0.5, 2.0, 20.0] {
+                    assert_eq!(
+                        title_chars(&lane, px, 1.0, room, edited),
+                        title_text(&lane, px, 1.0, room, edited).chars().count(),
+                        "{room:?} {edited} {px}"
+                    );
+                }
+            }
+        }
         assert_eq!(
             crowded_titles(&[
                 Rect::new(0.0, 0.0, 10.0, 2.0),
@@ -989,6 +1048,37 @@ mod tests {
         assert_eq!(fonts[0].1, FontSize::Px(10.0));
         assert_eq!(fonts[0].2, corner_y + 5.0);
         assert_eq!(fonts[1].1, FontSize::Px(8.75));
+    }
+
+    #[test]
+    fn a_stray_ball_s_label_has_the_canvas_s_backdrop() {
+        use super::super::lane_bands::{StrayBall, StrayBalls};
+        let mut app = labelling_app(LabelScale::default(), 2.0);
+        app.add_systems(Update, label_strays.after(label_lanes));
+        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
+        let lane = app.world_mut().spawn(lane).id();
+        app.insert_resource(StrayBalls(vec![StrayBall {
+            lane,
+            edge: Vec2::new(2000.0, 700.0),
+            direction: Vec2::X,
+            position: DVec2::new(2.5, 0.7),
+            color: Color::WHITE,
+        }]));
+        app.update();
+        let mut found = app
+            .world_mut()
+            .query_filtered::<(&Text2d, &bevy::text::TextBackgroundColor), With<StrayLabel>>();
+        let found: Vec<_> = found
+            .iter(app.world())
+            .map(|(text, backdrop)| (text.0.clone(), backdrop.0))
+            .collect();
+        assert_eq!(found, [("(2.500, 0.700) m".to_string(), stray_backdrop())]);
+        let [r, g, b] = super::super::BACKGROUND_RGB;
+        assert_eq!(
+            stray_backdrop(),
+            Color::srgba_u8(r, g, b, 204),
+            "the canvas's colour, 80 % opaque"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use bevy::prelude::*;
 use bevy::render::renderer::RenderAdapterInfo;
 
-use super::labels::{LabelScale, title_box};
+use super::labels::{HiddenTitles, LabelScale, title_box};
 use super::lane_bands::{
     self, LaneBands, StrayBalls, clear_of, clip_segment, edge_towards, lane_area,
 };
@@ -426,17 +426,19 @@ fn collect_impulses(
 
 /// The lines between the lanes' bands ([`LaneBands::boundaries`]), broken where a lane's title is drawn
 /// ([`title_box`], at `px` world units per pixel and the labels' `label_scale`) with [`TITLE_CLEARANCE_PX`] to
-/// spare. The line between lanes one above the other runs half the gap above the lower lane's top, where that
+/// spare; the lanes whose index is in `hidden` have no title drawn ([`HiddenTitles`]). The line between lanes one above the other runs half the gap above the lower lane's top, where that
 /// lane's title is drawn whenever half the gap is between 4 and 23 px on screen: it struck the title through.
 pub fn band_edge_lines(
     lanes: &[&Lane],
     bands: &LaneBands,
     px: f32,
     label_scale: f32,
+    hidden: &[usize],
 ) -> Vec<(Vec2, Vec2)> {
     let areas: Vec<Rect> = lanes.iter().map(|lane| lane_area(lane)).collect();
     let titles: Vec<Rect> = lanes
         .iter()
+        .filter(|lane| !hidden.contains(&lane.index))
         .map(|lane| title_box(lane, px, label_scale).inflate(TITLE_CLEARANCE_PX * px))
         .collect();
     bands
@@ -469,6 +471,7 @@ fn draw_gizmos(
     bands: Res<LaneBands>,
     strays: Res<StrayBalls>,
     label_scale: Option<Res<LabelScale>>,
+    hidden_titles: Option<Res<HiddenTitles>>,
 ) {
     let Ok(projection) = camera.single() else {
         return;
@@ -490,7 +493,8 @@ fn draw_gizmos(
     }
     let all: Vec<&Lane> = lanes.iter().collect();
     let label_scale = label_scale.map_or(1.0, |s| s.0);
-    for (a, b) in band_edge_lines(&all, &bands, px, label_scale) {
+    let hidden = hidden_titles.as_ref().map_or(&[][..], |h| h.0.as_slice());
+    for (a, b) in band_edge_lines(&all, &bands, px, label_scale, hidden) {
         gizmos.line_2d(a, b, BAND_EDGE_COLOR);
     }
     for stray in &strays.0 {
@@ -709,7 +713,13 @@ mod tests {
                         .any(|&title| clip_segment(a, b, title).is_some())
                 };
                 struck += usize::from(crosses(whole[0]));
-                let lines = band_edge_lines(&all, &bands, px, label_scale);
+                let lines = band_edge_lines(&all, &bands, px, label_scale, &[]);
+                // With every title left out (zoomed far out, crowded), nothing breaks the line.
+                let indices: Vec<usize> = all.iter().map(|lane| lane.index).collect();
+                assert_eq!(
+                    band_edge_lines(&all, &bands, px, label_scale, &indices),
+                    whole
+                );
                 for &line in &lines {
                     assert!(
                         !crosses(line),
