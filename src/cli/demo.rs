@@ -1,7 +1,6 @@
 //! `contact-sandbox record --scene FILE --script ACTIONS.ron --out DEMO` and
 //! `contact-sandbox replay DEMO [--verify] [--json]` (SPEC §5).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -207,18 +206,9 @@ fn print_replay(
             "physics_revision": player.demo.physics,
             "this_build_physics_revision": crate::demo::PHYSICS_REVISION,
             "seconds": seconds,
-            "lanes": serde_json::Value::Null,
         });
-        let report = super::run::WithParts {
-            shape,
-            parts: vec![("lanes", &lanes)],
-        };
-        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-        serde_json::to_writer_pretty(&mut stdout, &report)
-            .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(stdout))
-            .and_then(|()| stdout.flush())
-            .map_err(super::stdout::StdoutError)?;
+        let report = super::run::WithParts::new(shape, vec![("lanes", lanes)]);
+        super::stdout::write_json(&report, true)?;
     } else {
         outln!(
             "{file}: scene '{}', {} at {} Hz, {}",

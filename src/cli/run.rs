@@ -14,7 +14,7 @@ use crate::scene::{MAX_RUN_STEPS, Scene};
 
 use std::io::Write;
 
-use super::stdout::{StdoutError, out, outln};
+use super::stdout::{out, outln, write_json};
 
 /// Steps used when neither `--steps` nor the scene's `steps` says.
 pub const DEFAULT_STEPS: u64 = 600;
@@ -519,10 +519,7 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     let lanes = run_scene_measured_with(&scene, steps, |done| bar.set_position(done));
     bar.finish_and_clear();
     if args.json {
-        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-        write_run_json(&mut stdout, &scene.name, &lanes)
-            .and_then(|()| stdout.flush())
-            .map_err(StdoutError)?;
+        write_json(&run_report(&scene.name, &lanes), false)?;
     } else {
         outln!("scene \"{}\"", scene.name)?;
         for (lane, half) in &lanes {
@@ -532,23 +529,27 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes `run --json`'s object, `{"lanes": [...], "scene": name}`, and a newline: the same bytes as serialising
-/// [`lane_json`] of every lane, a ball and a rod at a time instead of holding them (about 1.7 KB of `Value` a
+/// `run --json`'s object, `{"lanes": [...], "scene": name}`: the same as serialising [`lane_json`] of every lane,
+/// but each lane's balls and rods are serialised as they are written instead of held (about 1.7 KB of `Value` a
 /// ball, 4 GB for 64 lanes of 30 000 balls).
+pub fn run_report<'a>(
+    scene_name: &str,
+    lanes: &'a [(LaneWorld, HalfwaySnapshot)],
+) -> WithParts<Vec<WithParts<LanePart<'a>>>> {
+    let lanes = lanes
+        .iter()
+        .map(|(lane, half)| lane_streamed(lane, half, |_| {}))
+        .collect();
+    WithParts::new(json!({ "scene": scene_name }), vec![("lanes", lanes)])
+}
+
+/// Writes [`run_report`] compact, and a newline, as `run --json` prints it.
 pub fn write_run_json(
     out: &mut impl Write,
     scene_name: &str,
     lanes: &[(LaneWorld, HalfwaySnapshot)],
 ) -> std::io::Result<()> {
-    let lanes: Vec<_> = lanes
-        .iter()
-        .map(|(lane, half)| lane_streamed(lane, half, |_| {}))
-        .collect();
-    let report = WithParts {
-        shape: json!({"scene": scene_name, "lanes": Value::Null}),
-        parts: vec![("lanes", &lanes)],
-    };
-    serde_json::to_writer(&mut *out, &report)?;
+    serde_json::to_writer(&mut *out, &run_report(scene_name, lanes))?;
     writeln!(out)
 }
 
@@ -561,20 +562,34 @@ pub fn lane_streamed<'a>(
 ) -> WithParts<LanePart<'a>> {
     let mut shape = lane_json_with(lane, Value::Null, Value::Null);
     more(&mut shape);
-    WithParts {
+    WithParts::new(
         shape,
-        parts: vec![
+        vec![
             ("balls", LanePart::Balls(lane, halfway)),
             ("rods", LanePart::Rods(lane)),
         ],
-    }
+    )
 }
 
 /// An object that serialises as serde_json serialises `shape` (its keys in the same order, compact or pretty),
 /// except that the value of each key in `parts` comes from that part, serialised as it is written.
 pub struct WithParts<T> {
-    pub shape: Value,
-    pub parts: Vec<(&'static str, T)>,
+    shape: Value,
+    parts: Vec<(&'static str, T)>,
+}
+
+impl<T> WithParts<T> {
+    /// `shape`, an object, with `parts` for some of its keys: a key it does not hold yet joins it, where serde_json
+    /// puts a new key.
+    pub fn new(mut shape: Value, parts: Vec<(&'static str, T)>) -> Self {
+        debug_assert!(shape.is_object(), "a shape with parts is an object");
+        if let Value::Object(map) = &mut shape {
+            for (key, _) in &parts {
+                map.entry(*key).or_insert(Value::Null);
+            }
+        }
+        WithParts { shape, parts }
+    }
 }
 
 impl<T: serde::Serialize> serde::Serialize for WithParts<T> {

@@ -34,6 +34,25 @@ pub fn write_stdout(text: std::fmt::Arguments) -> Result<(), StdoutError> {
         .map_err(StdoutError)
 }
 
+/// Writes `value` as JSON, `pretty` or compact, and a newline to standard output through a buffer, and flushes
+/// it: a value is serialised as it is written (see `run::WithParts`). A failed write is a [`StdoutError`]; a value
+/// that cannot be serialised is another error.
+pub fn write_json(value: &impl serde::Serialize, pretty: bool) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = if pretty {
+        serde_json::to_writer_pretty(&mut out, value)
+    } else {
+        serde_json::to_writer(&mut out, value)
+    };
+    match written {
+        Err(e) if e.is_io() => Err(StdoutError(e.into()).into()),
+        Err(e) => Err(anyhow::anyhow!("cannot serialise the output: {e}")),
+        Ok(()) => writeln!(out)
+            .and_then(|()| out.flush())
+            .map_err(|e| StdoutError(e).into()),
+    }
+}
+
 /// `println!` that returns `Result<(), StdoutError>` instead of panicking: `outln!("{x}")?;`.
 macro_rules! outln {
     () => {

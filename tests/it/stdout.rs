@@ -25,6 +25,16 @@ const PRINTING_RUNS: &[&[&str]] = &[
         "5",
         "--json",
     ],
+    // 2 000 balls: about 200 KB of JSON, so the write fails while the balls are being serialised, not at the
+    // last flush.
+    &[
+        "run",
+        "--scene",
+        "assets/scenes/ball_pit_2000.ron",
+        "--steps",
+        "1",
+        "--json",
+    ],
     &["bench-one", "--engine", "ipc", "--n", "10", "--steps", "2"],
     &["replay", "assets/demos/wall_throw.demo.ron"],
     &["replay", "assets/demos/wall_throw.demo.ron", "--json"],
