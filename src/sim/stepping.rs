@@ -74,6 +74,12 @@ impl StepInFlight {
         self.running.is_some()
     }
 
+    /// Counts `ticks` more as owed, as if they had passed while a batch ran: the next batch takes them too, as
+    /// many as fit in a frame. What a worker slower than the frame leaves behind, on demand (tests of batching).
+    pub fn owe(&mut self, ticks: u32) {
+        self.owed = (self.owed + ticks).min(MAX_BATCH);
+    }
+
     /// Is the worker thread still stepping? A batch that has finished but is not yet collected is not.
     pub fn worker_busy(&self) -> bool {
         self.running
