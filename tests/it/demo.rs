@@ -791,11 +791,13 @@ fn window_recording_replays(mut app: App, file: &str, frame: Duration, switch: b
     }
     if switch {
         // How many ticks a batch takes depends on the machine's load; keep recording until one took several,
-        // so the worker's own hashes are part of what the replay checks.
+        // so the worker's own hashes are part of what the replay checks (owing ticks when a fast worker or a busy
+        // machine leaves none owed).
         for _ in 0..500 {
             if app.world().resource::<StepInFlight>().largest_batch >= 2 {
                 break;
             }
+            app.world_mut().resource_mut::<StepInFlight>().owe(2);
             app.update();
             std::thread::sleep(frame);
         }
