@@ -254,15 +254,12 @@ fn drawn_title_box(lane: &Lane, chars: usize, px: f32, scale: f32) -> Rect {
 pub struct LabelInputs {
     name: String,
     method: ContactMethod,
-    edited: bool,
     fault: Option<String>,
     bounds: (DVec2, DVec2),
     offset: DVec2,
     px: f32,
     scale: f32,
-    room: Option<f64>,
-    title: Color,
-    crowded: bool,
+    context: TitleContext,
 }
 
 /// What a lane's labels depend on beyond the lane and the camera: whether it is edited, its title's room and
@@ -276,47 +273,29 @@ struct TitleContext {
 }
 
 impl LabelInputs {
-    fn of(lane: &Lane, px: f32, scale: f32, c: TitleContext) -> Self {
-        let TitleContext {
-            edited,
-            room,
-            title,
-            crowded,
-        } = c;
+    fn of(lane: &Lane, px: f32, scale: f32, context: TitleContext) -> Self {
         LabelInputs {
             name: lane.world.name.clone(),
             method: lane.world.settings.method,
-            edited,
             fault: lane.world.fault.clone(),
             bounds: lane.bounds,
             offset: lane.offset,
             px,
             scale,
-            room,
-            title,
-            crowded,
+            context,
         }
     }
 
     /// Whether these are the inputs [`LabelInputs::of`] would make, compared in place (no copy of the strings).
-    fn are(&self, lane: &Lane, px: f32, scale: f32, c: TitleContext) -> bool {
-        let TitleContext {
-            edited,
-            room,
-            title,
-            crowded,
-        } = c;
+    fn are(&self, lane: &Lane, px: f32, scale: f32, context: TitleContext) -> bool {
         self.name == lane.world.name
             && self.method == lane.world.settings.method
-            && self.edited == edited
             && self.fault == lane.world.fault
             && self.bounds == lane.bounds
             && self.offset == lane.offset
             && self.px == px
             && self.scale == scale
-            && self.room == room
-            && self.title == title
-            && self.crowded == crowded
+            && self.context == context
     }
 }
 
