@@ -305,6 +305,50 @@ pub(crate) mod test_events {
             modifiers: egui::Modifiers::NONE,
         }
     }
+
+    /// Clicks the widget `add` draws (a number field or slider, holding the value), clears its text, types `typed`
+    /// one key per frame, then presses Enter: the value after each key and after Enter, starting from `start`.
+    /// `add` returns the point to click.
+    pub fn type_into_widget(
+        start: f64,
+        add: impl Fn(&mut egui::Ui, &mut f64) -> egui::Pos2,
+        typed: &str,
+    ) -> (Vec<f64>, f64) {
+        let ctx = egui::Context::default();
+        let mut value = start;
+        let at = std::cell::Cell::new(egui::Pos2::ZERO);
+        let frame = |events: Vec<egui::Event>, value: &mut f64| {
+            let input = egui::RawInput {
+                events,
+                screen_rect: Some(egui::Rect::from_min_size(
+                    egui::Pos2::ZERO,
+                    egui::vec2(400.0, 300.0),
+                )),
+                ..Default::default()
+            };
+            let _ = ctx.run_ui(input, |ui| {
+                at.set(add(ui, value));
+            });
+        };
+        frame(vec![], &mut value);
+        let button = |pressed| button(at.get(), pressed);
+        frame(
+            vec![egui::Event::PointerMoved(at.get()), button(true)],
+            &mut value,
+        );
+        frame(vec![button(false)], &mut value);
+        frame(vec![], &mut value);
+        // The field's text "0" out of the way, so what is typed is the whole text.
+        frame(vec![key(egui::Key::Backspace)], &mut value);
+        let mut after_each_key = Vec::new();
+        for c in typed.chars() {
+            frame(vec![egui::Event::Text(c.to_string())], &mut value);
+            after_each_key.push(value);
+        }
+        frame(vec![key(egui::Key::Enter)], &mut value);
+        frame(vec![], &mut value);
+        (after_each_key, value)
+    }
 }
 
 #[cfg(test)]

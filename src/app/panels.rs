@@ -2427,50 +2427,11 @@ mod tests {
     /// Clicks `field`'s widget, types `typed` one key per frame, then presses Enter: the value after each key and
     /// after Enter.
     fn type_into(field: impl Fn(&mut f64) -> egui::DragValue<'_>, typed: &str) -> (Vec<f64>, f64) {
-        type_into_widget(0.0, |ui, v| ui.add(field(v)).rect.center(), typed)
-    }
-
-    /// [`type_into`] for a widget `add` draws, starting from `start`; `add` returns the point to click.
-    fn type_into_widget(
-        start: f64,
-        add: impl Fn(&mut egui::Ui, &mut f64) -> egui::Pos2,
-        typed: &str,
-    ) -> (Vec<f64>, f64) {
-        let ctx = egui::Context::default();
-        let mut value = start;
-        let at = std::cell::Cell::new(egui::Pos2::ZERO);
-        let frame = |events: Vec<egui::Event>, value: &mut f64| {
-            let input = egui::RawInput {
-                events,
-                screen_rect: Some(egui::Rect::from_min_size(
-                    egui::Pos2::ZERO,
-                    egui::vec2(400.0, 300.0),
-                )),
-                ..Default::default()
-            };
-            let _ = ctx.run_ui(input, |ui| {
-                at.set(add(ui, value));
-            });
-        };
-        frame(vec![], &mut value);
-        use crate::app::test_events::key;
-        let button = |pressed| crate::app::test_events::button(at.get(), pressed);
-        frame(
-            vec![egui::Event::PointerMoved(at.get()), button(true)],
-            &mut value,
-        );
-        frame(vec![button(false)], &mut value);
-        frame(vec![], &mut value);
-        // The field's text "0" out of the way, so what is typed is the whole text.
-        frame(vec![key(egui::Key::Backspace)], &mut value);
-        let mut after_each_key = Vec::new();
-        for c in typed.chars() {
-            frame(vec![egui::Event::Text(c.to_string())], &mut value);
-            after_each_key.push(value);
-        }
-        frame(vec![key(egui::Key::Enter)], &mut value);
-        frame(vec![], &mut value);
-        (after_each_key, value)
+        crate::app::test_events::type_into_widget(
+            0.0,
+            |ui, v| ui.add(field(v)).rect.center(),
+            typed,
+        )
     }
 
     /// Every text the pass drew, with where it was drawn.
@@ -2991,7 +2952,7 @@ mod tests {
         typed: &str,
     ) -> (f64, Option<RefusedText>) {
         let refused = Refusals::default();
-        let (_, entered) = type_into_widget(
+        let (_, entered) = crate::app::test_events::type_into_widget(
             start,
             |ui, v| {
                 let rect = ui.add(run_slider(v, setting, range.clone(), &refused)).rect;
@@ -3012,7 +2973,7 @@ mod tests {
     fn a_typed_slider_value_is_refused_with_a_word_or_kept_as_typed() {
         let typed_v0 = |typed: &str| {
             let refused = Refusals::default();
-            let (_, entered) = type_into_widget(
+            let (_, entered) = crate::app::test_events::type_into_widget(
                 5.0,
                 |ui, v| {
                     let slider = checked_slider(v, "v0 [m/s]", 0.5..=60.0, 1e-3..=1e6, &refused);
