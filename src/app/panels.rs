@@ -2434,6 +2434,53 @@ mod tests {
         )
     }
 
+    /// A refusal floats over the canvas's bottom left, above everything, until "dismiss" is clicked; with no
+    /// error nothing is drawn.
+    #[test]
+    fn the_error_note_floats_at_the_canvas_s_bottom_left_until_dismissed() {
+        let ctx = egui::Context::default();
+        let canvas = egui::Rect::from_min_max(egui::pos2(300.0, 0.0), egui::pos2(1100.0, 700.0));
+        let mut log = SimLog::default();
+        let pass = |log: &mut SimLog, events: Vec<egui::Event>| {
+            let input = egui::RawInput {
+                events,
+                screen_rect: Some(egui::Rect::from_min_size(
+                    egui::Pos2::ZERO,
+                    egui::vec2(1600.0, 900.0),
+                )),
+                ..Default::default()
+            };
+            drawn_texts(&ctx.run(input, |ctx| error_note(ctx, canvas, log)).shapes)
+        };
+        assert!(pass(&mut log, vec![]).is_empty());
+        log.error("lanes[0].balls[0].position.y: must be a finite number, got inf");
+        // A new area is measured unseen in its first pass.
+        pass(&mut log, vec![]);
+        let texts = pass(&mut log, vec![]);
+        let (note, at) = texts
+            .iter()
+            .find(|(text, _)| text.starts_with("⚠ lanes[0]"))
+            .unwrap_or_else(|| panic!("no note in {texts:?}"));
+        assert!(note.ends_with("got inf"), "{note}");
+        assert!(canvas.contains_rect(*at), "{at:?} outside {canvas:?}");
+        assert!(
+            at.left() < canvas.left() + 30.0 && at.bottom() > canvas.bottom() - 80.0,
+            "{at:?}"
+        );
+        let (_, dismiss) = texts
+            .iter()
+            .find(|(text, _)| text == "dismiss")
+            .unwrap_or_else(|| panic!("no dismiss in {texts:?}"));
+        let button = |pressed| crate::app::test_events::button(dismiss.center(), pressed);
+        pass(
+            &mut log,
+            vec![egui::Event::PointerMoved(dismiss.center()), button(true)],
+        );
+        pass(&mut log, vec![button(false)]);
+        assert_eq!(log.error, None);
+        assert!(pass(&mut log, vec![]).is_empty());
+    }
+
     /// Every text the pass drew, with where it was drawn.
     fn drawn_texts(shapes: &[egui::epaint::ClippedShape]) -> Vec<(String, egui::Rect)> {
         fn walk(shape: &egui::Shape, out: &mut Vec<(String, egui::Rect)>) {
