@@ -2450,7 +2450,10 @@ mod tests {
                 )),
                 ..Default::default()
             };
-            drawn_texts(&ctx.run(input, |ctx| error_note(ctx, canvas, log)).shapes)
+            drawn_texts(
+                &ctx.run_ui(input, |ui| error_note(ui.ctx(), canvas, log))
+                    .shapes,
+            )
         };
         assert!(pass(&mut log, vec![]).is_empty());
         log.error("lanes[0].balls[0].position.y: must be a finite number, got inf");
