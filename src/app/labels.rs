@@ -217,19 +217,35 @@ fn title_fits(room: f64, px: f32, scale: f32) -> usize {
     (room_px / (CHAR_WIDTH * TITLE_PX * scale)).floor().max(0.0) as usize
 }
 
-/// Which lanes' titles are left out because they would cover another's: `boxes` holds each title's rectangle as
-/// drawn, in the lanes' order. Taken in that order, a title that overlaps one already shown is left out, so a
-/// view zoomed far out shows the first lane's title, not a pile of them over one another.
-fn crowded_titles(boxes: &[Rect]) -> Vec<bool> {
+/// Which lanes' titles are left out because they would cover another's, or another lane's walls: `boxes` holds
+/// each title's rectangle as drawn, in the lanes' order, and `blocked(k, box)` whether title `k` would lie over
+/// another lane's wall. Taken in that order, a title that overlaps one already shown, or a wall of another lane,
+/// is left out, so a view zoomed out shows the first lane's title, not a pile of them over one another and over
+/// the lane above (where it would read as that lane's).
+fn crowded_titles(boxes: &[Rect], blocked: impl Fn(usize, Rect) -> bool) -> Vec<bool> {
     let mut shown: Vec<Rect> = Vec::new();
     boxes
         .iter()
-        .map(|b| {
-            let crowded = shown.iter().any(|s| !s.intersect(*b).is_empty());
+        .enumerate()
+        .map(|(k, b)| {
+            let crowded = blocked(k, *b) || shown.iter().any(|s| !s.intersect(*b).is_empty());
             if !crowded {
                 shown.push(*b);
             }
             crowded
+        })
+        .collect()
+}
+
+/// The bounding boxes of `lane`'s walls where they are drawn (render units).
+fn wall_boxes(lane: &Lane) -> Vec<Rect> {
+    lane.world
+        .walls
+        .iter()
+        .map(|wall| {
+            let (min, max) = wall.aabb();
+            let corner = |p: DVec2| ((p + lane.offset) * f64::from(UNITS_PER_METRE)).as_vec2();
+            Rect::from_corners(corner(min), corner(max))
         })
         .collect()
 }
@@ -366,7 +382,20 @@ fn label_lanes(
         .collect();
     contexts.sort_by_key(|&(entity, index, ..)| (index, entity));
     let boxes: Vec<Rect> = contexts.iter().map(|c| c.3).collect();
-    for (context, crowded) in contexts.iter_mut().zip(crowded_titles(&boxes)) {
+    // Each lane's walls (their bounding boxes), in render units.
+    let walls: Vec<(Entity, Vec<Rect>)> = lanes
+        .iter()
+        .map(|(entity, lane)| (entity, wall_boxes(lane)))
+        .collect();
+    let blocked = |k: usize, title: Rect| {
+        walls
+            .iter()
+            .filter(|(entity, _)| *entity != contexts[k].0)
+            .flat_map(|(_, boxes)| boxes)
+            .any(|wall| !wall.intersect(title).is_empty())
+    };
+    let crowded = crowded_titles(&boxes, blocked);
+    for (context, crowded) in contexts.iter_mut().zip(crowded) {
         context.2.crowded = crowded;
     }
     let now_hidden = HiddenTitles(
@@ -797,19 +826,35 @@ mod tests {
     #[test]
     fn titles_that_would_pile_up_zoomed_out_leave_the_first_lane_s() {
         let mut app = labelling_app(LabelScale::default(), 1.0);
-        // Lane 1 first: the order that counts is the lanes', not the entities'.
-        let lower = app
-            .world_mut()
-            .spawn(lane_from(
-                "assets/scenes/wall_throw.ron",
-                1,
-                DVec2::new(0.0, -1.7),
-            ))
-            .id();
-        let upper = app
-            .world_mut()
-            .spawn(lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO))
-            .id();
+        // The wall throw's lanes as the window lays them out, lane 1 spawned first: the order that counts is the
+        // lanes', not the entities'.
+        let worlds = Scene::load(Path::new("assets/scenes/wall_throw.ron"))
+            .expect("a built-in scene loads")
+            .build();
+        let bounds: Vec<_> = worlds.iter().map(crate::sim::lane_bounds).collect();
+        let offsets = crate::sim::lane_offsets(&bounds);
+        let mut lanes: Vec<Lane> = worlds
+            .into_iter()
+            .enumerate()
+            .map(|(k, world)| Lane::new(k, world, offsets[k], bounds[k]))
+            .collect();
+        let lower = app.world_mut().spawn(lanes.remove(1)).id();
+        let upper = app.world_mut().spawn(lanes.remove(0)).id();
+        // The zoom (render units per pixel) at which the lower lane's title, 4 px above its corner and 19.2 px
+        // tall, reaches the bottom of the upper lane's wall; and at which it reaches the upper lane's title.
+        let (meets_wall, meets_title) = {
+            let lane = |e| app.world().get::<Lane>(e).expect("a lane");
+            let (upper, lower) = (lane(upper), lane(lower));
+            let wall = wall_boxes(upper)[0];
+            let corner = |l: &Lane| (l.bounds.1.y + l.offset.y) as f32 * UNITS_PER_METRE;
+            let title_px = TITLE_GAP_PX + LINE_HEIGHT * TITLE_PX;
+            // The title reaches across to the wall's x long before it reaches up to it.
+            (
+                (wall.min.y - corner(lower)) / title_px,
+                (corner(upper) - corner(lower)) / LINE_HEIGHT / TITLE_PX,
+            )
+        };
+        assert!(meets_wall < meets_title, "{meets_wall} {meets_title}");
         let shown = |app: &mut App, lane| {
             let (line, text, visibility, _) = labels_of(app, lane)[0].clone();
             assert_eq!(line, LabelLine::Title);
@@ -835,17 +880,19 @@ mod tests {
             shown(&mut app, lower).as_deref(),
             Some("ipc dhat=1mm [ipc]")
         );
-        // 1.7 m between the corners is 17 px at 100 mm per pixel; a title is 19.2 px tall.
-        zoom(&mut app, 100.0);
-        assert_eq!(
-            shown(&mut app, upper).as_deref(),
-            Some("penalty k=1e4 [penalty]")
-        );
-        assert_eq!(shown(&mut app, lower), None);
-        // What the line between the lanes and the stray labels keep clear of.
-        assert_eq!(app.world().resource::<HiddenTitles>().0, [1]);
-        // At 80 mm per pixel, 21.25 px apart: both again.
-        zoom(&mut app, 80.0);
+        // Zoomed out until it would lie over the upper lane's wall, then over its title: left out.
+        for zoomed_out in [1.05 * meets_wall, 2.0 * meets_title] {
+            zoom(&mut app, zoomed_out);
+            assert_eq!(
+                shown(&mut app, upper).as_deref(),
+                Some("penalty k=1e4 [penalty]")
+            );
+            assert_eq!(shown(&mut app, lower), None, "at {zoomed_out}");
+            // What the line between the lanes and the stray labels keep clear of.
+            assert_eq!(app.world().resource::<HiddenTitles>().0, [1]);
+        }
+        // Just short of the wall: both again.
+        zoom(&mut app, 0.95 * meets_wall);
         assert_eq!(
             shown(&mut app, lower).as_deref(),
             Some("ipc dhat=1mm [ipc]")
@@ -872,14 +919,28 @@ mod tests {
             }
         }
         assert_eq!(
-            crowded_titles(&[
-                Rect::new(0.0, 0.0, 10.0, 2.0),
-                Rect::new(5.0, 1.0, 15.0, 3.0),
-                Rect::new(12.0, 0.0, 20.0, 0.5),
-                Rect::new(11.0, 2.5, 13.0, 4.0),
-            ]),
+            crowded_titles(
+                &[
+                    Rect::new(0.0, 0.0, 10.0, 2.0),
+                    Rect::new(5.0, 1.0, 15.0, 3.0),
+                    Rect::new(12.0, 0.0, 20.0, 0.5),
+                    Rect::new(11.0, 2.5, 13.0, 4.0),
+                ],
+                |_, _| false
+            ),
             [false, true, false, false],
             "a title left out does not crowd the ones after it"
+        );
+        assert_eq!(
+            crowded_titles(
+                &[
+                    Rect::new(0.0, 0.0, 10.0, 2.0),
+                    Rect::new(0.0, 5.0, 10.0, 7.0)
+                ],
+                |k, _| k == 0
+            ),
+            [true, false],
+            "a title over another lane's wall is left out, and crowds nothing"
         );
     }
 
