@@ -866,27 +866,24 @@ fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
 /// The replay's tick slider over a demo of `ticks` ticks at `hz`, the replay now at tick `now`. A typed tick
 /// beyond the demo is refused with a word into `refused`, as every number field's is (egui clamped 99999999 to the
 /// last tick without one); a typed tick takes effect on Enter, not on each key.
-fn tick_slider(
-    tick: &mut u64,
+fn tick_slider<'a>(
+    tick: &'a mut u64,
     ticks: u64,
     hz: f64,
     now: u64,
-    refused: std::rc::Rc<std::cell::RefCell<Option<String>>>,
-) -> egui::Slider<'_> {
+    refused: &super::panels::Refusals,
+) -> egui::Slider<'a> {
     egui::Slider::new(tick, 0..=ticks)
         .text(format!("tick ({:.2} s)", now as f64 / hz))
         .clamping(egui::SliderClamping::Never)
         .update_while_editing(false)
-        .custom_parser(move |text| {
-            match super::panels::parse_setting(text, &(0.0..=ticks as f64), true) {
-                Ok(tick) => Some(tick),
-                Err(problem) => {
-                    *refused.borrow_mut() =
-                        Some(format!("replay tick: \"{text}\" {problem}; kept {now}"));
-                    None
-                }
-            }
-        })
+        .custom_parser(super::panels::refusing_parser(
+            "replay tick",
+            0.0..=ticks as f64,
+            true,
+            now.to_string(),
+            refused,
+        ))
 }
 
 /// The replay viewer: the badge, play/pause, step, speed, the timeline and export. Its controls are returned as
@@ -947,15 +944,15 @@ pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls
             edits.speed = Some(speed);
         }
     });
-    let refused = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let refused = super::panels::Refusals::default();
     let now = replay.player.tick();
     if ui
-        .add(tick_slider(&mut tick, ticks, hz, now, refused.clone()))
+        .add(tick_slider(&mut tick, ticks, hz, now, &refused))
         .changed()
     {
         edits.seek = Some(tick.min(ticks));
     }
-    edits.refused = refused.take();
+    edits.refused = refused.take().map(|r| r.text());
     if let Some((at, label)) = &replay.player.last_action {
         ui.small(format!("last action: {label} (tick {at})"));
     }
@@ -988,31 +985,32 @@ mod tests {
     #[test]
     fn the_replay_s_tick_field_seeks_on_enter_and_refuses_a_tick_beyond_the_demo_with_a_word() {
         let typed = |text: &str| {
-            let refused = std::rc::Rc::new(std::cell::RefCell::new(None));
+            let refused = super::super::panels::Refusals::default();
             let (each_key, entered) = crate::app::test_events::type_into_widget(
                 40.0,
                 |ui, value| {
                     let mut tick = *value as u64;
-                    let response = ui.add(tick_slider(&mut tick, 300, 100.0, 40, refused.clone()));
+                    let response = ui.add(tick_slider(&mut tick, 300, 100.0, 40, &refused));
                     *value = tick as f64;
-                    // The slider's number, right of its rail.
-                    let rail = ui.spacing().slider_width + ui.spacing().item_spacing.x;
-                    egui::pos2(response.rect.left() + rail + 8.0, response.rect.center().y)
+                    crate::app::test_events::slider_value_point(ui, response.rect)
                 },
                 text,
             );
-            (each_key, entered, refused.take())
+            (each_key, entered, refused.take().map(|r| r.text()))
         };
         let (each_key, entered, refused) = typed("123");
         assert_eq!(each_key, [40.0; 3], "no seek before Enter");
         assert_eq!((entered, refused), (123.0, None));
-        for text in ["99999999", "-1", "abc"] {
+        let long = "9".repeat(60);
+        for text in ["99999999", "-1", "abc", long.as_str()] {
             let (_, entered, refused) = typed(text);
             assert_eq!(entered, 40.0, "{text}");
             let refused = refused.unwrap_or_else(|| panic!("{text} taken without a word"));
+            let quoted = crate::text::abbreviate(text, 40);
             assert!(
-                refused.starts_with(&format!("replay tick: \"{text}\" "))
-                    && refused.ends_with("; kept 40"),
+                refused.starts_with(&format!("replay tick: \"{quoted}\" "))
+                    && refused.ends_with("; kept 40")
+                    && refused.len() < 120,
                 "{refused}"
             );
         }

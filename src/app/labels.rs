@@ -58,9 +58,9 @@ impl Default for LabelScale {
     }
 }
 
-/// The lanes (by index) whose titles are left out because they would lie over an earlier lane's
-/// ([`crowded_titles`]), as [`label_lanes`] last drew them: the line between lanes and the stray balls' labels
-/// need not keep clear of them.
+/// The lanes (by index) whose titles are left out because they would lie over an earlier lane's title or another
+/// lane's wall ([`crowded_titles`]), as [`label_lanes`] last drew them: the line between lanes and the stray balls'
+/// labels need not keep clear of them.
 #[derive(Resource, Debug, Clone, Default, PartialEq)]
 pub struct HiddenTitles(pub Vec<usize>);
 
@@ -238,16 +238,24 @@ fn crowded_titles(boxes: &[Rect], blocked: impl Fn(usize, Rect) -> bool) -> Vec<
 }
 
 /// The bounding boxes of `lane`'s walls where they are drawn (render units).
-fn wall_boxes(lane: &Lane) -> Vec<Rect> {
-    lane.world
-        .walls
-        .iter()
-        .map(|wall| {
-            let (min, max) = wall.aabb();
-            let corner = |p: DVec2| ((p + lane.offset) * f64::from(UNITS_PER_METRE)).as_vec2();
-            Rect::from_corners(corner(min), corner(max))
-        })
-        .collect()
+fn wall_boxes(lane: &Lane) -> impl Iterator<Item = Rect> + '_ {
+    lane.world.walls.iter().map(|wall| {
+        let (min, max) = wall.aabb();
+        let corner = |p: DVec2| ((p + lane.offset) * f64::from(UNITS_PER_METRE)).as_vec2();
+        Rect::from_corners(corner(min), corner(max))
+    })
+}
+
+/// The middle of a title's line, where its letters' bodies are: a wall that only grazes the line's padding (the
+/// tip of a slope above) leaves the title legible.
+fn glyph_body(title: Rect) -> Rect {
+    let pad = 0.25 * title.height();
+    Rect::new(
+        title.min.x,
+        title.min.y + pad,
+        title.max.x,
+        title.max.y - pad,
+    )
 }
 
 /// The rectangle of a title of `chars` characters drawn above `lane`'s top-left corner (render units).
@@ -279,7 +287,7 @@ pub struct LabelInputs {
 }
 
 /// What a lane's labels depend on beyond the lane and the camera: whether it is edited, its title's room and
-/// colour, and whether the title is left out for another's ([`crowded_titles`]).
+/// colour, and whether the title is left out for another's or for another lane's wall ([`crowded_titles`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct TitleContext {
     edited: bool,
@@ -360,7 +368,8 @@ fn label_lanes(
     let room = |lane: &Lane| title_room(lane, lanes.iter().map(|(_, other)| other), title_m);
     let scene = named_scene(replay.as_deref(), active.as_deref());
     let title = |lane: &Lane| lane_color(lane, lanes.iter().map(|(_, other)| other));
-    // Each lane's context, in the lanes' order, with the titles that would cover an earlier one left out.
+    // Each lane's context, in the lanes' order, with the titles that would cover an earlier one or another lane's
+    // wall left out.
     let mut contexts: Vec<(Entity, usize, TitleContext, Rect)> = lanes
         .iter()
         .map(|(entity, lane)| {
@@ -382,17 +391,17 @@ fn label_lanes(
         .collect();
     contexts.sort_by_key(|&(entity, index, ..)| (index, entity));
     let boxes: Vec<Rect> = contexts.iter().map(|c| c.3).collect();
-    // Each lane's walls (their bounding boxes), in render units.
-    let walls: Vec<(Entity, Vec<Rect>)> = lanes
-        .iter()
-        .map(|(entity, lane)| (entity, wall_boxes(lane)))
-        .collect();
+    // Whether a title's glyphs would lie over a wall of another lane; only lanes whose area the title reaches
+    // are looked into (their walls lie inside it).
     let blocked = |k: usize, title: Rect| {
-        walls
-            .iter()
-            .filter(|(entity, _)| *entity != contexts[k].0)
-            .flat_map(|(_, boxes)| boxes)
-            .any(|wall| !wall.intersect(title).is_empty())
+        let glyphs = glyph_body(title);
+        lanes.iter().any(|(entity, lane)| {
+            entity != contexts[k].0
+                && !super::lane_bands::lane_area(lane)
+                    .intersect(glyphs)
+                    .is_empty()
+                && wall_boxes(lane).any(|wall| !wall.intersect(glyphs).is_empty())
+        })
     };
     let crowded = crowded_titles(&boxes, blocked);
     for (context, crowded) in contexts.iter_mut().zip(crowded) {
@@ -821,8 +830,8 @@ mod tests {
         assert_eq!(title(&mut app, left), "penalty k=1e4 [penalty]");
     }
 
-    /// Lanes one above the other, zoomed out until a title is taller than the lanes' spacing: the lower lane's
-    /// title would lie over the upper one's, so only the first lane's shows; zoomed back in, both do.
+    /// Lanes one above the other, zoomed out until the lower lane's title would lie over the upper lane's wall,
+    /// and further until it would lie over its title: only the first lane's shows; zoomed back in, both do.
     #[test]
     fn titles_that_would_pile_up_zoomed_out_leave_the_first_lane_s() {
         let mut app = labelling_app(LabelScale::default(), 1.0);
@@ -841,20 +850,25 @@ mod tests {
         let lower = app.world_mut().spawn(lanes.remove(1)).id();
         let upper = app.world_mut().spawn(lanes.remove(0)).id();
         // The zoom (render units per pixel) at which the lower lane's title, 4 px above its corner and 19.2 px
-        // tall, reaches the bottom of the upper lane's wall; and at which it reaches the upper lane's title.
-        let (meets_wall, meets_title) = {
+        // tall, reaches the bottom of the upper lane's wall with the top of its letters' bodies (three quarters
+        // up its line); and at which it reaches the upper lane's title.
+        let (meets_wall, meets_title, reaches_across) = {
             let lane = |e| app.world().get::<Lane>(e).expect("a lane");
             let (upper, lower) = (lane(upper), lane(lower));
-            let wall = wall_boxes(upper)[0];
+            let wall = wall_boxes(upper).next().expect("the wall throw's wall");
             let corner = |l: &Lane| (l.bounds.1.y + l.offset.y) as f32 * UNITS_PER_METRE;
-            let title_px = TITLE_GAP_PX + LINE_HEIGHT * TITLE_PX;
-            // The title reaches across to the wall's x long before it reaches up to it.
+            let letters_px = TITLE_GAP_PX + 0.75 * LINE_HEIGHT * TITLE_PX;
+            let left = (lower.bounds.0.x + lower.offset.x) as f32 * UNITS_PER_METRE;
+            let title_chars = "ipc dhat=1mm [ipc]".len() as f32;
             (
-                (wall.min.y - corner(lower)) / title_px,
+                (wall.min.y - corner(lower)) / letters_px,
                 (corner(upper) - corner(lower)) / LINE_HEIGHT / TITLE_PX,
+                (wall.min.x - left) / (title_chars * CHAR_WIDTH * TITLE_PX),
             )
         };
         assert!(meets_wall < meets_title, "{meets_wall} {meets_title}");
+        // The title reaches across to the wall's x before it reaches up to it.
+        assert!(reaches_across < meets_wall, "{reaches_across} {meets_wall}");
         let shown = |app: &mut App, lane| {
             let (line, text, visibility, _) = labels_of(app, lane)[0].clone();
             assert_eq!(line, LabelLine::Title);
@@ -935,7 +949,7 @@ mod tests {
             crowded_titles(
                 &[
                     Rect::new(0.0, 0.0, 10.0, 2.0),
-                    Rect::new(0.0, 5.0, 10.0, 7.0)
+                    Rect::new(5.0, 1.0, 15.0, 3.0)
                 ],
                 |k, _| k == 0
             ),

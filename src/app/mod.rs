@@ -306,6 +306,12 @@ pub(crate) mod test_events {
         }
     }
 
+    /// Where a slider laid out in `rect` shows its number (right of its rail), to click into it.
+    pub fn slider_value_point(ui: &egui::Ui, rect: egui::Rect) -> egui::Pos2 {
+        let rail = ui.spacing().slider_width + ui.spacing().item_spacing.x;
+        egui::pos2(rect.left() + rail + 8.0, rect.center().y)
+    }
+
     /// Clicks the widget `add` draws (a number field or slider, holding the value), clears its text, types `typed`
     /// one key per frame, then presses Enter: the value after each key and after Enter, starting from `start`.
     /// `add` returns the point to click.
@@ -338,7 +344,7 @@ pub(crate) mod test_events {
         );
         frame(vec![button(false)], &mut value);
         frame(vec![], &mut value);
-        // The field's text "0" out of the way, so what is typed is the whole text.
+        // The field's text out of the way, so what is typed is the whole text.
         frame(vec![key(egui::Key::Backspace)], &mut value);
         let mut after_each_key = Vec::new();
         for c in typed.chars() {

@@ -1903,7 +1903,7 @@ fn checked_slider<'a>(
 
 /// The text parser of a number field: a number [`parse_setting`] takes, or `None` with the refusal put in
 /// `refused` (`kept` is the value the field keeps, as the message quotes it).
-fn refusing_parser(
+pub(super) fn refusing_parser(
     setting: &'static str,
     allowed: std::ops::RangeInclusive<f64>,
     integral: bool,
@@ -1931,11 +1931,11 @@ fn any<Num: egui::emath::Numeric>() -> std::ops::RangeInclusive<f64> {
 }
 
 /// Where the setting fields of one panel put the text they refuse.
-type Refusals = std::rc::Rc<std::cell::RefCell<Option<RefusedText>>>;
+pub(super) type Refusals = std::rc::Rc<std::cell::RefCell<Option<RefusedText>>>;
 
 /// Text typed into a setting field and not taken.
 #[derive(Clone, Debug, PartialEq)]
-struct RefusedText {
+pub(super) struct RefusedText {
     /// The setting as its field is labelled.
     setting: &'static str,
     typed: String,
@@ -1952,7 +1952,7 @@ impl RefusedText {
     }
 
     /// The refusal on its own, e.g. `fixed rate [Hz]: "5000" is outside 5 to 1000; kept 100`.
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         format!(
             "{}: \"{}\" {}; kept {}",
             self.setting,
@@ -2474,6 +2474,11 @@ mod tests {
             .iter()
             .find(|(text, _)| text == "dismiss")
             .unwrap_or_else(|| panic!("no dismiss in {texts:?}"));
+        assert_eq!(
+            ctx.layer_id_at(dismiss.center()).map(|layer| layer.order),
+            Some(egui::Order::Foreground),
+            "above the panels"
+        );
         let button = |pressed| crate::app::test_events::button(dismiss.center(), pressed);
         pass(
             &mut log,
@@ -3006,11 +3011,7 @@ mod tests {
             start,
             |ui, v| {
                 let rect = ui.add(run_slider(v, setting, range.clone(), &refused)).rect;
-                let spacing = ui.spacing();
-                egui::pos2(
-                    rect.min.x + spacing.slider_width + spacing.item_spacing.x + 8.0,
-                    rect.center().y,
-                )
+                crate::app::test_events::slider_value_point(ui, rect)
             },
             typed,
         );
@@ -3028,11 +3029,7 @@ mod tests {
                 |ui, v| {
                     let slider = checked_slider(v, "v0 [m/s]", 0.5..=60.0, 1e-3..=1e6, &refused);
                     let rect = ui.add(slider.logarithmic(true)).rect;
-                    let spacing = ui.spacing();
-                    egui::pos2(
-                        rect.min.x + spacing.slider_width + spacing.item_spacing.x + 8.0,
-                        rect.center().y,
-                    )
+                    crate::app::test_events::slider_value_point(ui, rect)
                 },
                 typed,
             );
