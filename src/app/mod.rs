@@ -306,6 +306,15 @@ pub(crate) mod test_events {
         }
     }
 
+    /// One frame's input: `events` on a screen of `size` points.
+    pub fn input(events: Vec<egui::Event>, size: egui::Vec2) -> egui::RawInput {
+        egui::RawInput {
+            events,
+            screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, size)),
+            ..Default::default()
+        }
+    }
+
     /// Where a slider laid out in `rect` shows its number (right of its rail), to click into it.
     pub fn slider_value_point(ui: &egui::Ui, rect: egui::Rect) -> egui::Pos2 {
         let rail = ui.spacing().slider_width + ui.spacing().item_spacing.x;
@@ -324,15 +333,7 @@ pub(crate) mod test_events {
         let mut value = start;
         let at = std::cell::Cell::new(egui::Pos2::ZERO);
         let frame = |events: Vec<egui::Event>, value: &mut f64| {
-            let input = egui::RawInput {
-                events,
-                screen_rect: Some(egui::Rect::from_min_size(
-                    egui::Pos2::ZERO,
-                    egui::vec2(400.0, 300.0),
-                )),
-                ..Default::default()
-            };
-            let _ = ctx.run_ui(input, |ui| {
+            let _ = ctx.run_ui(input(events, egui::vec2(400.0, 300.0)), |ui| {
                 at.set(add(ui, value));
             });
         };

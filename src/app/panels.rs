@@ -2442,14 +2442,7 @@ mod tests {
         let canvas = egui::Rect::from_min_max(egui::pos2(300.0, 0.0), egui::pos2(1100.0, 700.0));
         let mut log = SimLog::default();
         let pass = |log: &mut SimLog, events: Vec<egui::Event>| {
-            let input = egui::RawInput {
-                events,
-                screen_rect: Some(egui::Rect::from_min_size(
-                    egui::Pos2::ZERO,
-                    egui::vec2(1600.0, 900.0),
-                )),
-                ..Default::default()
-            };
+            let input = crate::app::test_events::input(events, egui::vec2(1600.0, 900.0));
             drawn_texts(
                 &ctx.run_ui(input, |ui| error_note(ui.ctx(), canvas, log))
                     .shapes,
