@@ -119,8 +119,8 @@ fn line_text(lane: &Lane, line: LabelLine, edited: bool) -> Option<String> {
 }
 
 /// The room a lane's title has to its right [m]: up to the left edge of the nearest lane beside it whose extent
-/// (with a title's height above it, `title_m`) reaches the title's row. `None`: nothing beside it (lanes one
-/// above the other).
+/// (with its own title above it, `title_m` tall) the title's line reaches, from its lane's top to a title's
+/// height above. `None`: nothing beside it (lanes one above the other).
 fn title_room<'a>(
     lane: &Lane,
     others: impl IntoIterator<Item = &'a Lane>,
@@ -134,7 +134,7 @@ fn title_room<'a>(
             let other_left = other.bounds.0.x + other.offset.x;
             let bottom = other.bounds.0.y + other.offset.y;
             let top = other.bounds.1.y + other.offset.y + title_m;
-            (other_left > left && (bottom..=top + title_m).contains(&row))
+            (other_left > left && row <= top && row + title_m >= bottom)
                 .then_some(other_left - left)
         })
         .reduce(f64::min)
@@ -895,6 +895,29 @@ mod tests {
             [false, true, false, false],
             "a title left out does not crowd the ones after it"
         );
+    }
+
+    /// A title is cut by the lane to its right whose extent, with that lane's title, its line reaches: a lane
+    /// whose bottom is within a title's height above the row cuts it, one whose title ends below the row does not.
+    #[test]
+    fn a_title_is_cut_by_the_lane_beside_it_that_its_line_reaches() {
+        let title_m = 0.2;
+        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
+        // lane_from's bounds run from (-1, 0) to (2, 1.5): the title's row is at 1.5 m.
+        let beside = |dy: f64| lane_from("assets/scenes/wall_throw.ron", 1, DVec2::new(4.0, dy));
+        let room = |other: Lane| title_room(&lane, [&other], title_m);
+        // Its bottom 0.1 m above the row, within the title's 0.2 m.
+        assert_eq!(room(beside(1.6)), Some(4.0));
+        // Its bottom above the title's line.
+        assert_eq!(room(beside(1.75)), None);
+        // Level with it, and with only its own title reaching the row.
+        assert_eq!(room(beside(0.0)), Some(4.0));
+        assert_eq!(room(beside(-0.15)), Some(4.0));
+        // Its title ends 0.1 m below the row.
+        assert_eq!(room(beside(-0.3)), None);
+        // A lane to the left never cuts it.
+        let left = lane_from("assets/scenes/wall_throw.ron", 1, DVec2::new(-4.0, 0.0));
+        assert_eq!(title_room(&lane, [&left], title_m), None);
     }
 
     /// A lane whose settings an edit has changed says so in its title, whose name may quote the old value.
