@@ -12,8 +12,6 @@ use crate::physics::rod_flight::wrapped_angle;
 use crate::physics::world::LaneWorld;
 use crate::scene::{MAX_RUN_STEPS, Scene};
 
-use std::io::Write;
-
 use super::stdout::{out, outln, write_json};
 
 /// Steps used when neither `--steps` nor the scene's `steps` says.
@@ -541,16 +539,6 @@ pub fn run_report<'a>(
         .map(|(lane, half)| lane_streamed(lane, half, |_| {}))
         .collect();
     WithParts::new(json!({ "scene": scene_name }), vec![("lanes", lanes)])
-}
-
-/// Writes [`run_report`] compact, and a newline, as `run --json` prints it.
-pub fn write_run_json(
-    out: &mut impl Write,
-    scene_name: &str,
-    lanes: &[(LaneWorld, HalfwaySnapshot)],
-) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, &run_report(scene_name, lanes))?;
-    writeln!(out)
 }
 
 /// [`lane_json`] as an object that serialises its balls and rods as it writes them; `more` adds fields to the

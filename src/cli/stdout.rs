@@ -35,22 +35,31 @@ pub fn write_stdout(text: std::fmt::Arguments) -> Result<(), StdoutError> {
 }
 
 /// Writes `value` as JSON, `pretty` or compact, and a newline to standard output through a buffer, and flushes
-/// it: a value is serialised as it is written (see `run::WithParts`). A failed write is a [`StdoutError`]; a value
-/// that cannot be serialised is another error.
+/// it ([`json_to`]). A failed write is a [`StdoutError`]; a value that cannot be serialised is another error.
 pub fn write_json(value: &impl serde::Serialize, pretty: bool) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let written = if pretty {
-        serde_json::to_writer_pretty(&mut out, value)
-    } else {
-        serde_json::to_writer(&mut out, value)
-    };
+    let written =
+        json_to(&mut out, value, pretty).and_then(|()| out.flush().map_err(serde_json::Error::io));
     match written {
         Err(e) if e.is_io() => Err(StdoutError(e.into()).into()),
         Err(e) => Err(anyhow::anyhow!("cannot serialise the output: {e}")),
-        Ok(()) => writeln!(out)
-            .and_then(|()| out.flush())
-            .map_err(|e| StdoutError(e).into()),
+        Ok(()) => Ok(()),
     }
+}
+
+/// Writes `value` as JSON, `pretty` or compact, and a newline into `out`, serialising it as it goes (see
+/// `run::WithParts`): what [`write_json`] prints.
+pub fn json_to(
+    out: &mut impl Write,
+    value: &impl serde::Serialize,
+    pretty: bool,
+) -> serde_json::Result<()> {
+    if pretty {
+        serde_json::to_writer_pretty(&mut *out, value)?;
+    } else {
+        serde_json::to_writer(&mut *out, value)?;
+    }
+    writeln!(out).map_err(serde_json::Error::io)
 }
 
 /// `println!` that returns `Result<(), StdoutError>` instead of panicking: `outln!("{x}")?;`.

@@ -442,8 +442,9 @@ fn a_run_reports_its_progress_and_the_same_lanes() {
 #[test]
 fn run_json_streamed_a_ball_at_a_time_is_the_report_serialised_whole() {
     use contact_sandbox::cli::run::{
-        WithParts, lane_json, lane_streamed, run_scene_measured, write_run_json,
+        WithParts, lane_json, lane_streamed, run_report, run_scene_measured,
     };
+    use contact_sandbox::cli::stdout::json_to;
     for (file, steps) in [
         ("slope.ron", 400),
         ("rod_drop.ron", 90),
@@ -457,7 +458,7 @@ fn run_json_streamed_a_ball_at_a_time_is_the_report_serialised_whole() {
             "lanes": lanes.iter().map(|(lane, half)| lane_json(lane, half)).collect::<Vec<_>>(),
         });
         let mut streamed = Vec::new();
-        write_run_json(&mut streamed, &scene.name, &lanes).expect("writes to memory");
+        json_to(&mut streamed, &run_report(&scene.name, &lanes), false).expect("writes to memory");
         let streamed = String::from_utf8(streamed).expect("UTF-8");
         assert_eq!(streamed, format!("{whole}\n"), "{file}");
         let key = match file {
