@@ -201,22 +201,51 @@ fn demo_of(scene: &Scene, script: &Script, hashes: Vec<TickHash>) -> Demo {
 }
 
 impl Script {
-    /// The size in bytes of the demo this script records from `scene`, exactly. Everything a recorded demo holds
-    /// is known before the run except the hashes' values, whose text has a fixed length, so the demo is written
-    /// here with placeholder hashes. Returns the size and the number of hashes.
+    /// The size in bytes of the demo this script records from `scene`, exactly, and the number of its hashes.
+    ///
+    /// Everything a recorded demo holds is known before the run except the hashes' values, whose text has a fixed
+    /// length. A hash's entry is the same text wherever it stands in the list except for its tick's decimal
+    /// digits, so the demo is written with its first hash alone, and once more with a second hash for each count
+    /// of digits that a tick has; the rest is counted. Nothing grows with the number of hashes, so a script of
+    /// 10⁷ ticks at one hash a tick is measured in the memory of a short one.
     pub fn demo_bytes(&self, scene: &Scene) -> Result<(usize, usize), ron::Error> {
         let every = self.hash_every();
-        let last = (!self.ticks.is_multiple_of(every)).then_some(self.ticks);
-        let placeholders = (0..=self.ticks)
-            .step_by(usize::try_from(every).unwrap_or(usize::MAX))
-            .chain(last)
-            .map(|tick| TickHash {
-                tick,
-                hash: hash_hex(0),
-            })
-            .collect::<Vec<_>>();
-        let hashes = placeholders.len();
-        Ok((demo_of(scene, self, placeholders).ron_len()?, hashes))
+        let placeholder = |tick| TickHash {
+            tick,
+            hash: hash_hex(0),
+        };
+        let len = |hashes: Vec<TickHash>| demo_of(scene, self, hashes).ron_len();
+        // The hashes' ticks are 0, every, 2·every, … up to `ticks`, and `ticks` itself when it is not one of them.
+        let first = len(vec![placeholder(0)])?;
+        let mut bytes = first;
+        let mut hashes = 1usize;
+        let mut add = |tick_digits: u32, count: u64, bytes: &mut usize| -> Result<(), ron::Error> {
+            if count > 0 {
+                let smallest = 10u64.pow(tick_digits - 1);
+                let entry = len(vec![placeholder(0), placeholder(smallest)])? - first;
+                *bytes += entry * count as usize;
+                hashes += count as usize;
+            }
+            Ok(())
+        };
+        let multiples_up_to = |n: u64| n / every;
+        for digits in 1..=u64::MAX.ilog10() + 1 {
+            let low = 10u64.pow(digits - 1);
+            if low > self.ticks {
+                break;
+            }
+            let high = if digits <= u64::MAX.ilog10() {
+                (10u64.pow(digits) - 1).min(self.ticks)
+            } else {
+                self.ticks
+            };
+            let mut count = multiples_up_to(high) - multiples_up_to(low - 1);
+            if !self.ticks.is_multiple_of(every) && (low..=high).contains(&self.ticks) {
+                count += 1;
+            }
+            add(digits, count, &mut bytes)?;
+        }
+        Ok((bytes, hashes))
     }
 }
 
@@ -287,7 +316,15 @@ mod tests {
     #[test]
     fn a_scripts_demo_size_is_known_to_the_byte_before_it_is_recorded() {
         let scene = wall_throw();
-        for (ticks, every) in [(60, 30), (61, 30), (20, 1), (15, 1000)] {
+        for (ticks, every) in [
+            (60, 30),
+            (61, 30),
+            (20, 1),
+            (15, 1000),
+            (12, 5),
+            (1003, 7),
+            (100, 10),
+        ] {
             let script = script(ticks, every);
             let (bytes, hashes) = script.demo_bytes(&scene).expect("serialises");
             let demo = record_script(&scene, &script, "t.script.ron", |_, _| {}).expect("records");
@@ -296,6 +333,48 @@ mod tests {
             assert_eq!(
                 hashes,
                 demo.hashes.len(),
+                "ticks {ticks}, hash every {every}"
+            );
+        }
+    }
+
+    /// The demo's size counted by digits is the size of the demo written with every placeholder hash, for hash
+    /// lists that end on a multiple of `hash_every` or not, and ticks that cross from one count of digits to the
+    /// next.
+    #[test]
+    fn a_demo_s_size_counted_by_digits_is_its_size_with_every_hash_written() {
+        let scene = wall_throw();
+        for (ticks, every) in [
+            (12, 1),
+            (13, 3),
+            (12, 12),
+            (12, 5),
+            (99, 9),
+            (100, 9),
+            (101, 50),
+            (12_345, 1),
+            (99_999, 7),
+            (100_000, 100_000),
+            (100_001, 100_000),
+        ] {
+            let script = script(ticks, every);
+            let every = script.hash_every();
+            let last = (!ticks.is_multiple_of(every)).then_some(ticks);
+            let placeholders: Vec<TickHash> = (0..=ticks)
+                .step_by(every as usize)
+                .chain(last)
+                .map(|tick| TickHash {
+                    tick,
+                    hash: hash_hex(0),
+                })
+                .collect();
+            let hashes = placeholders.len();
+            let written = demo_of(&scene, &script, placeholders)
+                .ron_len()
+                .expect("serialises");
+            assert_eq!(
+                script.demo_bytes(&scene).expect("serialises"),
+                (written, hashes),
                 "ticks {ticks}, hash every {every}"
             );
         }
