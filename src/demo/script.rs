@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     Action, DEFAULT_HASH_EVERY, DEMO_VERSION, Demo, DemoError, MAX_HASHES, MAX_TICKS,
     PHYSICS_REVISION, Session, TickHash, TimedAction, hash_hex, refuse_ipc_into_overlap,
+    refuse_rod_below_floor,
 };
 use crate::scene::{Scene, SceneError, read_bounded_text};
 
@@ -161,6 +162,9 @@ pub fn record_script(
                 && let Some(world) = session.lanes.get_mut(*lane)
             {
                 refuse_ipc_into_overlap(world, settings).map_err(refused)?;
+            }
+            if let Action::Rod(rod) = &a.action {
+                refuse_rod_below_floor(&session.lanes, rod).map_err(refused)?;
             }
             session.apply(&a.action).map_err(refused)?;
             next += 1;

@@ -206,6 +206,43 @@ pub fn spawn_rod_everywhere(lanes: &mut [&mut LaneWorld], rod: &RodSpec) -> Resu
     Ok(())
 }
 
+/// Refuses a rod that would start with an end below a lane's floor, as a scene file's rod is refused
+/// ([`crate::scene::ROD_START_SLOP`]): the rod step would lift it out at once and report the lift as a sink, a jump
+/// no physics made. The window and `record --script` (new recordings) check this before [`spawn_rod_everywhere`];
+/// a replay does not, so a demo recorded before the check still replays as it was recorded.
+pub fn refuse_rod_below_floor<'a>(
+    lanes: impl IntoIterator<Item = &'a LaneWorld>,
+    rod: &RodSpec,
+) -> Result<(), String> {
+    let lowest = rod.to_rod().lowest_end_height();
+    for lane in lanes {
+        let depth = lane.rod_floor_y - lowest;
+        if depth > crate::scene::ROD_START_SLOP {
+            return Err(format!(
+                "rod refused: its lower end would start {} m below lane '{}''s floor (rod_floor_y = {} m); drop it \
+                 on or above the floor",
+                crate::text::number(depth),
+                lane.name,
+                crate::text::number(lane.rod_floor_y)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How far `rod` must rise for both its ends to start on or above every lane's floor (0 when they do): a rod
+/// dropped in the window at a point above the floor but tilted into it is set on the floor instead of refused.
+pub fn rod_rise_onto_floors<'a>(
+    lanes: impl IntoIterator<Item = &'a LaneWorld>,
+    rod: &RodSpec,
+) -> f64 {
+    let lowest = rod.to_rod().lowest_end_height();
+    lanes
+        .into_iter()
+        .map(|lane| lane.rod_floor_y - lowest)
+        .fold(0.0, f64::max)
+}
+
 /// Replaces a lane's contact settings after checking them.
 pub fn apply_settings(lane: &mut LaneWorld, settings: &ContactSettings) -> Result<(), String> {
     check_contact(settings).map_err(|(field, problem)| {

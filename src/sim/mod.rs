@@ -31,8 +31,8 @@ pub use recording::*;
 pub use stepping::{StepInFlight, Stepping, no_step_in_flight};
 
 use crate::demo::{
-    Action, apply_settings, refuse_ipc_into_overlap, spawn_ball_everywhere, spawn_rod_everywhere,
-    thrown_scene,
+    Action, apply_settings, refuse_ipc_into_overlap, refuse_rod_below_floor, rod_rise_onto_floors,
+    spawn_ball_everywhere, spawn_rod_everywhere, thrown_scene,
 };
 use crate::physics::DVec2;
 use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld};
@@ -1237,7 +1237,7 @@ fn apply_messages(
         c.log.error(message);
     }
     for spawn in rods.read() {
-        let rod = RodSpec {
+        let mut rod = RodSpec {
             center: spawn.center,
             angle: spawn.angle,
             length: spawn.length,
@@ -1246,6 +1246,15 @@ fn apply_messages(
             velocity: spawn.velocity,
             omega: spawn.omega,
         };
+        // A rod dropped above the floor but tilted into it is set on the floor; one dropped below it is refused.
+        let floors = sorted.iter().map(|l| &l.world);
+        if floors.clone().all(|lane| rod.center.y >= lane.rod_floor_y) {
+            rod.center.y += rod_rise_onto_floors(floors, &rod);
+        }
+        if let Err(message) = refuse_rod_below_floor(sorted.iter().map(|l| &l.world), &rod) {
+            c.log.error(message);
+            continue;
+        }
         let mut worlds: Vec<&mut LaneWorld> = sorted.iter_mut().map(|l| &mut l.world).collect();
         match spawn_rod_everywhere(&mut worlds, &rod) {
             Ok(()) => {

@@ -1020,6 +1020,31 @@ fn a_new_recording_refuses_to_switch_an_overlapping_lane_to_ipc() {
         .expect("nothing overlaps at tick 79");
 }
 
+/// A new recording refuses a rod dropped into the floor, as a scene file's rod is refused, naming the action; a
+/// rod on the floor records. (Before, it was lifted out at its first step and reported as a 1 m sink.)
+#[test]
+fn a_new_recording_refuses_a_rod_dropped_below_the_floor() {
+    let text = |y: &str| {
+        format!(
+            "Script(ticks: 10, actions: [(tick: 1, action: Rod(RodSpec(center: (0, {y}), length: 0.5)))])"
+        )
+    };
+    let script = Script::parse(&text("-1"), "rb.script.ron").expect("a valid script");
+    let message = record_script(&scene(ROD_DROP), &script, "rb.script.ron", |_, _| {})
+        .expect_err("the rod starts 1 m below the floor")
+        .to_string();
+    assert_eq!(
+        message,
+        "rb.script.ron: actions[0] (tick 1): rod refused: its lower end would start 1 m below lane 'rods: exact \
+         impulse law''s \
+         floor (rod_floor_y = 0 m); drop it on or above the floor"
+    );
+    let on_floor = Script::parse(&text("0"), "ok.script.ron").expect("a valid script");
+    let demo = record_script(&scene(ROD_DROP), &on_floor, "ok.script.ron", |_, _| {})
+        .expect("a rod lying on the floor records");
+    assert!(matches!(demo.actions[0].action, Action::Rod(_)));
+}
+
 /// A refused throw names the action (index and tick, from the replay or the recording) and the throw's own
 /// field: "v0", not "the throw: lanes[0].balls[0].velocity.x".
 #[test]

@@ -9,12 +9,13 @@ use contact_sandbox::physics::DVec2;
 use contact_sandbox::physics::world::ContactMethod;
 use contact_sandbox::sim::{
     ActiveScene, Ball, CycleScene, Lane, LaneMember, LaneSettings, LoadScene, RestartScene,
-    SceneCatalogue, SimControl, SimLog, SimPlugin, SpawnBall, ThrowBall, lane_outcome,
+    SceneCatalogue, SimControl, SimLog, SimPlugin, SpawnBall, SpawnRod, ThrowBall, lane_outcome,
     lane_summary,
 };
 
 const WALL_THROW: &str = "assets/scenes/wall_throw.ron";
 const BALL_PIT: &str = "assets/scenes/ball_pit.ron";
+const ROD_DROP: &str = "assets/scenes/rod_drop.ron";
 
 /// A headless app on `scene` where every `update()` advances the fixed clock by exactly one step.
 fn headless(scene: &str) -> App {
@@ -651,4 +652,60 @@ fn a_restart_that_refuses_a_switch_to_ipc_keeps_the_lanes_other_edits() {
         "{error:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A rod dropped from the window just above the floor but tilted into it is set on the floor, and the lane reports
+/// no sink; one dropped with its centre below the floor is refused with a word, and no lane gets it. (Before, both
+/// were lifted out at their first step and reported as sinks of up to a metre.)
+#[test]
+fn a_rod_dropped_into_the_floor_is_set_on_it_and_one_below_it_is_refused() {
+    let mut app = headless(ROD_DROP);
+    app.init_resource::<SimLog>();
+    app.update();
+    let (floor, rods_before) =
+        with_lane(&mut app, 0, |l| (l.world.rod_floor_y, l.world.rods.len()));
+    let drop = |center_y: f64| SpawnRod {
+        center: DVec2::new(0.5, center_y),
+        angle: 0.7,
+        length: 0.4,
+        mass: 1.0,
+        restitution: 0.5,
+        velocity: DVec2::ZERO,
+        omega: 0.0,
+    };
+    // Its centre 5 cm above the floor: tilted at 0.7 rad its lower end would be 7.9 cm below it.
+    app.world_mut().write_message(drop(floor + 0.05));
+    app.update();
+    let (rods, lowest, sink) = with_lane(&mut app, 0, |l| {
+        let rod = l.world.rods.last().expect("a rod");
+        (
+            l.world.rods.len(),
+            rod.lowest_end_height(),
+            l.world.stats.rod_max_sink,
+        )
+    });
+    assert_eq!(rods, rods_before + 1);
+    assert!(
+        lowest >= floor - 1e-8,
+        "the rod's lower end at {lowest}, floor {floor}"
+    );
+    assert_eq!(sink, 0.0, "no sink reported for a rod set on the floor");
+    assert_eq!(app.world().resource::<SimLog>().error, None);
+    app.world_mut().write_message(drop(floor - 0.01));
+    app.update();
+    let error = app
+        .world()
+        .resource::<SimLog>()
+        .error
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        error.starts_with("rod refused: its lower end would start ")
+            && error.contains("below lane '"),
+        "{error}"
+    );
+    assert_eq!(
+        with_lane(&mut app, 0, |l| l.world.rods.len()),
+        rods_before + 1
+    );
 }
