@@ -56,6 +56,8 @@ const WARMUP_FRAMES: u32 = 4;
 const WARMUP_LIMIT: u32 = 600;
 /// openh264 bit budget per pixel per frame; 0.1 bit gives clean edges on this flat-coloured scene.
 const H264_BITS_PER_PIXEL: f64 = 0.1;
+/// openh264's coarsest quantiser: text stays legible at 320 × 180 however small the bit budget.
+const H264_MAX_QP: u8 = 28;
 /// libx264 constant rate factor (18 = visually lossless, 23 = ffmpeg's default).
 const X264_CRF: &str = "20";
 /// Lines of ffmpeg's stderr kept for an error message.
@@ -232,12 +234,17 @@ struct Openh264Clip {
 
 impl Openh264Clip {
     fn create(path: PathBuf, width: u32, height: u32, fps: u32) -> Result<Openh264Clip> {
-        use openh264::encoder::{BitRate, EncoderConfig, FrameRate};
+        use openh264::encoder::{BitRate, EncoderConfig, FrameRate, QpRange};
         let bits = (width as f64 * height as f64 * fps as f64 * H264_BITS_PER_PIXEL)
             .clamp(250e3, 50e6) as u32;
         let config = EncoderConfig::new()
             .bitrate(BitRate::from_bps(bits))
-            .max_frame_rate(FrameRate::from_hz(fps as f32));
+            .max_frame_rate(FrameRate::from_hz(fps as f32))
+            // Every frame is coded, and no coarser than H264_MAX_QP: under the bit budget alone, a small clip's
+            // changing numbers stayed at old values for many frames.
+            .skip_frames(false)
+            .background_detection(false)
+            .qp(QpRange::new(0, H264_MAX_QP));
         let (w, h) = (
             u16::try_from(width).context("MP4 width")?,
             u16::try_from(height).context("MP4 height")?,

@@ -101,12 +101,15 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
                 None => e,
             })?;
     }
-    let size = std::fs::metadata(&args.out).map(|m| m.len()).unwrap_or(0);
+    // What was written, also into a FIFO or a device, whose own size reads 0.
+    let size = demo
+        .ron_len()
+        .map_err(|e| anyhow::anyhow!("cannot serialise the demo: {e}"))?;
     outln!(
         "recorded {} ({:.1} s of play at {} Hz), {}, {} in {:.2} s -> {} ({} bytes)",
         counted(demo.ticks, "tick", "ticks"),
         demo.ticks as f64 / demo.fixed_hz,
-        demo.fixed_hz,
+        crate::text::number(demo.fixed_hz),
         counted(demo.actions.len() as u64, "action", "actions"),
         counted(demo.hashes.len() as u64, "hash", "hashes"),
         started.elapsed().as_secs_f64(),
@@ -214,7 +217,7 @@ fn print_replay(
             "{file}: scene '{}', {} at {} Hz, {}",
             player.demo.scene.name,
             counted(ticks, "tick", "ticks"),
-            player.demo.fixed_hz,
+            crate::text::number(player.demo.fixed_hz),
             counted(player.demo.actions.len() as u64, "action", "actions")
         )?;
         if !args.verify {

@@ -58,7 +58,7 @@ pub struct ExportArgs {
     /// Replace the clip at --out if there is one (a frames directory must still be new or empty).
     #[arg(long)]
     pub force: bool,
-    /// Frames per second of the clip (1..=120); frame k shows tick round(k · fixed_hz / fps).
+    /// Frames per second of the clip (1..=120; at most 50 for a GIF); frame k shows tick round(k · fixed_hz / fps).
     #[arg(long, default_value = "30", value_parser = parse_fps, allow_negative_numbers = true)]
     pub fps: u32,
     /// Frame size WIDTHxHEIGHT in pixels, each side 16..=3840 (even for MP4).
@@ -69,7 +69,7 @@ pub struct ExportArgs {
     #[arg(long, value_enum, default_value_t = Mp4Encoder::Auto)]
     pub encoder: Mp4Encoder,
     /// Export even if the demo's stored hashes do not match this build's replay (the clip is labelled
-    /// "MISMATCH at tick T").
+    /// "MISMATCH at tick T"), or if it stores none (labelled "unchecked").
     #[arg(long)]
     pub allow_mismatch: bool,
     /// Leave out the text overlay (demo, tick, time, hash verdict); the lanes' titles stay, as in the window.
@@ -217,6 +217,17 @@ pub fn parse_size(text: &str) -> Result<FrameSize, String> {
         }
     }
     Ok(FrameSize { width, height })
+}
+
+/// The built-in openh264 encoder codes frames up to 3840 × 2160, on their side too (H.264 level 5.2): a larger
+/// `--size` is refused before anything is rendered, where the encoder would fail at its first frame.
+pub fn openh264_size_refusal(width: u32, height: u32) -> Option<String> {
+    (width.max(height) > 3840 || width.min(height) > 2160).then(|| {
+        format!(
+            "--size {width}x{height}: the built-in openh264 MP4 encoder takes at most 3840x2160 (or 2160x3840); \
+             use a smaller size, a .gif or frames/, or --encoder ffmpeg"
+        )
+    })
 }
 
 /// Classifies an output path: a trailing `/` or an existing directory means PNG frames, otherwise the
@@ -732,7 +743,12 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
                     "--encoder ffmpeg: no working `ffmpeg` on PATH (install it, or use --encoder openh264)"
                 ),
                 (Mp4Encoder::Ffmpeg, true) | (Mp4Encoder::Auto, true) => ClipFormat::Mp4Ffmpeg,
-                (Mp4Encoder::Openh264, _) | (Mp4Encoder::Auto, false) => ClipFormat::Mp4Openh264,
+                (Mp4Encoder::Openh264, _) | (Mp4Encoder::Auto, false) => {
+                    if let Some(refusal) = openh264_size_refusal(width, height) {
+                        bail!(refusal);
+                    }
+                    ClipFormat::Mp4Openh264
+                }
             }
         }
     };
@@ -1209,6 +1225,40 @@ mod tests {
                 )) && message.contains("--fps 50 or less")
                     && message.contains(".mp4"),
                 "{message}"
+            );
+        }
+        assert!(
+            fs::read_dir(&dir).unwrap().next().is_none(),
+            "nothing written"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The built-in encoder's largest frame is 3840 × 2160 either way up; a larger size is refused before anything is
+    /// rendered, naming --size, where the encoder failed at its first frame with its own words. ffmpeg is not asked.
+    #[test]
+    fn an_mp4_too_large_for_openh264_is_refused_naming_the_size() {
+        let dir = scratch("openh264-size");
+        let demo = Path::new("assets/demos/wall_throw.demo.ron");
+        for (width, height) in [(2176, 2176), (3840, 2162), (2162, 3840), (3000, 3000)] {
+            let args = ExportArgs {
+                size: FrameSize { width, height },
+                encoder: Mp4Encoder::Openh264,
+                ..export_args(demo, &dir.join("clip.mp4"))
+            };
+            let message = run_export(&args).unwrap_err().to_string();
+            assert!(
+                message.starts_with(&format!(
+                    "--size {width}x{height}: the built-in openh264 MP4 encoder takes at most 3840x2160"
+                )) && message.contains("--encoder ffmpeg"),
+                "{message}"
+            );
+        }
+        for (width, height) in [(3840, 2160), (2160, 3840), (2160, 2160), (16, 3840)] {
+            assert_eq!(
+                openh264_size_refusal(width, height),
+                None,
+                "{width}x{height}"
             );
         }
         assert!(

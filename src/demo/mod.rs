@@ -168,7 +168,10 @@ impl Demo {
         if !(self.fixed_hz.is_finite() && self.fixed_hz > 0.0 && self.fixed_hz <= 10_000.0) {
             return Err(fail(
                 "fixed_hz".into(),
-                format!("must be in (0, 10000] Hz, got {}", self.fixed_hz),
+                format!(
+                    "must be in (0, 10000] Hz, got {}",
+                    crate::text::number(self.fixed_hz)
+                ),
             ));
         }
         if self.hash_every == 0 {
@@ -769,7 +772,7 @@ impl fmt::Display for Verdict {
                     Some(revision) => write!(
                         f,
                         "; the demo was recorded with physics revision {revision} and this build computes \
-                         revision {PHYSICS_REVISION} ({}), so its states differ in their last bits: record it again \
+                         revision {PHYSICS_REVISION} ({}), so its states may differ in their last bits for that reason alone: record it again \
                          to verify it",
                         physics_changes_since(revision)
                     ),

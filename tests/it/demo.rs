@@ -1723,7 +1723,8 @@ fn a_demo_of_an_older_physics_revision_says_why_it_differs() {
     assert!(
         text.ends_with(&format!(
             "; the demo was recorded with physics revision 1 and this build computes revision {} (ball–wall \
-             distances to the last bit), so its states differ in their last bits: record it again to verify it",
+             distances to the last bit), so its states may differ in their last bits for that reason alone: record it again \
+             to verify it",
             contact_sandbox::demo::PHYSICS_REVISION
         )),
         "{text}"
