@@ -93,6 +93,10 @@ pub enum Outcome {
         mean_newton: f64,
         /// Steps whose Newton solve stopped at the iteration cap, unconverged.
         iteration_caps: u32,
+        /// The ball's speed into the wall when the run ended with it still in contact and moving on (`None` when it
+        /// had turned back or come to rest): the seed's "stop" is then only where the steps ran out, and more
+        /// `--steps` may end "through".
+        moving_in: Option<f64>,
     },
     /// Never came within reach of the wall's contact (penalty: never overlapped it; IPC: never within d̂), so the
     /// wall never acted: thrown away from it, too slowly, or from behind it. `gap` is the smallest gap [m].
@@ -415,7 +419,24 @@ pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(
         max_newton,
         mean_newton,
         iteration_caps,
+        moving_in: moving_into_wall(lane),
     }
+}
+
+/// Below this speed into the wall a ball in contact has come to rest [m/s] (IPC holds a stopped ball micrometres
+/// short, where its speed is of the order of the Newton tolerance over `h`).
+const STOPPED_SPEED: f64 = 1e-3;
+
+/// The throw's ball's speed along +x (towards the wall and through it) when the last step left it in contact:
+/// overlapping the wall under penalty, within `d̂` of it under IPC.
+fn moving_into_wall(lane: &LaneWorld) -> Option<f64> {
+    let ball = lane.balls.first()?;
+    let last = lane.last.as_ref()?;
+    let in_contact = match lane.settings.method {
+        ContactMethod::Penalty => last.max_penetration > 0.0,
+        ContactMethod::Ipc => last.min_gap.is_some_and(|gap| gap < lane.contact_reach()),
+    };
+    (in_contact && ball.velocity.x > STOPPED_SPEED).then_some(ball.velocity.x)
 }
 
 /// Runs the whole experiment.
@@ -501,6 +522,17 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
             .iter()
             .map(|(k, outcome)| (format!("penalty k={}", compact_number(*k)), outcome));
         for (lane, outcome) in lanes.chain([("IPC".to_string(), &row.ipc)]) {
+            if let Outcome::Stopped {
+                moving_in: Some(speed),
+                ..
+            } = outcome
+            {
+                out.push_str(&format!(
+                    "note: at v0 = {} m/s, {lane}: the steps ran out with the ball in contact and still moving into \
+                     the wall at {speed:.3} m/s; more --steps may end otherwise\n",
+                    compact_number(row.v0),
+                ));
+            }
             let caps = outcome.iteration_caps();
             if caps > 0 {
                 out.push_str(&format!(
@@ -519,10 +551,12 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
 /// One lane's cell of the `--json` rows. Every row of a kind has the same keys (`null` where not applicable), so a
 /// reader indexes them without checking the outcome first: penalty rows `depth_m`, `min_gap_m`, `max_newton`,
 /// `mean_newton`, `iteration_caps` (steps whose Newton solve stopped unconverged at its cap), `through_step`,
-/// `error`; IPC rows also `gap_m` (the contact gap, `null` unless stopped).
+/// `error`, `moving_in_m_s` (a "stopped" ball's speed into the wall where the run ended with it still in contact and
+/// moving on, else `null`); IPC rows also `gap_m` (the contact gap, `null` unless stopped).
 fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
     let mut row = json!({"outcome": null, "depth_m": null, "min_gap_m": null, "max_newton": null,
-                         "mean_newton": null, "iteration_caps": null, "through_step": null, "error": null});
+                         "mean_newton": null, "iteration_caps": null, "through_step": null, "error": null,
+                         "moving_in_m_s": null});
     if !penalty {
         row["gap_m"] = Value::Null;
     }
@@ -533,6 +567,7 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             max_newton,
             mean_newton,
             iteration_caps,
+            moving_in,
         } => {
             row["outcome"] = json!("stopped");
             row["depth_m"] = json!(depth);
@@ -543,6 +578,7 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             row["max_newton"] = json!(max_newton);
             row["mean_newton"] = json!(mean_newton);
             row["iteration_caps"] = json!(iteration_caps);
+            row["moving_in_m_s"] = json!(moving_in);
         }
         // No depth or contact gap to report: the wall never acted. `min_gap_m` is how close the ball came.
         Outcome::Missed {

@@ -493,6 +493,7 @@ fn a_lane_whose_newton_hit_its_cap_is_named_under_the_table_and_in_the_json() {
         max_newton: THROW_NEWTON_CAP,
         mean_newton: 3.5,
         iteration_caps,
+        moving_in: None,
     };
     let rows = vec![
         ThrowRow {
@@ -535,4 +536,44 @@ fn a_lane_whose_newton_hit_its_cap_is_named_under_the_table_and_in_the_json() {
     // The seed's runs converge: no note.
     let seed = run_throws(&args(&[])).expect("the seed's throw");
     assert!(!format_table(&args(&[]), &seed).contains("note:"));
+}
+
+/// The seed calls every ball that did not end beyond the back face "stop". When the steps run out with the ball
+/// still in contact and moving into the wall, the row says so under the table and in the JSON; the seed's own
+/// table (80 steps) has every stopped ball turned back or at rest, and no such note.
+#[test]
+fn a_run_cut_short_in_contact_says_the_ball_was_still_moving_in() {
+    let short = args(&["--v0", "2", "--k", "1e4", "--steps", "26"]);
+    let rows = run_throws(&short).expect("runs");
+    let Outcome::Stopped {
+        moving_in: Some(speed),
+        ..
+    } = rows[0].penalty[0].1
+    else {
+        panic!("{:?}", rows[0].penalty[0].1);
+    };
+    assert!((speed - 2.15).abs() < 1e-9, "{speed}");
+    let table = format_table(&short, &rows);
+    assert!(
+        table.contains(
+            "note: at v0 = 2 m/s, penalty k=1e4: the steps ran out with the ball in contact and still moving \
+             into the wall at 2.150 m/s"
+        ),
+        "{table}"
+    );
+    let json = format_json(&short, &rows);
+    assert_eq!(
+        json["rows"][0]["penalty"][0]["moving_in_m_s"],
+        2.1499999999999964
+    );
+    let seed = args(&[]);
+    let rows = run_throws(&seed).expect("runs");
+    for row in &rows {
+        for outcome in row.penalty.iter().map(|(_, o)| o).chain([&row.ipc]) {
+            if let Outcome::Stopped { moving_in, .. } = outcome {
+                assert_eq!(*moving_in, None, "v0 {}", row.v0);
+            }
+        }
+    }
+    assert!(!format_table(&seed, &rows).contains("still moving"));
 }
