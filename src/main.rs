@@ -101,7 +101,13 @@ fn stdout_failed(error: &StdoutError) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// One line on standard error; `eprintln!` would panic if that fails too, and there is nowhere left to say so.
+/// One line on standard error, with any control or bidirectional formatting character in it (a file name's
+/// newline or escape sequence) escaped; `eprintln!` would panic if the write fails too, and there is nowhere left
+/// to say so.
 fn report(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
+    let _ = writeln!(
+        std::io::stderr(),
+        "{}",
+        contact_sandbox::text::one_line(line)
+    );
 }

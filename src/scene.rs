@@ -332,6 +332,8 @@ impl Scene {
             ));
         }
         check_name(&self.name).map_err(|problem| fail("name".into(), problem))?;
+        check_one_line(&self.description, "a description")
+            .map_err(|problem| fail("description".into(), problem))?;
         if let Some(steps) = self.steps
             && !(1..=MAX_RUN_STEPS).contains(&steps)
         {
@@ -460,18 +462,7 @@ pub const MAX_NAME_CHARS: usize = 200;
 
 /// Names are labels and appear in messages: one line of printable text.
 fn check_name(name: &str) -> Result<(), String> {
-    if let Some(c) = name.chars().find(|c| c.is_control()) {
-        return Err(format!(
-            "contains the control character U+{:04X}; a name is one line of text",
-            u32::from(c)
-        ));
-    }
-    if let Some(c) = name.chars().find(|&c| is_bidi_control(c)) {
-        return Err(format!(
-            "contains the bidirectional formatting character U+{:04X}, which reorders the text printed after it",
-            u32::from(c)
-        ));
-    }
+    check_one_line(name, "a name")?;
     let count = name.chars().count();
     if count > MAX_NAME_CHARS {
         return Err(format!(
@@ -481,11 +472,25 @@ fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Unicode's explicit bidirectional formatting characters (embeddings, overrides, isolates and marks): printed raw
-/// they reverse or reorder the rest of a terminal line or a panel's label.
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+/// Text shown as one line (a name, a scene's description): no control characters, which would break the line or
+/// drive a terminal, and no bidirectional formatting characters.
+fn check_one_line(text: &str, what: &str) -> Result<(), String> {
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "contains the control character U+{:04X}; {what} is one line of text",
+            u32::from(c)
+        ));
+    }
+    if let Some(c) = text.chars().find(|&c| is_bidi_control(c)) {
+        return Err(format!(
+            "contains the bidirectional formatting character U+{:04X}, which reorders the text printed after it",
+            u32::from(c)
+        ));
+    }
+    Ok(())
 }
+
+use crate::text::is_bidi_control;
 
 fn positive(place: &str, value: f64) -> Result<(), FieldError> {
     finite(place, value)?;

@@ -13,6 +13,27 @@ pub fn abbreviate(text: &str, max: usize) -> String {
     }
 }
 
+/// Unicode's explicit bidirectional formatting characters (embeddings, overrides, isolates and marks): printed raw
+/// they reverse or reorder the rest of a terminal line or a panel's label.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` as one plain line: control characters (a newline, an escape sequence's ESC) and bidirectional formatting
+/// characters are written as escapes (`\n`, `\u{1b}`, `\u{202e}`), so a file name or a value quoted in a message
+/// can neither break the line nor drive the terminal.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() || is_bidi_control(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The longest file name most file systems take, in bytes.
 pub const MAX_FILE_NAME_BYTES: usize = 255;
 
@@ -59,6 +80,19 @@ pub fn counted(n: u64, one: &str, many: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn one_line_escapes_what_would_break_the_line_or_drive_the_terminal() {
+        use super::one_line;
+        assert_eq!(one_line("plain ✓ µm, ±1e6 — ok"), "plain ✓ µm, ±1e6 — ok");
+        assert_eq!(one_line("a\nb.ron"), "a\\nb.ron");
+        assert_eq!(
+            one_line("x\u{1b}]0;pwned\u{7}.ron"),
+            "x\\u{1b}]0;pwned\\u{7}.ron"
+        );
+        assert_eq!(one_line("tab\there\r"), "tab\\there\\r");
+        assert_eq!(one_line("rtl \u{202e}cba"), "rtl \\u{202e}cba");
+    }
+
     #[test]
     fn a_temporary_name_stays_within_the_file_name_limit() {
         use super::{MAX_FILE_NAME_BYTES, temporary_name};

@@ -254,6 +254,20 @@ fn bad_demos_are_refused_with_the_file_the_field_and_the_problem() {
         &good.replacen("name: \"Wall throw\"", "name: \"Wall \u{202e}throw\"", 1),
         &["scene.name", "U+202E", "bidirectional"],
     );
+    // So is a scene's description, shown under its name.
+    let description = good
+        .lines()
+        .find(|l| l.trim_start().starts_with("description:"))
+        .expect("the demo's scene has a description")
+        .to_string();
+    expect_error(
+        &good.replacen(&description, "description: \"one\\ntwo\\u{1b}[31m\",", 1),
+        &["scene.description", "U+000A", "one line of text"],
+    );
+    expect_error(
+        &good.replacen(&description, "description: \"a \u{202e}b\",", 1),
+        &["scene.description", "U+202E", "bidirectional"],
+    );
     // A scene error inside a demo names its place in the scene.
     expect_error(
         &good.replacen("h: 0.01", "h: -0.01", 1),

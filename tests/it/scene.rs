@@ -289,6 +289,27 @@ fn the_binary_rejects_five_malformed_scene_files_with_one_line_each() {
         .output()
         .expect("runs");
     assert!(!out.status.success());
+    // A file name's newline, escape sequence or right-to-left override is written escaped: one line, and nothing
+    // that drives the terminal.
+    for (name, escaped) in [
+        ("a\nb.ron", "a\\nb.ron"),
+        ("t\u{1b}]0;pwned\u{7}.ron", "t\\u{1b}]0;pwned\\u{7}.ron"),
+        ("r\u{202e}nor.ron", "r\\u{202e}nor.ron"),
+    ] {
+        let out = std::process::Command::new(exe)
+            .args(["run", "--scene"])
+            .arg(dir.join(name))
+            .output()
+            .expect("runs");
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr:?}");
+        assert!(stderr.contains(escaped), "{stderr:?}");
+        assert!(
+            !stderr.contains('\u{1b}') && !stderr.contains('\u{202e}'),
+            "{stderr:?}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
