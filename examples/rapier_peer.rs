@@ -134,6 +134,7 @@ fn main() -> Result<(), String> {
         p95_ms: pick(0.95),
         mean_newton: None,
         max_newton: None,
+        iteration_caps: None,
         min_gap_m: closest.is_finite().then_some(closest),
         max_penetration_m: Some(deepest),
         peak_rss_mb: peak_rss_mb(),

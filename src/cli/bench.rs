@@ -106,6 +106,10 @@ pub struct BenchRun {
     pub p95_ms: f64,
     pub mean_newton: Option<f64>,
     pub max_newton: Option<u32>,
+    /// Steps whose Newton solve stopped at the cap of [`PIT_NEWTON_CAP`] directions, unconverged (`null` for
+    /// rapier2d): their times are of a solve cut short.
+    #[serde(default)]
+    pub iteration_caps: Option<u64>,
     pub min_gap_m: Option<f64>,
     pub max_penetration_m: Option<f64>,
     pub peak_rss_mb: Option<f64>,
@@ -381,6 +385,9 @@ pub fn pit_balls(n: usize, seed: u64, width: f64) -> Vec<Ball> {
         .collect()
 }
 
+/// The pit's Newton cap: a step whose solve has not met the tolerance after this many directions ends there.
+pub const PIT_NEWTON_CAP: u32 = 100;
+
 /// The pit as a lane for `method`, in a box `width` wide ([`PIT_WIDTH`] for the reference pit).
 pub fn pit_lane(n: usize, method: ContactMethod, width: f64) -> LaneWorld {
     let settings = ContactSettings {
@@ -391,7 +398,7 @@ pub fn pit_lane(n: usize, method: ContactMethod, width: f64) -> LaneWorld {
         h: PIT_H,
         gravity: DVec2::new(0.0, -9.81),
         newton_tolerance: 1e-6,
-        newton_max_iterations: 100,
+        newton_max_iterations: PIT_NEWTON_CAP,
         ..ContactSettings::default()
     };
     LaneWorld::new(
@@ -449,6 +456,7 @@ pub fn bench_ours(method: ContactMethod, n: usize, steps: usize, width: f64) -> 
         p95_ms: percentile(&times, 0.95),
         mean_newton: Some(s.mean_newton()),
         max_newton: Some(s.max_newton),
+        iteration_caps: Some(u64::from(s.iteration_caps)),
         min_gap_m: s.min_gap,
         max_penetration_m: Some(s.max_penetration),
         peak_rss_mb: peak_rss_mb(),
@@ -495,6 +503,7 @@ pub fn combine_runs(runs: &[BenchRun]) -> Result<BenchRun> {
             ("steps", r.steps.to_string()),
             ("mean_newton", format!("{:?}", r.mean_newton)),
             ("max_newton", format!("{:?}", r.max_newton)),
+            ("iteration_caps", format!("{:?}", r.iteration_caps)),
             ("min_gap_m", format!("{:?}", r.min_gap_m)),
             ("max_penetration_m", format!("{:?}", r.max_penetration_m)),
             ("escaped", r.escaped.to_string()),
@@ -773,6 +782,16 @@ pub fn format_table(runs: &[BenchRun]) -> String {
             opt(r.peak_rss_mb, 1.0, 1),
             r.escaped
         ));
+    }
+    // A capped solve is not converged: say how many steps ended so, as `throw` and `run` do.
+    for r in runs {
+        if let Some(caps) = r.iteration_caps.filter(|&caps| caps > 0) {
+            out.push_str(&format!(
+                " note: {} N={}: Newton hit its cap of {PIT_NEWTON_CAP} directions in {caps} of {} steps (not \
+                 converged; `iteration_caps` in --json)\n",
+                r.engine, r.n, r.steps
+            ));
+        }
     }
     let spread = |values: &[f64]| {
         let lo = values.iter().copied().fold(f64::INFINITY, f64::min);

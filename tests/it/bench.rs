@@ -59,7 +59,42 @@ fn bench_runs_report_every_field() {
     assert_eq!(run.steps, 10);
     assert!(run.median_ms.is_finite() && run.p95_ms >= run.median_ms);
     assert!(run.mean_newton.is_some() && run.max_newton.is_some());
+    assert_eq!(run.iteration_caps, Some(0));
     assert_eq!(run.escaped, 0);
+}
+
+/// Steps whose Newton solve ended on the cap are counted, and named under the table, as `throw` and `run` name
+/// them: their times are those of a solve cut short.
+#[test]
+fn capped_newton_solves_are_counted_and_named_under_the_table() {
+    use contact_sandbox::cli::bench::{PIT_NEWTON_CAP, format_table};
+    let mut lane = pit_lane(300, ContactMethod::Ipc, PIT_WIDTH);
+    lane.settings.newton_max_iterations = 3;
+    for _ in 0..40 {
+        lane.step().expect("steps");
+    }
+    assert!(
+        lane.stats.iteration_caps > 0,
+        "a cap of 3 is hit while the pit lands"
+    );
+    let capped = BenchRun {
+        iteration_caps: Some(7),
+        ..report([1.0, 2.0, 10.0, 1e-6, 0.0, 0.5])
+    };
+    let table = format_table(&[capped]);
+    assert!(
+        table.contains(&format!(
+            "note: ipc N=1000: Newton hit its cap of {PIT_NEWTON_CAP} directions in 7 of 120 steps (not converged"
+        )),
+        "{table}"
+    );
+    for caps in [Some(0), None] {
+        let run = BenchRun {
+            iteration_caps: caps,
+            ..report([1.0, 2.0, 10.0, 1e-6, 0.0, 0.5])
+        };
+        assert!(!format_table(&[run]).contains("note:"));
+    }
 }
 
 #[test]
@@ -111,6 +146,7 @@ fn report(values: [f64; 6]) -> BenchRun {
         p95_ms: values[1],
         mean_newton: Some(values[2]),
         max_newton: Some(98),
+        iteration_caps: None,
         min_gap_m: Some(values[3]),
         max_penetration_m: Some(values[4]),
         peak_rss_mb: None,
@@ -259,6 +295,7 @@ fn ratios_pair_each_run_with_the_peer_run_of_its_round() {
     let peer = |median| BenchRun {
         mean_newton: None,
         max_newton: None,
+        iteration_caps: None,
         profile_ms_per_step: None,
         factorisations_per_step: None,
         ..timed("rapier2d", median, 2.0, 33.0, 0.0)
