@@ -203,6 +203,24 @@ impl ThrowArgs {
                 number(back)
             );
         }
+        // A face a few hundred orders of magnitude closer than the wall's size is lost in the rounding of its
+        // centre: the lane would find the ball touching it.
+        let (center, half) = wall_between_faces(self.wall, self.thickness);
+        let wall = WallSpec {
+            center: DVec2::new(center, 0.0),
+            half_extents: DVec2::new(half, self.thickness.max(1.0)),
+            angle: 0.0,
+        };
+        let gap = crate::physics::geometry::ball_wall_gap(DVec2::ZERO, 0.0, &wall.to_wall());
+        if !(gap > 0.0) {
+            bail!(
+                "invalid --wall: a wall from {} to {} m lies closer to the ball's start (x = 0) than positions \
+                 there resolve, so the ball would start touching it; IPC needs a positive gap (move the wall \
+                 further off, or make it thinner)",
+                number(self.wall),
+                number(back)
+            );
+        }
         if !(self.ccd_factor > 0.0 && self.ccd_factor < 1.0) {
             bail!(
                 "invalid --ccd-factor: must be in (0, 1), got {}",
@@ -732,6 +750,8 @@ mod tests {
             (vec!["--thickness", "1e10"], "--thickness", "1e10"),
             (vec!["--wall", "-1e7"], "--wall", "-1e7"),
             (vec!["--wall", "-0.01"], "--wall", "-0.01"),
+            (vec!["--wall", "1e-100"], "--wall", "from 1e-100 to 0.02 m"),
+            (vec!["--wall", "5e-324"], "--wall", "from 5e-324 to 0.02 m"),
             (vec!["--k", many_k.as_str()], "--k", "66"),
             (vec!["--h", "-1e300"], "--h", "-1e300"),
             (vec!["--h", "11"], "--h", "11"),
