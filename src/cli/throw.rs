@@ -212,7 +212,7 @@ impl ThrowArgs {
             angle: 0.0,
         };
         let gap = crate::physics::geometry::ball_wall_gap(DVec2::ZERO, 0.0, &wall.to_wall());
-        if !(gap > 0.0) {
+        if gap.is_nan() || gap <= 0.0 {
             bail!(
                 "invalid --wall: a wall from {} to {} m lies closer to the ball's start (x = 0) than positions \
                  there resolve, so the ball would start touching it; IPC needs a positive gap (move the wall \
