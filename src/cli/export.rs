@@ -625,6 +625,9 @@ impl TempOutput {
             return Err(refuse(&mut self, &change));
         }
         let moved = if self.dir || self.replace {
+            if !self.dir {
+                crate::demo::keep_permissions(&target, &self.temp);
+            }
             fs::rename(&self.temp, &target)
         } else {
             // Linked into place, so a file created since the look above is not replaced either.
@@ -1195,6 +1198,20 @@ mod tests {
         );
         assert_eq!(fs::read(&late).unwrap(), b"theirs");
         assert_eq!(fs::read(&kept).unwrap(), b"new");
+        // A clip replaced under --force keeps the old file's permissions.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&target, fs::Permissions::from_mode(0o600)).unwrap();
+            let destination = check_output(&target, OutputKind::Gif, true).unwrap();
+            let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
+            fs::write(&temp.temp, b"newer").unwrap();
+            temp.commit().unwrap();
+            assert_eq!(fs::read(&target).unwrap(), b"newer");
+            assert_eq!(
+                fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
         // Without a clash the clip is linked into place and no temporary name stays.
         let fresh = dir.join("fresh.gif");
         let destination = check_output(&fresh, OutputKind::Gif, false).unwrap();

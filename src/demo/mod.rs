@@ -558,6 +558,17 @@ fn temporary_sibling(path: &Path) -> anyhow::Result<(std::path::PathBuf, std::pa
     Ok((dir, tmp))
 }
 
+/// Gives `new`, about to replace the regular file at `old`, `old`'s permissions: a demo or clip saved over one
+/// that only its owner could read stays so. Nothing is done when `old` is not a regular file, and a failure leaves
+/// `new` with the permissions it was created with.
+pub fn keep_permissions(old: &Path, new: &Path) {
+    if let Ok(meta) = std::fs::metadata(old)
+        && meta.is_file()
+    {
+        let _ = std::fs::set_permissions(new, meta.permissions());
+    }
+}
+
 fn write_file(path: &Path, bytes: &[u8], replace: bool) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
@@ -597,6 +608,7 @@ fn write_file(path: &Path, bytes: &[u8], replace: bool) -> anyhow::Result<()> {
         f.sync_all()
             .with_context(|| format!("{}: flush to disk failed", path.display()))?;
         let moved = if replace {
+            keep_permissions(path, &tmp);
             std::fs::rename(&tmp, path)
         } else {
             publish_new(&tmp, path)

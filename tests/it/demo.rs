@@ -363,6 +363,28 @@ fn saves_are_atomic_and_failures_leave_the_old_file() {
     assert_eq!(Demo::load(&path).expect("loads"), demo);
 }
 
+/// A demo saved over one keeps that file's permissions: one only its owner could read stays so (the new file
+/// used to get the default mode, 644 here).
+#[test]
+fn a_demo_saved_over_another_keeps_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let demo = wall_throw_demo();
+    let path = scratch("private.demo.ron");
+    std::fs::write(&path, b"old").expect("file");
+    for mode in [0o600, 0o640] {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        demo.save(&path).expect("saves over it");
+        let got = std::fs::metadata(&path)
+            .expect("saved")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(got, mode, "{got:o}");
+        assert_eq!(Demo::load(&path).expect("loads"), demo);
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
 #[test]
 fn a_save_writes_through_links_and_into_fifos_and_never_replaces_them() {
     let demo = wall_throw_demo();
