@@ -72,11 +72,26 @@ pub enum ClipFormat {
     Frames,
 }
 
+/// The overlay's text at the player's tick: the demo, the scene it shows then, the tick and time, the verdict.
+fn overlay_label(overlay: &Overlay, player: &crate::demo::Player) -> String {
+    let tick = player.tick();
+    format!(
+        "{} - {}\ntick {tick}/{}   t = {:.2} s   hashes: {}",
+        overlay.demo_name,
+        player.session.loaded.name,
+        player.demo.ticks,
+        tick as f64 / player.demo.fixed_hz,
+        overlay.verdict
+    )
+}
+
 /// The text drawn in the top-left corner of every frame.
 #[derive(Clone, Debug)]
 pub struct Overlay {
-    /// First line, e.g. "wall_throw.demo.ron - Wall throw" (the default font has no middle dot).
-    pub title: String,
+    /// The demo's file name: the first line is it and the scene the replay shows at that frame, e.g.
+    /// "wall_throw.demo.ron - Wall throw" (the default font has no middle dot), the scene a `Scene` action switched
+    /// to once it has.
+    pub demo_name: String,
     /// The demo's hash verdict, e.g. "match (4 hashes)" or "MISMATCH at tick 120".
     pub verdict: String,
     /// Draw the overlay in red.
@@ -924,15 +939,7 @@ fn place_overlay(
     };
     let scale = camera_scale(projection);
     let margin = overlay_margin_px(driver.height);
-    let player = &replay.player;
-    let tick = player.tick();
-    let label = format!(
-        "{}\ntick {tick}/{}   t = {:.2} s   hashes: {}",
-        overlay.title,
-        player.demo.ticks,
-        tick as f64 / player.demo.fixed_hz,
-        overlay.verdict
-    );
+    let label = overlay_label(overlay, &replay.player);
     for (mut text, mut transform) in &mut texts {
         if text.0 != label {
             text.0.clone_from(&label);
@@ -1434,6 +1441,44 @@ fn retime_mp4_file(path: &Path, track_timescale: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The overlay names the scene a frame shows: after a `Scene` action, the scene switched to, not the demo's
+    /// first.
+    #[test]
+    fn the_overlay_names_the_scene_a_scene_action_switched_to() {
+        let slope = std::fs::read_to_string("assets/scenes/slope.ron").expect("the shipped slope");
+        let script = crate::demo::Script::parse(
+            &format!("Script(ticks: 4, actions: [(tick: 2, action: Scene({slope}))])"),
+            "sw.script.ron",
+        )
+        .expect("a valid script");
+        let start = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped wall throw");
+        let demo = crate::demo::record_script(&start, &script, "sw.script.ron", |_, _| {})
+            .expect("records");
+        let switched = match &demo.actions[0].action {
+            crate::demo::Action::Scene(scene) => scene.name.clone(),
+            other => panic!("{other:?}"),
+        };
+        let mut player = crate::demo::Player::new(demo, "sw");
+        player.start().expect("starts");
+        let overlay = Overlay {
+            demo_name: "sw.demo.ron".into(),
+            verdict: "match (1 hash)".into(),
+            mismatch: false,
+        };
+        let first = |label: String| label.lines().next().unwrap_or_default().to_string();
+        assert_eq!(
+            first(overlay_label(&overlay, &player)),
+            "sw.demo.ron - Wall throw"
+        );
+        player.seek(4).expect("seeks past the switch");
+        assert_eq!(
+            first(overlay_label(&overlay, &player)),
+            format!("sw.demo.ron - {switched}")
+        );
+        assert_ne!(switched, "Wall throw");
+    }
 
     /// A 1×1 GIF89a with a 2-colour table, a NETSCAPE loop extension and frames of the given delays.
     fn tiny_gif(delays: &[u16]) -> Vec<u8> {

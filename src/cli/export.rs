@@ -860,7 +860,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| file.clone());
     let overlay = (!args.no_overlay).then(|| Overlay {
-        title: format!("{demo_name} - {}", demo.scene.name),
+        demo_name,
         verdict: verdict_text,
         mismatch: verdict.mismatch.is_some(),
     });
