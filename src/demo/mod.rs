@@ -717,7 +717,22 @@ pub fn follow_output_link(path: &Path) -> Result<Option<OutputTarget>, LinkError
             metadata,
         }));
     }
-    let target = std::fs::canonicalize(path).map_err(LinkError::Dangling)?;
+    let target = match std::fs::canonicalize(path) {
+        Ok(target) => target,
+        Err(e) => {
+            // A link to an open descriptor's pipe or socket (`/dev/stdout` → `/proc/self/fd/1` → `pipe:[…]`) names
+            // no path, yet opens: a stream is written into through it.
+            if let Ok(metadata) = std::fs::metadata(path)
+                && is_stream(metadata.file_type())
+            {
+                return Ok(Some(OutputTarget {
+                    link_target: None,
+                    metadata,
+                }));
+            }
+            return Err(LinkError::Dangling(e));
+        }
+    };
     let metadata = std::fs::metadata(&target).map_err(|source| LinkError::Unreadable {
         target: target.clone(),
         source,

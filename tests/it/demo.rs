@@ -495,6 +495,42 @@ fn an_output_link_is_followed_to_its_target_and_a_link_to_nothing_is_refused() {
     );
 }
 
+/// `/dev/stdout` on a pipe is a link into /proc that names no path (`pipe:[…]`); it is written into like a FIFO,
+/// and the count of bytes is of the demo written (a FIFO's own size reads 0).
+#[test]
+fn record_writes_a_demo_into_dev_stdout_on_a_pipe() {
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .args([
+            "record",
+            "--scene",
+            WALL_THROW,
+            "--script",
+            SCRIPT,
+            "--out",
+            "/dev/stdout",
+        ])
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let (demo, line) = stdout
+        .rsplit_once(")recorded ")
+        .expect("the demo, then the line");
+    let demo = format!("{demo})");
+    assert!(demo.starts_with("Demo("), "{stdout}");
+    let parsed = Demo::parse(&demo, "stdout").expect("the demo written is whole");
+    assert!(
+        line.trim_end()
+            .ends_with(&format!("-> /dev/stdout ({} bytes)", demo.len())),
+        "{line}"
+    );
+    assert_eq!(parsed.to_ron().expect("serialises"), demo);
+}
+
 #[test]
 fn record_refuses_to_write_over_its_own_inputs() {
     let scene_copy = scratch("own-input.scene.ron");
