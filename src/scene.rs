@@ -264,10 +264,7 @@ fn value_text(rest: &[char]) -> (String, usize) {
     let end = end.min(rest.len());
     let value: String = rest[..end].iter().collect();
     let value = value.trim();
-    let unusual = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
+    let unusual = |c: char| c.is_control() || is_bidi_control(c);
     let shown: String = value
         .chars()
         .take(40)
@@ -429,7 +426,7 @@ fn open_for_reading(path: &Path) -> std::io::Result<std::fs::File> {
         use std::os::unix::fs::FileTypeExt;
         if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
             let (opened, waiting) = std::sync::mpsc::channel::<()>();
-            let shown = path.display().to_string();
+            let shown = crate::text::one_line(&path.display().to_string());
             // Without a thread for the notice, the FIFO is opened all the same.
             let notice = std::thread::Builder::new().spawn(move || {
                 if waiting.recv_timeout(FIFO_PATIENCE)
@@ -506,6 +503,13 @@ fn positive(place: &str, value: f64) -> Result<(), FieldError> {
 /// How far below the floor a rod's end may start [m]: the rod step's contact slop, within which an end counts as
 /// touching, so a rod laid on the floor at an angle is not refused for a rounding error.
 pub const ROD_START_SLOP: f64 = 1e-8;
+
+/// How far `rod`'s lower end starts below a floor at `floor_y`, where that is more than [`ROD_START_SLOP`]: such a
+/// rod is refused, in a scene file, a new recording or the window.
+pub fn rod_start_depth(floor_y: f64, rod: &Rod) -> Option<f64> {
+    let depth = floor_y - rod.lowest_end_height();
+    (depth > ROD_START_SLOP).then_some(depth)
+}
 
 /// Most steps a scene (its `steps`), `run --steps` or `throw --steps` asks for, and the longest demo in ticks
 /// ([`crate::demo::MAX_TICKS`]): one limit, so that a scene's whole run fits in a demo (about 46 hours at 60 Hz).
@@ -902,8 +906,7 @@ impl LaneSpec {
     /// A rod must start with both ends on or above the floor (within [`ROD_START_SLOP`]): one below it would be
     /// lifted out at its first step, a jump no physics made (as an IPC lane refuses a ball inside a wall).
     fn check_rod_above_floor(&self, r: usize, rod: &Rod) -> Result<(), FieldError> {
-        let depth = self.rod_floor_y - rod.lowest_end_height();
-        if depth > ROD_START_SLOP {
+        if let Some(depth) = rod_start_depth(self.rod_floor_y, rod) {
             return Err((
                 format!("rods[{r}]"),
                 format!(

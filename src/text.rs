@@ -19,13 +19,13 @@ pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `text` as one plain line: control characters (a newline, an escape sequence's ESC) and bidirectional formatting
-/// characters are written as escapes (`\n`, `\u{1b}`, `\u{202e}`), so a file name or a value quoted in a message
+/// `text` as one plain line: control characters (a newline, an escape sequence's ESC), the line and paragraph
+/// separators and bidirectional formatting characters are written as escapes (`\n`, `\u{1b}`, `\u{202e}`), so a file name or a value quoted in a message
 /// can neither break the line nor drive the terminal.
 pub fn one_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_control() || is_bidi_control(c) {
+        if c.is_control() || is_bidi_control(c) || matches!(c, '\u{2028}' | '\u{2029}') {
             out.extend(c.escape_debug());
         } else {
             out.push(c);
@@ -91,6 +91,7 @@ mod tests {
         );
         assert_eq!(one_line("tab\there\r"), "tab\\there\\r");
         assert_eq!(one_line("rtl \u{202e}cba"), "rtl \\u{202e}cba");
+        assert_eq!(one_line("para\u{2029}graph"), "para\\u{2029}graph");
     }
 
     #[test]

@@ -434,7 +434,12 @@ pub fn peak_rss_mb() -> Option<f64> {
 
 /// Runs one of our engines in this process, in a box `width` wide.
 pub fn bench_ours(method: ContactMethod, n: usize, steps: usize, width: f64) -> BenchRun {
-    let mut lane = pit_lane(n, method, width);
+    bench_lane(pit_lane(n, method, width), steps, width)
+}
+
+/// Steps `lane` (a pit in a box `width` wide) `steps` times, timing each step, and reports it.
+pub fn bench_lane(mut lane: LaneWorld, steps: usize, width: f64) -> BenchRun {
+    let (method, n) = (lane.settings.method, lane.balls.len());
     let mut times = Vec::with_capacity(steps);
     let mut newton = Vec::with_capacity(steps);
     for _ in 0..steps {

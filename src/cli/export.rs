@@ -61,7 +61,8 @@ pub struct ExportArgs {
     /// Frames per second of the clip (1..=120; at most 50 for a GIF); frame k shows tick round(k · fixed_hz / fps).
     #[arg(long, default_value = "30", value_parser = parse_fps, allow_negative_numbers = true)]
     pub fps: u32,
-    /// Frame size WIDTHxHEIGHT in pixels, each side 16..=3840 (even for MP4).
+    /// Frame size WIDTHxHEIGHT in pixels, each side 16..=3840 (even for MP4; at most 3840x2160 either way up
+    /// for the built-in openh264 encoder).
     #[arg(long, default_value = "1280x720", value_parser = parse_size)]
     pub size: FrameSize,
     /// MP4 encoder: ffmpeg (libx264, when `ffmpeg` is on PATH), openh264 (built in), or auto (ffmpeg when
@@ -219,13 +220,14 @@ pub fn parse_size(text: &str) -> Result<FrameSize, String> {
     Ok(FrameSize { width, height })
 }
 
-/// The built-in openh264 encoder codes frames up to 3840 × 2160, on their side too (H.264 level 5.2): a larger
-/// `--size` is refused before anything is rendered, where the encoder would fail at its first frame.
+/// The built-in openh264 encoder codes frames up to 3840 × 2160, on their side too (its own limit: a larger frame
+/// failed at the first frame with "Encoder max resolution 3840x2160 horizontal or 2160x3840 vertical"), so a
+/// larger `--size` is refused before anything is rendered.
 pub fn openh264_size_refusal(width: u32, height: u32) -> Option<String> {
     (width.max(height) > 3840 || width.min(height) > 2160).then(|| {
         format!(
             "--size {width}x{height}: the built-in openh264 MP4 encoder takes at most 3840x2160 (or 2160x3840); \
-             use a smaller size, a .gif or frames/, or --encoder ffmpeg"
+             use a smaller size, a .gif or frames/, or --encoder ffmpeg with ffmpeg installed"
         )
     })
 }
@@ -507,7 +509,13 @@ fn open_stream(target: &Path) -> Result<File> {
                         );
                     }
                     if !said {
-                        eprintln!("waiting for a reader of '{}'…", target.display());
+                        eprintln!(
+                            "{}",
+                            crate::text::one_line(&format!(
+                                "waiting for a reader of '{}'…",
+                                target.display()
+                            ))
+                        );
                         said = true;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(50));
@@ -827,16 +835,22 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
             );
         }
         eprintln!(
-            "WARNING: {file}: {verdict}. Exporting anyway (--allow-mismatch); the clip is labelled \
-             \"MISMATCH at tick {tick}\" and is NOT the recorded run"
+            "{}",
+            crate::text::one_line(&format!(
+                "WARNING: {file}: {verdict}. Exporting anyway (--allow-mismatch); the clip is labelled \
+                 \"MISMATCH at tick {tick}\" and is NOT the recorded run"
+            ))
         );
     }
     let verdict_text = match &verdict.mismatch {
         Some((tick, _, _)) => format!("MISMATCH at tick {tick}"),
         None if verdict.matched == 0 => {
             eprintln!(
-                "WARNING: {file}: the demo holds no hashes; exporting it unchecked (--allow-mismatch), labelled \
-                 \"unchecked\""
+                "{}",
+                crate::text::one_line(&format!(
+                    "WARNING: {file}: the demo holds no hashes; exporting it unchecked (--allow-mismatch), \
+                     labelled \"unchecked\""
+                ))
             );
             "unchecked (no hashes)".to_string()
         }
@@ -1201,16 +1215,16 @@ mod tests {
         // A clip replaced under --force keeps the old file's permissions.
         {
             use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&target, fs::Permissions::from_mode(0o600)).unwrap();
-            let destination = check_output(&target, OutputKind::Gif, true).unwrap();
-            let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
-            fs::write(&temp.temp, b"newer").unwrap();
-            temp.commit().unwrap();
-            assert_eq!(fs::read(&target).unwrap(), b"newer");
-            assert_eq!(
-                fs::metadata(&target).unwrap().permissions().mode() & 0o777,
-                0o600
-            );
+            for mode in [0o600, 0o640] {
+                fs::set_permissions(&target, fs::Permissions::from_mode(mode)).unwrap();
+                let destination = check_output(&target, OutputKind::Gif, true).unwrap();
+                let temp = TempOutput::create(&destination, OutputKind::Gif, true).unwrap();
+                fs::write(&temp.temp, b"newer").unwrap();
+                temp.commit().unwrap();
+                assert_eq!(fs::read(&target).unwrap(), b"newer");
+                let got = fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+                assert_eq!(got, mode);
+            }
         }
         // Without a clash the clip is linked into place and no temporary name stays.
         let fresh = dir.join("fresh.gif");

@@ -203,15 +203,10 @@ impl ThrowArgs {
                 number(back)
             );
         }
-        // A face a few hundred orders of magnitude closer than the wall's size is lost in the rounding of its
+        // A face about 2⁵³ times closer to the ball than the wall is thick is lost in the rounding of the wall's
         // centre: the lane would find the ball touching it.
-        let (center, half) = wall_between_faces(self.wall, self.thickness);
-        let wall = WallSpec {
-            center: DVec2::new(center, 0.0),
-            half_extents: DVec2::new(half, self.thickness.max(1.0)),
-            angle: 0.0,
-        };
-        let gap = crate::physics::geometry::ball_wall_gap(DVec2::ZERO, 0.0, &wall.to_wall());
+        let gap =
+            crate::physics::geometry::ball_wall_gap(DVec2::ZERO, 0.0, &self.wall_spec().to_wall());
         if gap.is_nan() || gap <= 0.0 {
             bail!(
                 "invalid --wall: a wall from {} to {} m lies closer to the ball's start (x = 0) than positions \
@@ -268,6 +263,18 @@ impl ThrowArgs {
         Ok(())
     }
 
+    /// The throw's wall, its faces at `--wall` and `--wall + --thickness` ([`wall_between_faces`]). The seed's wall
+    /// is 1D: its faces are the two ends. Taller than thick, so that a ball inside is always nearer an end face
+    /// than the top or bottom (a 4 m thick wall 2 m tall pushed its ball out sideways).
+    fn wall_spec(&self) -> WallSpec {
+        let (center, half) = wall_between_faces(self.wall, self.thickness);
+        WallSpec {
+            center: DVec2::new(center, 0.0),
+            half_extents: DVec2::new(half, self.thickness.max(1.0)),
+            angle: 0.0,
+        }
+    }
+
     /// The scene for one throw speed: penalty lanes (one per `k`), then the IPC lane.
     pub fn scene(&self, v0: f64) -> Scene {
         let settings = ContactSettings {
@@ -278,14 +285,7 @@ impl ThrowArgs {
             ccd_factor: self.ccd_factor,
             ..ContactSettings::default()
         };
-        let (center, half) = wall_between_faces(self.wall, self.thickness);
-        // The seed's wall is 1D: its faces are the two ends. Taller than thick, so that a ball inside is always
-        // nearer an end face than the top or bottom (a 4 m thick wall 2 m tall pushed its ball out sideways).
-        let wall = WallSpec {
-            center: DVec2::new(center, 0.0),
-            half_extents: DVec2::new(half, self.thickness.max(1.0)),
-            angle: 0.0,
-        };
+        let wall = self.wall_spec();
         let ball = BallSpec {
             position: DVec2::ZERO,
             velocity: DVec2::new(v0, 0.0),
@@ -445,16 +445,19 @@ pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(
 /// short, where its speed is of the order of the Newton tolerance over `h`).
 const STOPPED_SPEED: f64 = 1e-3;
 
-/// The throw's ball's speed along +x (towards the wall and through it) when the last step left it in contact:
-/// overlapping the wall under penalty, within `d̂` of it under IPC.
+/// The throw's ball's speed on into the wall (along x, towards the side the wall lies on from the ball's start at
+/// x = 0: +x for a wall ahead, −x for one behind) when the last step left it in contact: overlapping the wall
+/// under penalty, within `d̂` of it under IPC.
 fn moving_into_wall(lane: &LaneWorld) -> Option<f64> {
     let ball = lane.balls.first()?;
+    let wall = lane.walls.first()?;
     let last = lane.last.as_ref()?;
     let in_contact = match lane.settings.method {
         ContactMethod::Penalty => last.max_penetration > 0.0,
         ContactMethod::Ipc => last.min_gap.is_some_and(|gap| gap < lane.contact_reach()),
     };
-    (in_contact && ball.velocity.x > STOPPED_SPEED).then_some(ball.velocity.x)
+    let into = ball.velocity.x * wall.center.x.signum();
+    (in_contact && into > STOPPED_SPEED).then_some(into)
 }
 
 /// Runs the whole experiment.

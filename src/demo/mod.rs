@@ -685,7 +685,8 @@ pub fn remove_unfinished_writes() {
 /// What an output path names once a symbolic link is followed (see [`follow_output_link`]).
 #[derive(Debug)]
 pub struct OutputTarget {
-    /// The link's canonical target; `None` when the path is not a symbolic link.
+    /// The link's canonical target; `None` when the path is not a symbolic link, or is one into an open
+    /// descriptor's pipe, which has no path (its `metadata` is the pipe's).
     pub link_target: Option<std::path::PathBuf>,
     /// What is there, the link followed.
     pub metadata: std::fs::Metadata,
@@ -720,8 +721,8 @@ pub fn follow_output_link(path: &Path) -> Result<Option<OutputTarget>, LinkError
     let target = match std::fs::canonicalize(path) {
         Ok(target) => target,
         Err(e) => {
-            // A link to an open descriptor's pipe or socket (`/dev/stdout` → `/proc/self/fd/1` → `pipe:[…]`) names
-            // no path, yet opens: a stream is written into through it.
+            // A link to an open descriptor's pipe (`/dev/stdout` → `/proc/self/fd/1` → `pipe:[…]`) names no path,
+            // yet opens: a stream is written into through it (a socket is not a stream and stays refused).
             if let Ok(metadata) = std::fs::metadata(path)
                 && is_stream(metadata.file_type())
             {

@@ -208,10 +208,11 @@ impl Script {
     /// The size in bytes of the demo this script records from `scene`, exactly, and the number of its hashes.
     ///
     /// Everything a recorded demo holds is known before the run except the hashes' values, whose text has a fixed
-    /// length. A hash's entry is the same text wherever it stands in the list except for its tick's decimal
-    /// digits, so the demo is written with its first hash alone, and once more with a second hash for each count
-    /// of digits that a tick has; the rest is counted. Nothing grows with the number of hashes, so a script of
-    /// 10⁷ ticks at one hash a tick is measured in the memory of a short one.
+    /// length. A hash's entry is the same text wherever it stands in the list except for its tick, a decimal
+    /// integer, so the demo is written twice, with its first hash alone and with a second one at tick 1, and each
+    /// further hash adds that entry's length plus one byte for each digit of its tick beyond the first. Nothing
+    /// grows with the number of hashes: a script of 10⁶ hashes is measured in the memory of a short one. Sizes
+    /// beyond `usize` saturate (such a demo is refused all the same).
     pub fn demo_bytes(&self, scene: &Scene) -> Result<(usize, usize), ron::Error> {
         let every = self.hash_every();
         let placeholder = |tick| TickHash {
@@ -221,18 +222,9 @@ impl Script {
         let len = |hashes: Vec<TickHash>| demo_of(scene, self, hashes).ron_len();
         // The hashes' ticks are 0, every, 2·every, … up to `ticks`, and `ticks` itself when it is not one of them.
         let first = len(vec![placeholder(0)])?;
+        let one_digit_entry = len(vec![placeholder(0), placeholder(1)])? - first;
         let mut bytes = first;
         let mut hashes = 1usize;
-        let mut add = |tick_digits: u32, count: u64, bytes: &mut usize| -> Result<(), ron::Error> {
-            if count > 0 {
-                let smallest = 10u64.pow(tick_digits - 1);
-                let entry = len(vec![placeholder(0), placeholder(smallest)])? - first;
-                *bytes += entry * count as usize;
-                hashes += count as usize;
-            }
-            Ok(())
-        };
-        let multiples_up_to = |n: u64| n / every;
         for digits in 1..=u64::MAX.ilog10() + 1 {
             let low = 10u64.pow(digits - 1);
             if low > self.ticks {
@@ -243,11 +235,14 @@ impl Script {
             } else {
                 self.ticks
             };
-            let mut count = multiples_up_to(high) - multiples_up_to(low - 1);
+            let mut count = high / every - (low - 1) / every;
             if !self.ticks.is_multiple_of(every) && (low..=high).contains(&self.ticks) {
                 count += 1;
             }
-            add(digits, count, &mut bytes)?;
+            let count = usize::try_from(count).unwrap_or(usize::MAX);
+            let entry = one_digit_entry + (digits as usize - 1);
+            bytes = bytes.saturating_add(entry.saturating_mul(count));
+            hashes = hashes.saturating_add(count);
         }
         Ok((bytes, hashes))
     }
@@ -360,8 +355,21 @@ mod tests {
             (99_999, 7),
             (100_000, 100_000),
             (100_001, 100_000),
+            (0, 1),
+            (9, 1),
+            (10, 1),
+            (10, 3),
         ] {
-            let script = script(ticks, every);
+            // Scripts too short for the helper's actions have none.
+            let script = if ticks >= 12 {
+                script(ticks, every)
+            } else {
+                Script::parse(
+                    &format!("Script(ticks: {ticks}, hash_every: {every}, actions: [])"),
+                    "short.script.ron",
+                )
+                .expect("a valid script")
+            };
             let every = script.hash_every();
             let last = (!ticks.is_multiple_of(every)).then_some(ticks);
             let placeholders: Vec<TickHash> = (0..=ticks)

@@ -207,21 +207,19 @@ pub fn spawn_rod_everywhere(lanes: &mut [&mut LaneWorld], rod: &RodSpec) -> Resu
 }
 
 /// Refuses a rod that would start with an end below a lane's floor, as a scene file's rod is refused
-/// ([`crate::scene::ROD_START_SLOP`]): the rod step would lift it out at once and report the lift as a sink, a jump
+/// ([`crate::scene::rod_start_depth`]): the rod step would lift it out at once and report the lift as a sink, a jump
 /// no physics made. The window and `record --script` (new recordings) check this before [`spawn_rod_everywhere`];
 /// a replay does not, so a demo recorded before the check still replays as it was recorded.
 pub fn refuse_rod_below_floor<'a>(
     lanes: impl IntoIterator<Item = &'a LaneWorld>,
     rod: &RodSpec,
 ) -> Result<(), String> {
-    let lowest = rod.to_rod().lowest_end_height();
+    let rod = rod.to_rod();
     for lane in lanes {
-        let depth = lane.rod_floor_y - lowest;
-        if depth > crate::scene::ROD_START_SLOP {
+        if let Some(depth) = crate::scene::rod_start_depth(lane.rod_floor_y, &rod) {
             return Err(format!(
-                "rod refused: its lower end would start {} m below lane '{}''s floor (rod_floor_y = {} m); drop it \
-                 on or above the floor",
-                crate::text::number(depth),
+                "rod refused: its lower end would start {depth:.3e} m below lane '{}''s floor (rod_floor_y = {} m); \
+                 drop it on or above the floor",
                 lane.name,
                 crate::text::number(lane.rod_floor_y)
             ));

@@ -67,15 +67,16 @@ fn bench_runs_report_every_field() {
 /// them: their times are those of a solve cut short.
 #[test]
 fn capped_newton_solves_are_counted_and_named_under_the_table() {
-    use contact_sandbox::cli::bench::{PIT_NEWTON_CAP, format_table};
+    use contact_sandbox::cli::bench::{PIT_NEWTON_CAP, bench_lane, format_table};
     let mut lane = pit_lane(300, ContactMethod::Ipc, PIT_WIDTH);
     lane.settings.newton_max_iterations = 3;
-    for _ in 0..40 {
-        lane.step().expect("steps");
-    }
+    let run = bench_lane(lane, 40, PIT_WIDTH);
+    assert_eq!(run.steps, 40);
     assert!(
-        lane.stats.iteration_caps > 0,
-        "a cap of 3 is hit while the pit lands"
+        run.iteration_caps
+            .is_some_and(|caps| caps > 0 && caps <= 40),
+        "a cap of 3 is hit while the pit lands: {:?}",
+        run.iteration_caps
     );
     let capped = BenchRun {
         iteration_caps: Some(7),

@@ -1107,7 +1107,7 @@ fn a_new_recording_refuses_a_rod_dropped_below_the_floor() {
         .to_string();
     assert_eq!(
         message,
-        "rb.script.ron: actions[0] (tick 1): rod refused: its lower end would start 1 m below lane 'rods: exact \
+        "rb.script.ron: actions[0] (tick 1): rod refused: its lower end would start 1.000e0 m below lane 'rods: exact \
          impulse law''s \
          floor (rod_floor_y = 0 m); drop it on or above the floor"
     );

@@ -576,4 +576,17 @@ fn a_run_cut_short_in_contact_says_the_ball_was_still_moving_in() {
         }
     }
     assert!(!format_table(&seed, &rows).contains("still moving"));
+    // A wall behind the ball, thrown backwards: the same, mirrored.
+    let behind = args(&[
+        "--v0", "-2", "--k", "1e4", "--steps", "26", "--wall", "-0.523",
+    ]);
+    let rows = run_throws(&behind).expect("runs");
+    let Outcome::Stopped {
+        moving_in: Some(speed),
+        ..
+    } = rows[0].penalty[0].1
+    else {
+        panic!("{:?}", rows[0].penalty[0].1);
+    };
+    assert!((speed - 2.15).abs() < 1e-9, "{speed}");
 }
