@@ -543,15 +543,14 @@ fn a_lane_whose_newton_hit_its_cap_is_named_under_the_table_and_in_the_json() {
 /// table (80 steps) has every stopped ball turned back or at rest, and no such note.
 #[test]
 fn a_run_cut_short_in_contact_says_the_ball_was_still_moving_in() {
+    // The first penalty lane's speed on into the wall.
+    let moving_in = |rows: &[contact_sandbox::cli::throw::ThrowRow]| match rows[0].penalty[0].1 {
+        Outcome::Stopped { moving_in, .. } => moving_in,
+        ref other => panic!("{other:?}"),
+    };
     let short = args(&["--v0", "2", "--k", "1e4", "--steps", "26"]);
     let rows = run_throws(&short).expect("runs");
-    let Outcome::Stopped {
-        moving_in: Some(speed),
-        ..
-    } = rows[0].penalty[0].1
-    else {
-        panic!("{:?}", rows[0].penalty[0].1);
-    };
+    let speed = moving_in(&rows).expect("still moving in");
     assert!((speed - 2.15).abs() < 1e-9, "{speed}");
     let table = format_table(&short, &rows);
     assert!(
@@ -580,13 +579,6 @@ fn a_run_cut_short_in_contact_says_the_ball_was_still_moving_in() {
     let behind = args(&[
         "--v0", "-2", "--k", "1e4", "--steps", "26", "--wall", "-0.523",
     ]);
-    let rows = run_throws(&behind).expect("runs");
-    let Outcome::Stopped {
-        moving_in: Some(speed),
-        ..
-    } = rows[0].penalty[0].1
-    else {
-        panic!("{:?}", rows[0].penalty[0].1);
-    };
+    let speed = moving_in(&run_throws(&behind).expect("runs")).expect("still moving in");
     assert!((speed - 2.15).abs() < 1e-9, "{speed}");
 }
