@@ -218,8 +218,8 @@ pub fn refuse_rod_below_floor<'a>(
     for lane in lanes {
         if let Some(depth) = crate::scene::rod_start_depth(lane.rod_floor_y, &rod) {
             return Err(format!(
-                "rod refused: its lower end would start {depth:.3e} m below lane '{}''s floor (rod_floor_y = {} m); \
-                 drop it on or above the floor",
+                "rod refused: its lower end would start {depth:.3e} m below the floor of lane '{}' (rod_floor_y = {} \
+                 m); drop it on or above the floor",
                 lane.name,
                 crate::text::number(lane.rod_floor_y)
             ));

@@ -1107,9 +1107,8 @@ fn a_new_recording_refuses_a_rod_dropped_below_the_floor() {
         .to_string();
     assert_eq!(
         message,
-        "rb.script.ron: actions[0] (tick 1): rod refused: its lower end would start 1.000e0 m below lane 'rods: exact \
-         impulse law''s \
-         floor (rod_floor_y = 0 m); drop it on or above the floor"
+        "rb.script.ron: actions[0] (tick 1): rod refused: its lower end would start 1.000e0 m below the floor of lane \
+         'rods: exact impulse law' (rod_floor_y = 0 m); drop it on or above the floor"
     );
     let on_floor = Script::parse(&text("0"), "ok.script.ron").expect("a valid script");
     let demo = record_script(&scene(ROD_DROP), &on_floor, "ok.script.ron", |_, _| {})

@@ -704,7 +704,7 @@ fn a_rod_dropped_into_the_floor_is_set_on_it_and_one_below_it_is_refused() {
         .unwrap_or_default();
     assert!(
         error.starts_with("rod refused: its lower end would start ")
-            && error.contains("below lane '"),
+            && error.contains("below the floor of lane '"),
         "{error}"
     );
     assert_eq!(
