@@ -134,14 +134,21 @@ impl ThrowArgs {
     /// than a field of the scene built from it (SPEC §2). Values are quoted as typed, in their shortest form: `1e300`,
     /// not 301 digits, and `10.0000001`, not `10`.
     pub fn validate(&self) -> Result<()> {
-        let positive = [("--h", self.h), ("--thickness", self.thickness)];
-        for (name, value) in positive {
-            if !value.is_finite() || value <= 0.0 {
-                bail!(
-                    "invalid {name}: must be a finite number > 0, got {}",
-                    number(value)
-                );
-            }
+        if !self.thickness.is_finite() || self.thickness <= 0.0 {
+            bail!(
+                "invalid --thickness: must be a finite number > 0, got {}",
+                number(self.thickness)
+            );
+        }
+        // One message for every step out of range, 0 and NaN included.
+        if !(crate::scene::MIN_STEP..=crate::scene::MAX_STEP).contains(&self.h) {
+            bail!(
+                "invalid --h: must be from {} s to {} s (a shorter step stands a slow ball still, a longer one is no \
+                 time step), got {}",
+                number(crate::scene::MIN_STEP),
+                number(crate::scene::MAX_STEP),
+                number(self.h)
+            );
         }
         // The scene's own ranges (scene files and the window check the same), in the same words.
         if !(MIN_MASS..=MAX_MASS).contains(&self.mass) {
@@ -156,20 +163,7 @@ impl ThrowArgs {
         KAPPA_RANGE
             .check(self.kappa)
             .map_err(|problem| anyhow!("invalid --kappa: {problem}"))?;
-        if self.h < crate::scene::MIN_STEP {
-            bail!(
-                "invalid --h: must be at least {} s (a ball slower than the Newton tolerance / h stands still), got {}",
-                number(crate::scene::MIN_STEP),
-                number(self.h)
-            );
-        }
-        if self.h > crate::scene::MAX_STEP {
-            bail!(
-                "invalid --h: must be at most {} s (a longer step is no time step), got {}",
-                crate::scene::MAX_STEP,
-                number(self.h)
-            );
-        }
+
         if !self.wall.is_finite() {
             bail!(
                 "invalid --wall: must be a finite number, got {}",
@@ -758,6 +752,8 @@ mod tests {
             (vec!["--k", many_k.as_str()], "--k", "66"),
             (vec!["--h", "-1e300"], "--h", "-1e300"),
             (vec!["--h", "11"], "--h", "11"),
+            (vec!["--h", "0"], "--h", "from 1e-6 s to 10 s"),
+            (vec!["--h", "NaN"], "--h", "got NaN"),
             (
                 vec!["--dhat", "1e7"],
                 "--dhat",
