@@ -16,7 +16,7 @@ use crate::physics::world::{
     ContactMethod, ContactSettings, LaneWorld, MAX_BALL_WALL_PAIRS_PER_LANE, MAX_BALLS_PER_LANE,
     MAX_LENGTH, SpawnError, check_ball,
 };
-use crate::text::number;
+use crate::text::{is_bidi_control, number};
 
 /// Most lanes a scene may hold.
 pub const MAX_LANES: usize = 64;
@@ -264,19 +264,7 @@ fn value_text(rest: &[char]) -> (String, usize) {
     let end = end.min(rest.len());
     let value: String = rest[..end].iter().collect();
     let value = value.trim();
-    let unusual = |c: char| c.is_control() || is_bidi_control(c);
-    let shown: String = value
-        .chars()
-        .take(40)
-        .flat_map(|c| {
-            let escaped: Vec<char> = if unusual(c) {
-                c.escape_unicode().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect();
+    let shown = crate::text::one_line(&value.chars().take(40).collect::<String>());
     if value.chars().count() > 40 {
         (format!("{shown}…"), end)
     } else {
@@ -486,8 +474,6 @@ fn check_one_line(text: &str, what: &str) -> Result<(), String> {
     }
     Ok(())
 }
-
-use crate::text::is_bidi_control;
 
 fn positive(place: &str, value: f64) -> Result<(), FieldError> {
     finite(place, value)?;

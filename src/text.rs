@@ -20,8 +20,8 @@ pub fn is_bidi_control(c: char) -> bool {
 }
 
 /// `text` as one plain line: control characters (a newline, an escape sequence's ESC), the line and paragraph
-/// separators and bidirectional formatting characters are written as escapes (`\n`, `\u{1b}`, `\u{202e}`), so a file name or a value quoted in a message
-/// can neither break the line nor drive the terminal.
+/// separators and bidirectional formatting characters are written as escapes (`\n`, `\u{1b}`, `\u{202e}`), so a
+/// file name or a value quoted in a message can neither break the line nor drive the terminal.
 pub fn one_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
