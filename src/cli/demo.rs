@@ -91,20 +91,17 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
         |tick, _| bar.set_position(tick),
     )?;
     bar.finish_and_clear();
-    if args.force {
-        demo.save(&args.out)?;
+    // The bytes written, also into a FIFO or a device, whose own size reads 0.
+    let size = if args.force {
+        demo.save(&args.out)?
     } else {
         // A file that appeared while recording is not replaced either.
         demo.save_new(&args.out)
             .map_err(|e| match e.downcast_ref::<AlreadyExists>() {
                 Some(_) => anyhow::anyhow!("{}", already_exists(&args.out)),
                 None => e,
-            })?;
-    }
-    // What was written, also into a FIFO or a device, whose own size reads 0.
-    let size = demo
-        .ron_len()
-        .map_err(|e| anyhow::anyhow!("cannot serialise the demo: {e}"))?;
+            })?
+    };
     outln!(
         "recorded {} ({:.1} s of play at {} Hz), {}, {} in {:.2} s -> {} ({} bytes)",
         counted(demo.ticks, "tick", "ticks"),

@@ -277,15 +277,20 @@ impl Demo {
             .depth_limit(6)
     }
 
-    /// Writes the demo atomically: a crash never leaves a half-written demo where a good one was.
-    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
-        write_atomic(path, self.text_to_save(path)?.as_bytes())
+    /// Writes the demo atomically: a crash never leaves a half-written demo where a good one was. Returns the bytes
+    /// written (a FIFO's or a device's own size reads 0).
+    pub fn save(&self, path: &Path) -> anyhow::Result<usize> {
+        let text = self.text_to_save(path)?;
+        write_atomic(path, text.as_bytes())?;
+        Ok(text.len())
     }
 
     /// Writes the demo atomically where nothing is yet: an existing file (or a link to one) is left as it is and
     /// the error is an [`AlreadyExists`]. A character device or a FIFO is written into, as by [`Demo::save`].
-    pub fn save_new(&self, path: &Path) -> anyhow::Result<()> {
-        write_new(path, self.text_to_save(path)?.as_bytes())
+    pub fn save_new(&self, path: &Path) -> anyhow::Result<usize> {
+        let text = self.text_to_save(path)?;
+        write_new(path, text.as_bytes())?;
+        Ok(text.len())
     }
 
     fn text_to_save(&self, path: &Path) -> anyhow::Result<String> {

@@ -352,7 +352,7 @@ pub fn save_without_replacing(demo: &Demo, path: &std::path::Path) -> anyhow::Re
             numbered_path(path, n)
         };
         match demo.save_new(&candidate) {
-            Ok(()) => return Ok(candidate),
+            Ok(_) => return Ok(candidate),
             Err(e) if e.downcast_ref::<AlreadyExists>().is_some() => {}
             Err(e) => return Err(e),
         }
