@@ -50,13 +50,7 @@ fn main() -> ExitCode {
             };
         }
         Err(e) => {
-            let rendered = e.to_string();
-            report(
-                rendered
-                    .lines()
-                    .next()
-                    .unwrap_or("error: invalid arguments"),
-            );
+            report(&contact_sandbox::text::parser_error_line(&e.to_string()));
             return ExitCode::from(2);
         }
     };

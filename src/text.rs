@@ -50,9 +50,15 @@ pub fn temporary_name(prefix: &str, name: &str, suffix: &str) -> String {
 }
 
 /// A number as a message quotes it: as Rust writes it from 10⁻⁴ to below 10⁶, in scientific notation outside
-/// (`1e300`, not its 301 digits; `1e-20`, not 21 zeros; `1e12`).
+/// (`1e300`, not its 301 digits; `1e-20`, not 21 zeros; `1e12`). An infinity says where it came from: a literal
+/// such as `1e999` in a scene file or on the command line is read as one.
 pub fn number(value: f64) -> String {
-    if value.abs() >= 1e6 || (value != 0.0 && value.abs() < 1e-4) {
+    if value.is_infinite() {
+        let sign = if value < 0.0 { "-" } else { "" };
+        format!(
+            "{sign}inf (a number beyond ±1.8e308, the largest a 64-bit float holds, reads as infinity)"
+        )
+    } else if value.abs() >= 1e6 || (value != 0.0 && value.abs() < 1e-4) {
         format!("{value:e}")
     } else {
         format!("{value}")
@@ -75,6 +81,38 @@ pub fn counted(n: u64, one: &str, many: &str) -> String {
         format!("{n} {one}")
     } else {
         format!("{n} {many}")
+    }
+}
+
+/// The option parser's error (`clap`'s rendering: a first paragraph, then a usage block, tips and a pointer to
+/// `--help`) as the one line the CLI prints: the first paragraph's lines joined, so that what is missing or allowed
+/// stays ("the following required arguments were not provided: --scene <SCENE>", "invalid value 'x' for
+/// '--encoder <ENCODER>' [possible values: gif, openh264]"), and any tip after it ("tip: a similar argument exists:
+/// '--v0'"). The usage block and the pointer to `--help` are left out.
+pub fn parser_error_line(rendered: &str) -> String {
+    let mut paragraphs = rendered
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
+    let mut line = String::new();
+    if let Some(first) = paragraphs.next() {
+        let mut lines = first.lines().map(str::trim).filter(|l| !l.is_empty());
+        line.push_str(lines.next().unwrap_or_default());
+        let rest: Vec<&str> = lines.collect();
+        if !rest.is_empty() {
+            line.push(' ');
+            line.push_str(&rest.join(", "));
+        }
+    }
+    for tip in paragraphs.filter(|p| p.starts_with("tip:")) {
+        let tip: Vec<&str> = tip.lines().map(str::trim).collect();
+        line.push_str("; ");
+        line.push_str(&tip.join(" "));
+    }
+    if line.is_empty() {
+        "error: invalid arguments".to_string()
+    } else {
+        line
     }
 }
 
@@ -131,7 +169,11 @@ mod tests {
         assert_eq!(number(-3.0), "-3");
         assert_eq!(number(0.0), "0");
         assert_eq!(number(f64::NAN), "NaN");
-        assert_eq!(number(f64::INFINITY), "inf");
+        assert_eq!(
+            number(f64::INFINITY),
+            "inf (a number beyond ±1.8e308, the largest a 64-bit float holds, reads as infinity)"
+        );
+        assert!(number(f64::NEG_INFINITY).starts_with("-inf (a number beyond"));
     }
 
     #[test]

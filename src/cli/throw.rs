@@ -33,7 +33,7 @@ pub struct ThrowArgs {
         allow_hyphen_values = true
     )]
     pub v0: Vec<f64>,
-    /// Penalty stiffnesses k [N/m], comma separated; one penalty lane each.
+    /// Penalty stiffnesses k [N/m], comma separated, each above 0 and at most 1e12; one penalty lane each.
     #[arg(
         long,
         value_delimiter = ',',
@@ -41,22 +41,23 @@ pub struct ThrowArgs {
         allow_hyphen_values = true
     )]
     pub k: Vec<f64>,
-    /// Time step h [s].
+    /// Time step h [s], from 1e-6 to 10.
     #[arg(long, default_value_t = 0.01, allow_hyphen_values = true)]
     pub h: f64,
-    /// Barrier activation distance d̂ [m].
+    /// Barrier activation distance d̂ [m], from 1e-9 to 1.
     #[arg(long, default_value_t = 1e-3, allow_hyphen_values = true)]
     pub dhat: f64,
-    /// Barrier stiffness κ.
+    /// Barrier stiffness κ, above 0 and at most 1e12.
     #[arg(long, default_value_t = 1e4, allow_hyphen_values = true)]
     pub kappa: f64,
-    /// Position of the wall's front face [m].
+    /// Where the wall starts along x [m]: it spans --wall to --wall + --thickness, so a ball thrown at a positive
+    /// speed meets it at --wall and one thrown at a negative speed at --wall + --thickness.
     #[arg(long, default_value_t = 0.503, allow_hyphen_values = true)]
     pub wall: f64,
     /// Wall thickness [m].
     #[arg(long, default_value_t = 0.02, allow_hyphen_values = true)]
     pub thickness: f64,
-    /// Ball mass [kg].
+    /// Ball mass [kg], from 1e-6 to 1e6.
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub mass: f64,
     /// Number of steps.
@@ -105,6 +106,9 @@ pub enum Outcome {
         max_newton: u32,
         mean_newton: f64,
         iteration_caps: u32,
+        /// The ball's speed towards the wall when the steps ran out (`None` when it was moving away or at rest): it
+        /// was cut short on its way, and more `--steps` may reach the wall.
+        approaching: Option<f64>,
     },
     /// Ended a step beyond the back face; the Newton counts are of the steps up to then.
     /// An unconverged step (one on the cap) may be why it went through.
@@ -423,6 +427,7 @@ pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(
             max_newton,
             mean_newton,
             iteration_caps,
+            approaching: speed_towards_wall(lane),
         };
     }
     Outcome::Stopped {
@@ -452,6 +457,15 @@ fn moving_into_wall(lane: &LaneWorld) -> Option<f64> {
     };
     let into = ball.velocity.x * wall.center.x.signum();
     (in_contact && into > STOPPED_SPEED).then_some(into)
+}
+
+/// The throw's ball's speed towards the wall (as in [`moving_into_wall`], without the contact), if above
+/// [`STOPPED_SPEED`].
+fn speed_towards_wall(lane: &LaneWorld) -> Option<f64> {
+    let ball = lane.balls.first()?;
+    let wall = lane.walls.first()?;
+    let towards = ball.velocity.x * wall.center.x.signum();
+    (towards > STOPPED_SPEED).then_some(towards)
 }
 
 /// Runs the whole experiment.
@@ -532,11 +546,32 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
     }
     // A capped solve is not converged: its numbers are not the seed's, whatever they read.
     for row in rows {
-        let lanes = row
-            .penalty
-            .iter()
-            .map(|(k, outcome)| (format!("penalty k={}", compact_number(*k)), outcome));
-        for (lane, outcome) in lanes.chain([("IPC".to_string(), &row.ipc)]) {
+        let lanes = || {
+            row.penalty
+                .iter()
+                .map(|(k, outcome)| (format!("penalty k={}", compact_number(*k)), outcome))
+                .chain([("IPC".to_string(), &row.ipc)])
+        };
+        // Every lane's ball flies the same until it nears the wall, so the lanes cut short on the way share a note.
+        let short: Vec<(String, f64)> = lanes()
+            .filter_map(|(lane, outcome)| match outcome {
+                Outcome::Missed {
+                    approaching: Some(speed),
+                    ..
+                } => Some((lane, *speed)),
+                _ => None,
+            })
+            .collect();
+        if let Some((_, speed)) = short.first() {
+            let names: Vec<&str> = short.iter().map(|(lane, _)| lane.as_str()).collect();
+            out.push_str(&format!(
+                "note: at v0 = {} m/s, {}: the steps ran out before the ball reached the wall, still moving towards it \
+                 at {speed:.3} m/s; more --steps may reach it\n",
+                compact_number(row.v0),
+                names.join(", "),
+            ));
+        }
+        for (lane, outcome) in lanes() {
             if let Outcome::Stopped {
                 moving_in: Some(speed),
                 ..
@@ -567,11 +602,12 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
 /// reader indexes them without checking the outcome first: penalty rows `depth_m`, `min_gap_m`, `max_newton`,
 /// `mean_newton`, `iteration_caps` (steps whose Newton solve stopped unconverged at its cap), `through_step`,
 /// `error`, `moving_in_m_s` (a "stopped" ball's speed into the wall where the run ended with it still in contact and
-/// moving on, else `null`); IPC rows also `gap_m` (the contact gap, `null` unless stopped).
+/// moving on, else `null`), `approaching_m_s` (a "missed" ball's speed towards the wall where the steps ran out on
+/// its way, else `null`); IPC rows also `gap_m` (the contact gap, `null` unless stopped).
 fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
     let mut row = json!({"outcome": null, "depth_m": null, "min_gap_m": null, "max_newton": null,
                          "mean_newton": null, "iteration_caps": null, "through_step": null, "error": null,
-                         "moving_in_m_s": null});
+                         "moving_in_m_s": null, "approaching_m_s": null});
     if !penalty {
         row["gap_m"] = Value::Null;
     }
@@ -601,12 +637,14 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             max_newton,
             mean_newton,
             iteration_caps,
+            approaching,
         } => {
             row["outcome"] = json!("missed");
             row["min_gap_m"] = json!(gap);
             row["max_newton"] = json!(max_newton);
             row["mean_newton"] = json!(mean_newton);
             row["iteration_caps"] = json!(iteration_caps);
+            row["approaching_m_s"] = json!(approaching);
         }
         // The solves ran until the ball went through: their counts are reported as for the other outcomes.
         Outcome::Through {

@@ -183,11 +183,12 @@ pub fn record_script(
         }
     }
     progress(script.ticks, script.ticks);
-    Ok(demo_of(scene, script, hashes))
+    Ok(demo_of(scene, script, script.hash_every(), hashes))
 }
 
 /// The demo `record_script` makes of `scene` and `script`, with the given hashes.
-fn demo_of(scene: &Scene, script: &Script, hashes: Vec<TickHash>) -> Demo {
+/// The demo `script` records from `scene`, with a hash every `every` ticks and the given `hashes`.
+fn demo_of(scene: &Scene, script: &Script, every: u64, hashes: Vec<TickHash>) -> Demo {
     Demo {
         version: DEMO_VERSION,
         physics: PHYSICS_REVISION,
@@ -196,7 +197,7 @@ fn demo_of(scene: &Scene, script: &Script, hashes: Vec<TickHash>) -> Demo {
             env!("CARGO_PKG_VERSION")
         ),
         fixed_hz: fixed_rate_hz(scene),
-        hash_every: script.hash_every(),
+        hash_every: every,
         ticks: script.ticks,
         scene: scene.clone(),
         actions: script.actions.clone(),
@@ -214,12 +215,16 @@ impl Script {
     /// grows with the number of hashes: a script of 10⁶ hashes is measured in the memory of a short one. Sizes
     /// beyond `usize` saturate (such a demo is refused all the same).
     pub fn demo_bytes(&self, scene: &Scene) -> Result<(usize, usize), ron::Error> {
-        let every = self.hash_every();
+        self.demo_bytes_every(scene, self.hash_every())
+    }
+
+    /// [`Script::demo_bytes`] as if the script stored a hash every `every` ticks.
+    fn demo_bytes_every(&self, scene: &Scene, every: u64) -> Result<(usize, usize), ron::Error> {
         let placeholder = |tick| TickHash {
             tick,
             hash: hash_hex(0),
         };
-        let len = |hashes: Vec<TickHash>| demo_of(scene, self, hashes).ron_len();
+        let len = |hashes: Vec<TickHash>| demo_of(scene, self, every, hashes).ron_len();
         // The hashes' ticks are 0, every, 2·every, … up to `ticks`, and `ticks` itself when it is not one of them.
         let first = len(vec![placeholder(0)])?;
         let one_digit_entry = len(vec![placeholder(0), placeholder(1)])? - first;
@@ -272,6 +277,23 @@ fn check_demo_size(
         .demo_bytes(scene)
         .map_err(|e| fail("actions", format!("cannot serialise the demo: {e}")))?;
     if bytes as u64 > limit {
+        // With one hash at each end the hashes are as few as they can be: if that is still too large, the actions
+        // (or the scene) are, and no hash_every helps.
+        let fewest = script.ticks.max(1);
+        let (least, _) = script
+            .demo_bytes_every(scene, fewest)
+            .map_err(|e| fail("actions", format!("cannot serialise the demo: {e}")))?;
+        if least as u64 > limit {
+            return Err(fail(
+                "actions",
+                format!(
+                    "the demo of {} ticks with {} would be {bytes} bytes, and {least} bytes even with a hash only \
+                     at its start and end; demos are limited to {limit} bytes (record fewer actions)",
+                    script.ticks,
+                    crate::text::counted(script.actions.len() as u64, "action", "actions"),
+                ),
+            ));
+        }
         return Err(fail(
             "hash_every",
             too_large(
@@ -381,7 +403,7 @@ mod tests {
                 })
                 .collect();
             let hashes = placeholders.len();
-            let written = demo_of(&scene, &script, placeholders)
+            let written = demo_of(&scene, &script, script.hash_every(), placeholders)
                 .ron_len()
                 .expect("serialises");
             assert_eq!(
@@ -390,6 +412,44 @@ mod tests {
                 "ticks {ticks}, hash every {every}"
             );
         }
+    }
+
+    /// When even a hash only at each end leaves the demo too large, the refusal names the actions, since no
+    /// `hash_every` helps; otherwise it names `hash_every`.
+    #[test]
+    fn a_demo_too_large_for_its_actions_blames_them_and_not_hash_every() {
+        let scene = wall_throw();
+        let script = script(61, 1);
+        let (bytes, _) = script.demo_bytes(&scene).expect("serialises");
+        let (least, hashes) = script
+            .demo_bytes_every(&scene, script.ticks)
+            .expect("serialises");
+        assert_eq!(hashes, 2);
+        assert!(least < bytes);
+        let blamed = |limit: usize| {
+            check_demo_size(&scene, &script, "t.script.ron", limit as u64)
+                .expect_err("over the limit")
+                .to_string()
+        };
+        assert!(
+            blamed(bytes - 1).starts_with("t.script.ron: hash_every: "),
+            "{}",
+            blamed(bytes - 1)
+        );
+        assert!(
+            blamed(least).starts_with("t.script.ron: hash_every: "),
+            "{}",
+            blamed(least)
+        );
+        assert_eq!(
+            blamed(least - 1),
+            format!(
+                "t.script.ron: actions: the demo of 61 ticks with 4 actions would be {bytes} bytes, and {least} \
+                 bytes even with a hash only at its start and end; demos are limited to {} bytes (record fewer \
+                 actions)",
+                least - 1
+            )
+        );
     }
 
     #[test]

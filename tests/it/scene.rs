@@ -153,6 +153,10 @@ fn malformed_scenes_name_the_file_the_place_and_the_problem() {
         (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, ccd_factor: 1.0")), "ccd_factor"),
         (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 0.01, colour: 3")), "colour"),
         (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 1e300")), "lanes[0].contact.h: must be at most 10 s"),
+        (
+            scene_with(&GOOD_LANE.replace("h: 0.01", "h: 1e999")),
+            "lanes[0].contact.h: must be a finite number, got inf (a number beyond ±1.8e308",
+        ),
         (scene_with(&GOOD_LANE.replace("h: 0.01", "h: 1e-300")), "lanes[0].contact.h: must be at least 1e-6 s"),
         (
             format!("Scene(name: \"t\", steps: Some(1000000000000), lanes: [{GOOD_LANE}])"),

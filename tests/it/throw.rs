@@ -484,6 +484,36 @@ fn the_binary_prints_one_line_and_fails_on_bad_input() {
 }
 
 #[test]
+fn an_option_error_keeps_what_is_missing_or_allowed_on_its_one_line() {
+    let exe = env!("CARGO_BIN_EXE_contact-sandbox");
+    for (argv, says) in [
+        // clap puts the missing options, the allowed values and the tip on lines after the first.
+        (vec!["run"], vec!["not provided", "--scene <SCENE>"]),
+        (vec!["replay"], vec!["not provided", "<DEMO>"]),
+        (
+            vec!["export", "d.ron", "--out", "a.gif", "--encoder", "x264"],
+            vec!["'x264'", "possible values", "openh264"],
+        ),
+        (
+            vec!["throw", "--thicknes", "0.02"],
+            vec!["'--thicknes'", "tip:", "'--thickness'"],
+        ),
+    ] {
+        let out = std::process::Command::new(exe)
+            .args(&argv)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{argv:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{argv:?}: {stderr}");
+        for part in says {
+            assert!(stderr.contains(part), "{argv:?} lacks {part:?}: {stderr}");
+        }
+        assert!(!stderr.contains("Usage:"), "{stderr}");
+    }
+}
+
+#[test]
 fn a_lane_whose_newton_hit_its_cap_is_named_under_the_table_and_in_the_json() {
     use contact_sandbox::cli::throw::{THROW_NEWTON_CAP, ThrowRow};
     let a = args(&["--v0", "1,2"]);
@@ -541,6 +571,44 @@ fn a_lane_whose_newton_hit_its_cap_is_named_under_the_table_and_in_the_json() {
 /// The seed calls every ball that did not end beyond the back face "stop". When the steps run out with the ball
 /// still in contact and moving into the wall, the row says so under the table and in the JSON; the seed's own
 /// table (80 steps) has every stopped ball turned back or at rest, and no such note.
+#[test]
+fn a_run_cut_short_before_the_wall_says_the_ball_was_on_its_way() {
+    let approaching = |outcome: &Outcome| match outcome {
+        Outcome::Missed { approaching, .. } => *approaching,
+        other => panic!("{other:?}"),
+    };
+    // 5 steps of 10 ms at 5 m/s cover 0.25 m of the 0.503 m to the wall.
+    let short = args(&["--v0", "5", "--steps", "5"]);
+    let rows = run_throws(&short).expect("runs");
+    for outcome in rows[0].penalty.iter().map(|(_, o)| o).chain([&rows[0].ipc]) {
+        let speed = approaching(outcome).expect("on its way");
+        assert!((speed - 5.0).abs() < 1e-9, "{speed}");
+    }
+    let table = format_table(&short, &rows);
+    assert!(
+        table.contains(
+            "note: at v0 = 5 m/s, penalty k=1e4, penalty k=1e6, IPC: the steps ran out before the ball reached the \
+             wall, still moving towards it at 5.000 m/s"
+        ),
+        "{table}"
+    );
+    let json = format_json(&short, &rows);
+    assert!(
+        (json["rows"][0]["ipc"]["approaching_m_s"]
+            .as_f64()
+            .expect("a speed")
+            - 5.0)
+            .abs()
+            < 1e-9
+    );
+    // Thrown away from the wall: missed for good, no note.
+    let away = args(&["--v0", "-1"]);
+    let rows = run_throws(&away).expect("runs");
+    assert_eq!(approaching(&rows[0].ipc), None);
+    assert!(!format_table(&away, &rows).contains("steps ran out"));
+    assert!(format_json(&away, &rows)["rows"][0]["ipc"]["approaching_m_s"].is_null());
+}
+
 #[test]
 fn a_run_cut_short_in_contact_says_the_ball_was_still_moving_in() {
     // The first penalty lane's speed on into the wall.
