@@ -924,24 +924,39 @@ fn wall_throw_panel(
         ui_state.throw_h = h_ms * 1e-3;
         applied = true;
     }
+    // k and d̂ act only on lanes of their method: with none left (a lane switched in the panel), their sliders are
+    // greyed rather than moved to no effect.
+    let runs = |method: ContactMethod| worlds.iter().any(|w| w.settings.method == method);
     let log10_k = ui_state.throw_log10_k;
     let log10_k_range = log10_k.min(2.0)..=log10_k.max(9.0);
-    applied |= add_checked_slider(
-        ui,
-        &mut ui_state.throw_log10_k,
-        ("penalty log10 k", log10_k_range, -3.0..=12.0),
-        false,
-        &refused,
-    );
+    let k_slider = ui.add_enabled_ui(runs(ContactMethod::Penalty), |ui| {
+        add_checked_slider(
+            ui,
+            &mut ui_state.throw_log10_k,
+            ("penalty log10 k", log10_k_range, -3.0..=12.0),
+            false,
+            &refused,
+        )
+    });
+    applied |= k_slider.inner;
+    k_slider
+        .response
+        .on_disabled_hover_text("no lane runs penalty");
     let dhat_mm = ui_state.throw_dhat_mm;
     let dhat_range = dhat_mm.min(0.05)..=dhat_mm.max(5.0);
-    applied |= add_checked_slider(
-        ui,
-        &mut ui_state.throw_dhat_mm,
-        ("IPC dhat [mm]", dhat_range, 1e-6..=1e3),
-        true,
-        &refused,
-    );
+    let dhat_slider = ui.add_enabled_ui(runs(ContactMethod::Ipc), |ui| {
+        add_checked_slider(
+            ui,
+            &mut ui_state.throw_dhat_mm,
+            ("IPC dhat [mm]", dhat_range, 1e-6..=1e3),
+            true,
+            &refused,
+        )
+    });
+    applied |= dhat_slider.inner;
+    dhat_slider
+        .response
+        .on_disabled_hover_text("no lane runs IPC");
     report_run_controls(refused.take(), applied, log);
     if ui.button("Throw").clicked() {
         actions.throw.write(throw_from_sliders(ui_state));
@@ -1760,15 +1775,15 @@ fn contact_preflight(w: &LaneWorld, spikes: u32) -> [PreflightLine; 2] {
     match w.settings.method {
         ContactMethod::Ipc => [
             PreflightLine::Applies(format!(
-                "dhat = {:.3} mm (the contact tolerance)",
-                w.dhat() * 1e3
+                "dhat = {} (the contact tolerance)",
+                crate::sim::length_text(w.dhat())
             )),
             newton(format!("CCD s = {:.2}; {counts}", w.settings.ccd_factor)),
         ],
         ContactMethod::Penalty => [
             PreflightLine::IpcOnly(format!(
-                "dhat = {:.3} mm, CCD s = {:.2}: IPC only, unused by penalty",
-                w.dhat() * 1e3,
+                "dhat = {}, CCD s = {:.2}: IPC only, unused by penalty",
+                crate::sim::length_text(w.dhat()),
                 w.settings.ccd_factor
             )),
             newton(counts),
@@ -1828,6 +1843,7 @@ fn setting_field<'a, Num: egui::emath::Numeric>(
 ) -> egui::DragValue<'a> {
     let kept = crate::text::number(value.to_f64());
     egui::DragValue::new(value)
+        .custom_formatter(|v, decimals| field_text(v, decimals, Num::INTEGRAL))
         .update_while_editing(false)
         .range(allowed.clone())
         // A value from a scene file outside the drag range is shown as it is, not changed by drawing it.
@@ -1839,6 +1855,18 @@ fn setting_field<'a, Num: egui::emath::Numeric>(
             kept,
             refused,
         ))
+}
+
+/// A setting field's text: egui's, with `decimals`, where that shows the value in at most a few characters;
+/// otherwise the shortest scientific notation that reads back as the value. A stiffness of 10¹² read
+/// "1000000000000" and pushed the panel past the window's edge, and a d̂ of 10⁻⁹ m read "0.00000".
+fn field_text(value: f64, decimals: std::ops::RangeInclusive<usize>, integral: bool) -> String {
+    let magnitude = value.abs();
+    if integral || value == 0.0 || !value.is_finite() || (1e-3..1e6).contains(&magnitude) {
+        egui::emath::format_with_decimals_in_range(value, decimals)
+    } else {
+        format!("{value:e}")
+    }
 }
 
 /// A run-control slider (time scale, fixed rate). Dragging is the slider's own; a typed value takes effect on
@@ -2035,13 +2063,32 @@ fn plots_panel(
         }),
         ("energy [J]", |s| Some(s.energy)),
     ];
+    // One time span for the three plots: each fitted its own samples, and the min-gap plot, which has none while no
+    // ball is in a lane (the rod drop), ran from -0.5 s to 0 s beside the others' 0 to 10 s.
+    let histories = || {
+        sorted
+            .iter()
+            .filter_map(|&e| lanes.get(e).ok())
+            .map(|(_, _, _, d)| &d.history)
+    };
+    let span = histories()
+        .filter_map(|h| Some((h.front()?.time, h.back()?.time)))
+        .reduce(|(a0, a1), (b0, b1)| (a0.min(b0), a1.max(b1)));
+    let any_gap = histories().any(|h| h.iter().any(|s| s.min_gap.is_some()));
     ui.horizontal(|ui| {
         for (title, extract) in charts {
             ui.vertical(|ui| {
                 ui.set_width(width);
                 let title_top = ui.cursor().min.y;
-                ui.small(title);
+                if title.starts_with("min gap") && !any_gap {
+                    ui.small("min gap: none (no ball in any lane)");
+                } else {
+                    ui.small(title);
+                }
                 let mut chart = Plot::new(title);
+                if let Some((t0, t1)) = span {
+                    chart = chart.include_x(t0).include_x(t1);
+                }
                 if title.starts_with("min gap") {
                     chart = chart
                         .y_grid_spacer(gap_grid_marks)
@@ -2070,7 +2117,13 @@ fn plots_panel(
                     // egui_plot's powers of ten the finer ticks of 5–8 s of history had no room for labels,
                     // and only "0 s" was written.
                     .x_grid_spacer(egui_plot::uniform_grid_spacer(one_two_five_steps))
-                    .x_axis_formatter(|mark, _| seconds_axis_text(mark))
+                    // Labels from 36 px apart ("1.5 s" is about 25 px wide): at egui_plot's 60 the min-gap plot,
+                    // narrowed by its axis's wider labels, showed only "0 s" while its neighbours had every label.
+                    .custom_x_axes(vec![
+                        egui_plot::AxisHints::new_x()
+                            .formatter(|mark, _| seconds_axis_text(mark))
+                            .label_spacing(36.0..=52.0),
+                    ])
                     .allow_scroll(false)
                     .show(ui, |plot| {
                         // Thinned to columns as wide as the plot's pixels as last drawn (egui_plot's transform),
@@ -2156,24 +2209,30 @@ fn axis_number_text(mark: egui_plot::GridMark) -> String {
 
 /// Grid steps of 1, 2 or 5 times a power of ten, the smallest no finer than the spacer's least step: with
 /// egui_plot's powers of ten alone, a plot of Newton counts from 2 to 9 had its lines at 1 (too close to label)
-/// and 10 (beyond its range), and no number on its axis.
+/// and 10 (beyond its range), and no number on its axis. Each coarser step is a whole multiple of the finer one,
+/// so the labels of two levels fall on one sequence: steps of 0.5, 2 and 5 labelled a time axis "0 s 2 s 4 s 5 s
+/// 6 s".
 fn one_two_five_steps(input: egui_plot::GridInput) -> [f64; 3] {
-    let nice = |least: f64| {
+    // The smallest 1, 2 or 5 times a power of ten from `least` on that is a whole multiple of `of`, if given.
+    let nice = |least: f64, of: Option<f64>| {
         let decade = 10f64.powf(least.log10().floor());
-        [1.0, 2.0, 5.0, 10.0]
+        [1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
             .into_iter()
             .map(|m| m * decade)
-            .find(|&step| step >= least * (1.0 - 1e-9))
-            .unwrap_or(10.0 * decade)
+            .find(|&step| {
+                let whole = of.is_none_or(|of| ((step / of) - (step / of).round()).abs() < 1e-6);
+                step >= least * (1.0 - 1e-9) && whole
+            })
+            .unwrap_or(100.0 * decade)
     };
     let base = if input.base_step_size.is_finite() && input.base_step_size > 0.0 {
         input.base_step_size
     } else {
         1.0
     };
-    let fine = nice(base);
-    let middle = nice(fine * 2.5);
-    [fine, middle, nice(middle * 2.5)]
+    let fine = nice(base, None);
+    let middle = nice(fine * 2.5, Some(fine));
+    [fine, middle, nice(middle * 2.5, Some(middle))]
 }
 
 /// Grid lines of the min-gap plot at round gaps: 0 and ±1 µm, ±10 µm, … ±1 km, every decade or, over a tall range,
@@ -2253,17 +2312,24 @@ fn landscape_panel(
     let (lo, hi) = wall.aabb();
     let face = lo.x;
     let line_y = wall.center.y;
-    let penalty_k = worlds
+    // A method no lane runs (a lane switched in the panel) is drawn with the seed's settings, and says so.
+    let penalty_lane = worlds
         .iter()
-        .find(|w| w.settings.method == ContactMethod::Penalty)
-        .map(|w| w.settings.stiffness)
-        .unwrap_or(1e4);
+        .find(|w| w.settings.method == ContactMethod::Penalty);
+    let penalty_k = penalty_lane.map(|w| w.settings.stiffness).unwrap_or(1e4);
     let ipc = worlds
         .iter()
         .find(|w| w.settings.method == ContactMethod::Ipc);
     let (dhat, kappa) = ipc
         .map(|w| (w.dhat(), w.settings.kappa))
         .unwrap_or((1e-3, 1e4));
+    let unrun = |runs: bool| {
+        if runs {
+            ""
+        } else {
+            " (the seed's; no lane runs it)"
+        }
+    };
     let h = first.settings.h;
     let mass = first.balls.first().map(|b| b.mass).unwrap_or(1.0);
     let range = (face - 0.1, hi.x + 0.06);
@@ -2325,8 +2391,16 @@ fn landscape_panel(
         |pts: &[[f64; 2]]| -> Vec<[f64; 2]> { pts.iter().map(|p| [p[0], p[1].min(cap)]).collect() };
     let ipc_color = method_color32(ContactMethod::Ipc);
     let penalty_color = method_color32(ContactMethod::Penalty);
-    let ipc_name = format!("IPC dhat = {:.2} mm", dhat * 1e3);
-    let penalty_name = format!("penalty k = {}", crate::text::number(penalty_k));
+    let ipc_name = format!(
+        "IPC dhat = {}{}",
+        crate::sim::length_text(dhat),
+        unrun(ipc.is_some())
+    );
+    let penalty_name = format!(
+        "penalty k = {}{}",
+        crate::text::number(penalty_k),
+        unrun(penalty_lane.is_some())
+    );
     let grey = egui::Color32::from_gray(150);
     let x_tilde = ui_state.landscape_x_tilde;
     Plot::new("landscape")
@@ -2436,6 +2510,25 @@ mod tests {
 
     /// A refusal floats over the canvas's bottom left, above everything, until "dismiss" is clicked; with no
     /// error nothing is drawn.
+    /// A setting field shows a value in a few characters: 10¹² pushed the lane panel past the window's edge as
+    /// "1000000000000", and a d̂ of 10⁻⁹ m read "0.00000". The text reads back as the value.
+    #[test]
+    fn setting_fields_show_far_values_in_scientific_notation() {
+        for (value, text) in [
+            (1e12, "1e12"),
+            (1e-9, "1e-9"),
+            (2.5e6, "2.5e6"),
+            (-3e-7, "-3e-7"),
+        ] {
+            assert_eq!(field_text(value, 0..=6, false), text);
+            assert_eq!(text.parse::<f64>(), Ok(value));
+        }
+        assert_eq!(field_text(10_000.0, 0..=6, false), "10000");
+        assert_eq!(field_text(0.0, 0..=6, false), "0");
+        assert_eq!(field_text(0.01, 4..=5, false), "0.0100");
+        assert_eq!(field_text(59.0, 0..=0, true), "59");
+    }
+
     #[test]
     fn the_error_note_floats_at_the_canvas_s_bottom_left_until_dismissed() {
         let ctx = egui::Context::default();
@@ -2822,7 +2915,7 @@ mod tests {
         assert_eq!(
             dhat,
             PreflightLine::IpcOnly(
-                "dhat = 1.000 mm, CCD s = 0.90: IPC only, unused by penalty".into()
+                "dhat = 1.00 mm, CCD s = 0.90: IPC only, unused by penalty".into()
             )
         );
         assert_eq!(
@@ -2832,7 +2925,7 @@ mod tests {
         let [dhat, newton] = contact_preflight(&lane(ContactMethod::Ipc), 3);
         assert_eq!(
             dhat,
-            PreflightLine::Applies("dhat = 1.000 mm (the contact tolerance)".into())
+            PreflightLine::Applies("dhat = 1.00 mm (the contact tolerance)".into())
         );
         assert_eq!(
             newton,
@@ -3655,10 +3748,25 @@ mod tests {
                 base_step_size,
             })
         };
-        assert_eq!(steps(0.4), [0.5, 2.0, 5.0]);
+        assert_eq!(steps(0.4), [0.5, 2.0, 10.0]);
         assert_eq!(steps(1.0), [1.0, 5.0, 20.0]);
         assert_eq!(steps(0.07), [0.1, 0.5, 2.0]);
-        assert_eq!(steps(3e5), [5e5, 2e6, 5e6]);
+        assert_eq!(steps(0.15), [0.2, 1.0, 5.0]);
+        assert_eq!(steps(3e5), [5e5, 2e6, 1e7]);
+        // Each level's labels lie on the next finer level's lines, at any scale.
+        for base in [
+            1e-7, 3e-3, 0.4, 0.45, 1.0, 1.7, 2.2, 3.3, 7.0, 42.0, 3e5, 8e11,
+        ] {
+            let [fine, middle, coarse] = steps(base);
+            for (coarser, finer) in [(middle, fine), (coarse, middle)] {
+                let times = coarser / finer;
+                assert!(
+                    (times - times.round()).abs() < 1e-9 && times >= 2.0,
+                    "{base}: {:?}",
+                    steps(base)
+                );
+            }
+        }
         // Degenerate input still gives steps.
         assert!(steps(0.0).iter().all(|s| s.is_finite() && *s > 0.0));
     }

@@ -461,6 +461,10 @@ fn lengths_are_told_in_the_unit_that_suits_them() {
     assert_eq!(length_text(0.5), "500.00 mm");
     assert_eq!(length_text(4.4316), "4.432 m");
     assert_eq!(length_text(0.0), "0.0 µm");
+    assert_eq!(length_text(1e-6), "1.0 µm");
+    assert_eq!(length_text(0.34321e-6), "343.2 nm");
+    assert_eq!(length_text(1e-9), "1.0 nm");
+    assert_eq!(length_text(3e-12), "3.0e-12 m");
 }
 
 #[test]
@@ -513,11 +517,28 @@ fn a_penalty_lane_cannot_become_ipc_while_a_ball_is_inside_a_wall() {
         steps += 1;
         assert!(steps < 400, "the penalty ball never left the wall");
     }
+    let sunk = with_lane(&mut app, 0, |l| l.world.stats.max_penetration);
+    assert!(sunk > 0.0);
     set_method(&mut app, ContactMethod::Ipc);
     app.update();
     assert_eq!(
         with_lane(&mut app, 0, |l| l.world.settings.method),
         ContactMethod::Ipc
+    );
+    // The penalty run's depth is not read as an IPC gap ("stopped at 0.0 µm short"): the lane's extremes start
+    // again under the new method, from the state at the switch.
+    let (deepest, closest, now) = with_lane(&mut app, 0, |l| {
+        let mut world = l.world.clone();
+        (
+            world.stats.max_penetration,
+            world.stats.min_gap,
+            world.gap_and_penetration().0,
+        )
+    });
+    assert_eq!(deepest, 0.0);
+    assert!(
+        closest.is_some_and(|gap| gap > 0.0 && now.is_some_and(|now| gap <= now)),
+        "{closest:?} {now:?}"
     );
 }
 
