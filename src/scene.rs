@@ -284,6 +284,8 @@ impl Scene {
     pub fn parse(text: &str, file: &str) -> Result<Scene, SceneError> {
         let scene: Scene = ron::Options::default()
             .with_recursion_limit(64)
+            // An optional value may be written bare (`steps: 80`) as a script's and a demo's may, or as `Some(80)`.
+            .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
             .from_str(text)
             .map_err(|e| SceneError {
                 file: file.to_string(),

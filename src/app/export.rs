@@ -249,7 +249,7 @@ struct Openh264Clip {
 
 impl Openh264Clip {
     fn create(path: PathBuf, width: u32, height: u32, fps: u32) -> Result<Openh264Clip> {
-        use openh264::encoder::{BitRate, EncoderConfig, FrameRate, QpRange};
+        use openh264::encoder::{BitRate, EncoderConfig, FrameRate, QpRange, RateControlMode};
         let bits = (width as f64 * height as f64 * fps as f64 * H264_BITS_PER_PIXEL)
             .clamp(250e3, 50e6) as u32;
         let config = EncoderConfig::new()
@@ -259,7 +259,10 @@ impl Openh264Clip {
             // changing numbers stayed at old values for many frames.
             .skip_frames(false)
             .background_detection(false)
-            .qp(QpRange::new(0, H264_MAX_QP));
+            .qp(QpRange::new(0, H264_MAX_QP))
+            // Buffer-based: the quality, bitrate and timestamp modes need frame skipping to meet their rate, and
+            // without it the library printed a warning on standard error at every export.
+            .rate_control_mode(RateControlMode::Bufferbased);
         let (w, h) = (
             u16::try_from(width).context("MP4 width")?,
             u16::try_from(height).context("MP4 height")?,

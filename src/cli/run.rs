@@ -488,13 +488,14 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
     }
     for (i, r) in lane.rods.iter().enumerate() {
         out.push_str(&format!(
-            "  rod {i}: centre ({}, {}) angle {} vel ({:.3e}, {:.3e}) omega {:.3e}\n",
+            "  rod {i}: centre ({}, {}) angle {} vel ({:.3e}, {:.3e}) omega {:.3e} energy {:.6e} J\n",
             fixed(r.center.x, 6),
             fixed(r.center.y, 6),
             fixed(wrapped_angle(r.angle), 6),
             r.velocity.x,
             r.velocity.y,
-            r.omega
+            r.omega,
+            r.energy(lane.settings.gravity, lane.rod_floor_y)
         ));
     }
     if !lane.rods.is_empty() {

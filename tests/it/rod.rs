@@ -1013,3 +1013,27 @@ fn run_reports_a_spinning_rods_angle_within_minus_pi_to_pi_and_keeps_the_stored_
     let text = lane_table(&lane, &HalfwaySnapshot::default());
     assert!(text.contains("angle -2.566371 "), "{text}");
 }
+
+/// `run`'s text gives each rod's energy, as its JSON does (the README lists it among what `run` prints).
+#[test]
+fn run_s_text_gives_each_rod_s_energy_as_its_json_does() {
+    use contact_sandbox::cli::run::{lane_json, lane_table, run_scene_measured};
+    let scene =
+        contact_sandbox::scene::Scene::load(std::path::Path::new("assets/scenes/rod_drop.ron"))
+            .expect("the shipped scene loads");
+    let (lane, halfway) = run_scene_measured(&scene, 30)
+        .into_iter()
+        .next()
+        .expect("a lane");
+    assert!(!lane.rods.is_empty());
+    let text = lane_table(&lane, &halfway);
+    let json = lane_json(&lane, &halfway);
+    for (i, rod) in json["rods"].as_array().expect("rods").iter().enumerate() {
+        let energy = rod["energy_j"].as_f64().expect("an energy");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("  rod {i}: ")))
+            .expect("a line per rod");
+        assert!(line.ends_with(&format!(" energy {energy:.6e} J")), "{line}");
+    }
+}

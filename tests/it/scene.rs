@@ -75,6 +75,28 @@ fn a_good_scene_parses() {
     Scene::parse(&scene_with(GOOD_LANE), "good.ron").unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// An optional value may be written bare, as in a script: `steps: 5` was refused with "Expected option".
+#[test]
+fn optional_values_may_be_written_bare_or_in_some() {
+    let lane = |dhat: &str| GOOD_LANE.replace("h: 0.01", &format!("h: 0.01, dhat: {dhat}"));
+    let bare = Scene::parse(
+        &format!("Scene(name: \"t\", steps: 5, lanes: [{}])", lane("1e-3")),
+        "bare.ron",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let some = Scene::parse(
+        &format!(
+            "Scene(name: \"t\", steps: Some(5), lanes: [{}])",
+            lane("Some(1e-3)")
+        ),
+        "some.ron",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(bare.steps, Some(5));
+    assert_eq!(bare.lanes[0].contact.dhat, Some(1e-3));
+    assert_eq!(bare, some);
+}
+
 /// A value RON itself refuses (a negative count, a string for a number, a tuple for a float) is named with its
 /// field and the text written, not by its line and column alone.
 #[test]
