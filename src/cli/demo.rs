@@ -40,7 +40,8 @@ pub struct RecordArgs {
 pub struct ReplayArgs {
     /// The demo file.
     pub demo: PathBuf,
-    /// Stop at the first hash that differs and print only the verdict (exit 1 on a mismatch either way).
+    /// Stop at the first hash that differs, and leave the lanes out of the text report: the demo's line and the
+    /// verdict (--json still gives every lane). Exits 1 on a mismatch, as without it.
     #[arg(long)]
     pub verify: bool,
     /// Print one JSON object instead of text.

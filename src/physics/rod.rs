@@ -519,7 +519,7 @@ pub fn parse_exact_rational(parameter: &str, text: &str) -> Result<BigRational, 
     let fail = |reason: &str| RodParameterError::new(parameter, format!("{text:?}"), reason);
     let explain = |error: DecimalError, hint: &str| match error {
         DecimalError::NotANumber => fail(hint),
-        DecimalError::OutOfRange => fail("out of range (exact decimals reach at most 10^±400)"),
+        DecimalError::OutOfRange => fail("out of range (exact decimals lie within 10^±400)"),
     };
     if trimmed.len() > 200 {
         return Err(fail("number is too long (more than 200 characters)"));
@@ -544,7 +544,8 @@ pub fn parse_exact_rational(parameter: &str, text: &str) -> Result<BigRational, 
     }
 }
 
-/// Largest decimal exponent accepted, so `1e999999999` cannot exhaust memory.
+/// Largest decimal order of magnitude accepted, so `1e999999999` cannot exhaust memory: a decimal's value lies
+/// within 10^±400 (its leading digit's place), however it is written (`15e-401` and `1.5e-400` alike).
 const MAX_DECIMAL_EXPONENT: i64 = 400;
 
 /// Why a decimal was refused.
@@ -552,7 +553,7 @@ const MAX_DECIMAL_EXPONENT: i64 = 400;
 enum DecimalError {
     /// Not of the form `[±]digits[.digits][e[±]digits]`.
     NotANumber,
-    /// Well formed, but its power of ten is beyond ±[`MAX_DECIMAL_EXPONENT`] (`1e1000`, `0.5e-400`).
+    /// Well formed, but its order of magnitude is beyond ±[`MAX_DECIMAL_EXPONENT`] (`1e1000`, `0.5e-400`).
     OutOfRange,
 }
 
@@ -595,7 +596,14 @@ fn parse_exact_decimal(text: &str) -> Result<BigRational, DecimalError> {
     let digits = format!("{integer_part}{fraction_part}");
     let significand = BigInt::parse_bytes(digits.as_bytes(), 10).ok_or(NotANumber)?;
     let scale = exponent - fraction_part.len() as i64;
-    if scale.abs() > MAX_DECIMAL_EXPONENT {
+    // The value is significand · 10^scale; its leading digit stands at 10^order. The mantissa has at most 200
+    // digits, so the power of ten computed below stays within 10^±600.
+    let significant = digits.trim_start_matches('0').len() as i64;
+    if significant == 0 {
+        return Ok(BigRational::from_integer(BigInt::from(0)));
+    }
+    let order = significant - 1 + scale;
+    if order.abs() > MAX_DECIMAL_EXPONENT {
         return Err(OutOfRange);
     }
     let power = num_traits::pow(BigInt::from(10), scale.unsigned_abs() as usize);
@@ -689,9 +697,19 @@ mod tests {
                 reason(text)
             );
         }
-        // The limits themselves are in range.
-        assert!(parse_exact_rational("m", "1e400").is_ok());
-        assert!(parse_exact_rational("m", "1e-400").is_ok());
+        // The limits themselves are in range, however the number is written: the order of magnitude counts.
+        for text in [
+            "1e400", "1e-400", "1.5e-400", "15e-401", "0.01e402", "9.99e400", "0e999999",
+        ] {
+            assert!(parse_exact_rational("m", text).is_ok(), "{text}");
+        }
+        for text in ["10e400", "0.1e-400", "1000e398"] {
+            assert!(
+                reason(text).is_err_and(|r| r.starts_with("out of range")),
+                "{text}: {:?}",
+                reason(text)
+            );
+        }
     }
 
     #[test]
