@@ -898,8 +898,9 @@ impl LaneSpec {
             return Err((
                 format!("rods[{r}]"),
                 format!(
-                    "starts with its lower end {depth:.3e} m below the floor (rod_floor_y = {} m); a rod must \
-                     start on or above the floor",
+                    "starts with its lower end {} below the floor (rod_floor_y = {} m); a rod must start on or \
+                     above the floor",
+                    crate::text::length_text(depth),
                     number(self.rod_floor_y)
                 ),
             ));

@@ -84,6 +84,24 @@ pub fn counted(n: u64, one: &str, many: &str) -> String {
     }
 }
 
+/// A length ≥ 0 for people: micrometres to a tenth below 1 mm (the seed prints its gaps so), millimetres to a
+/// hundredth below 1 m, metres above; "26900.8 µm" reads as "26.90 mm". Below 1 µm, where a tenth of a micrometre
+/// is no longer enough digits (a pile's gaps of 0.34 µm, a d̂ of 10⁻⁹ m read "0.0 µm"), nanometres to a tenth, and
+/// below a tenth of a nanometre metres in scientific notation.
+pub fn length_text(metres: f64) -> String {
+    if metres > 0.0 && metres < 1e-10 {
+        format!("{metres:.1e} m")
+    } else if metres > 0.0 && metres < 1e-6 {
+        format!("{:.1} nm", metres * 1e9)
+    } else if metres < 1e-3 {
+        format!("{:.1} µm", metres * 1e6)
+    } else if metres < 1.0 {
+        format!("{:.2} mm", metres * 1e3)
+    } else {
+        format!("{metres:.3} m")
+    }
+}
+
 /// The option parser's error (`clap`'s rendering: a first paragraph, then a usage block, tips and a pointer to
 /// `--help`) as the one line the CLI prints: the first paragraph's lines joined, so that what is missing or allowed
 /// stays ("the following required arguments were not provided: --scene <SCENE>", "invalid value 'x' for

@@ -58,7 +58,7 @@ impl Default for DemoUi {
     fn default() -> Self {
         DemoUi {
             save_path: String::new(),
-            replay_path: "assets/demos/wall_throw.demo.ron".into(),
+            replay_path: crate::demo::SHIPPED_DEMO.into(),
             export_out: String::new(),
             export_fps: 30,
             export: None,
@@ -580,9 +580,13 @@ fn start_export(ui: &mut DemoUi, demo: &Path) {
     }
 }
 
-/// Demo files to offer: the shipped ones and the user's recordings.
+/// Demo files to offer: the shipped ones and the user's recordings. The shipped demo is offered wherever the
+/// program runs: outside the repository it replays from its compiled-in copy.
 fn known_demos() -> Vec<PathBuf> {
     let mut out = Vec::new();
+    if !Path::new("assets/demos").is_dir() {
+        out.push(PathBuf::from(crate::demo::SHIPPED_DEMO));
+    }
     for dir in ["assets/demos", DEMO_DIR] {
         if let Ok(entries) = std::fs::read_dir(dir) {
             let mut found: Vec<PathBuf> = entries
@@ -773,7 +777,11 @@ fn recorder_controls(
         }
     });
     egui::CollapsingHeader::new("demos on disk").show(ui, |ui| {
-        for path in known_demos() {
+        let known = known_demos();
+        if known.is_empty() {
+            ui.small(format!("none found in assets/demos or {DEMO_DIR}"));
+        }
+        for path in known {
             if ui.small_button(path.display().to_string()).clicked() {
                 demo_ui.replay_path = path.display().to_string();
             }

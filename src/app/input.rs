@@ -16,7 +16,7 @@ use bevy_egui::input::{egui_wants_any_keyboard_input, egui_wants_any_pointer_inp
 use super::UiState;
 use super::demo_panel::ReplayEdits;
 use super::lane_bands::LaneBands;
-use super::render::{CameraView, MainCamera, camera_scale};
+use super::render::{CameraView, MainCamera, camera_scale, canvas_size, fit_scale, scene_bounds};
 use crate::physics::DVec2;
 use crate::sim::{
     Ball, BodyState, CycleScene, Lane, LaneMember, Replay, RestartScene, Rod, SimControl, SimLog,
@@ -366,11 +366,23 @@ fn note_floating_areas(
     }
 }
 
-/// Zooms about the cursor; a wheel turned over a panel scrolls the panel and leaves the scene alone.
+/// How far the wheel zooms out beyond the view that fits the lanes: the lanes then span a twentieth of the canvas.
+/// Without a limit, 30 notches out left nothing on the canvas but a stray ball's marker.
+const MAX_ZOOM_OUT: f32 = 20.0;
+
+/// The camera scale after a wheel's `factor` from `old`, at most `widest` when zooming out: a view already wider
+/// (the lanes shrank since it was set) may zoom in, and does not jump.
+fn wheel_scale(old: f32, factor: f32, widest: f32) -> f32 {
+    (old * factor).clamp(1e-4, widest.max(old))
+}
+
+/// Zooms about the cursor; a wheel turned over a panel scrolls the panel and leaves the scene alone. Zooming out
+/// stops at [`MAX_ZOOM_OUT`] times the lanes' fit.
 fn zoom_with_wheel(
     scroll: Res<AccumulatedMouseScroll>,
     windows: Query<&Window>,
     ui: Res<UiState>,
+    lanes: Query<&Lane>,
     mut camera: Query<
         (&Camera, &GlobalTransform, &mut Transform, &mut Projection),
         With<MainCamera>,
@@ -397,9 +409,22 @@ fn zoom_with_wheel(
     };
     let factor = 0.85f32.powf(lines);
     let anchor = camera.viewport_to_world_2d(global, cursor).ok();
+    let widest = windows
+        .single()
+        .ok()
+        .zip(scene_bounds(&lanes))
+        .map(|(window, (lo, hi))| {
+            let window_size = Vec2::new(window.width(), window.height());
+            MAX_ZOOM_OUT * fit_scale(hi - lo, canvas_size(&ui, window_size))
+        })
+        .unwrap_or(1e3)
+        .min(1e3);
     if let Projection::Orthographic(o) = &mut *projection {
-        o.scale = (o.scale * factor).clamp(1e-4, 1e3);
-        // Keep the point under the cursor fixed.
+        let old = o.scale;
+        let scale = wheel_scale(old, factor, widest);
+        let factor = scale / old;
+        o.scale = scale;
+        // Keep the point under the cursor fixed, by the zoom actually taken.
         if let Some(anchor) = anchor {
             let t = transform.translation.truncate();
             let next = anchor + (t - anchor) * factor;
@@ -437,6 +462,22 @@ fn draw_throw_preview(
 mod tests {
     use super::*;
     use bevy::window::WindowResolution;
+
+    /// Zooming out stops at the widest view; zooming in is free down to 1e-4, and a view already wider than the
+    /// limit zooms in without a jump and does not widen.
+    #[test]
+    fn the_wheel_zooms_out_no_further_than_the_widest_view() {
+        let out = 1.0 / 0.85;
+        let mut scale = 1.0;
+        for _ in 0..60 {
+            scale = wheel_scale(scale, out, 20.0);
+        }
+        assert_eq!(scale, 20.0);
+        assert!((wheel_scale(20.0, 0.85, 20.0) - 17.0).abs() < 1e-5);
+        assert_eq!(wheel_scale(50.0, out, 20.0), 50.0);
+        assert!((wheel_scale(50.0, 0.85, 20.0) - 42.5).abs() < 1e-4);
+        assert_eq!(wheel_scale(1.1e-4, 0.5, 20.0), 1e-4);
+    }
 
     #[test]
     fn tab_never_reaches_egui_and_other_keys_do() {

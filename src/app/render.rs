@@ -297,6 +297,21 @@ fn frame_lanes_and(lanes_fit: (Vec2, Vec2), balls: Rect) -> (Vec2, Vec2) {
 /// area's centre goes to the camera's. Without a window (the offscreen exporter) the camera's image target is the
 /// canvas.
 #[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
+/// The size of the canvas the scene is drawn in [logical px]: the area the panels leave, or the window with the
+/// UI hidden; never under 50 px a side.
+pub(super) fn canvas_size(ui: &UiState, window_size: Vec2) -> Vec2 {
+    match ui.canvas {
+        Some((c0, c1)) if ui.show_ui => c1 - c0,
+        _ => window_size,
+    }
+    .max(Vec2::splat(50.0))
+}
+
+/// The camera scale (world units per pixel) at which a box of `size` just fits a canvas of `canvas`.
+pub(super) fn fit_scale(size: Vec2, canvas: Vec2) -> f32 {
+    (size.x / canvas.x).max(size.y / canvas.y).max(1e-3)
+}
+
 pub(super) fn fit_camera(
     mut view: ResMut<CameraView>,
     ui: Res<UiState>,
@@ -352,13 +367,7 @@ pub(super) fn fit_camera(
             None => return,
         },
     };
-    let canvas = match ui.canvas {
-        Some((c0, c1)) if ui.show_ui => c1 - c0,
-        _ => window_size,
-    }
-    .max(Vec2::splat(50.0));
-    let size = hi - lo;
-    let scale = (size.x / canvas.x).max(size.y / canvas.y).max(1e-3);
+    let scale = fit_scale(hi - lo, canvas_size(&ui, window_size));
     transform.translation = ((lo + hi) / 2.0).extend(transform.translation.z);
     if let Projection::Orthographic(o) = &mut *projection {
         o.scale = scale;

@@ -99,12 +99,29 @@ pub fn hash_hex(hash: u64) -> String {
 /// A demo that cannot be read or replayed: the file, the place in it, and the problem.
 pub type DemoError = SceneError;
 
+/// The shipped demo, by its path in the repository: the Demo panel's default replay.
+pub const SHIPPED_DEMO: &str = "assets/demos/wall_throw.demo.ron";
+
+/// [`SHIPPED_DEMO`]'s text, compiled in, as the built-in scenes' are: outside the repository its path still
+/// replays (the window's default Replay said "No such file or directory" there).
+const SHIPPED_DEMO_TEXT: &str = include_str!("../../assets/demos/wall_throw.demo.ron");
+
 impl Demo {
-    /// Reads, parses and validates a demo file.
+    /// Reads, parses and validates a demo file. [`SHIPPED_DEMO`]'s path, where no such file exists (the program
+    /// run outside the repository), reads the compiled-in copy.
     pub fn load(path: &Path) -> Result<Demo, DemoError> {
-        let file = path.display().to_string();
-        let text = read_bounded_text(path, "demos")?;
-        Demo::parse(&text, &file)
+        Demo::load_in(Path::new(""), path)
+    }
+
+    /// [`Demo::load`] with a relative `path` taken from `dir` rather than the working directory (errors still name
+    /// `path` as given when `dir` is empty).
+    pub fn load_in(dir: &Path, path: &Path) -> Result<Demo, DemoError> {
+        let on_disk = dir.join(path);
+        if path == Path::new(SHIPPED_DEMO) && !on_disk.exists() {
+            return Demo::parse(SHIPPED_DEMO_TEXT, &path.display().to_string());
+        }
+        let text = read_bounded_text(&on_disk, "demos")?;
+        Demo::parse(&text, &on_disk.display().to_string())
     }
 
     /// Parses and validates demo text; `file` names it in errors.

@@ -218,8 +218,9 @@ pub fn refuse_rod_below_floor<'a>(
     for lane in lanes {
         if let Some(depth) = crate::scene::rod_start_depth(lane.rod_floor_y, &rod) {
             return Err(format!(
-                "rod refused: its lower end would start {depth:.3e} m below the floor of lane '{}' (rod_floor_y = {} \
-                 m); drop it on or above the floor",
+                "rod refused: its lower end would start {} below the floor of lane '{}' (its floor at y = {} m); \
+                 drop it on or above the floor",
+                crate::text::length_text(depth),
                 lane.name,
                 crate::text::number(lane.rod_floor_y)
             ));

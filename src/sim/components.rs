@@ -172,13 +172,25 @@ impl SceneCatalogue {
     /// Adds `path` unless an entry names the same file (spelled the same, or resolving to the same file, as an
     /// absolute path to a shipped scene does); returns the entry's path, so a shipped scene opened by its
     /// absolute path is listed once.
+    ///
+    /// A built-in entry (`assets/scenes/…`, compiled in) also stands for a file of the same name that holds the
+    /// same text: started outside the repository with the shipped scene's absolute path, the window listed it twice,
+    /// since the built-in's relative path resolves to nothing there.
     pub fn add(&mut self, path: &std::path::Path) -> PathBuf {
         let resolved = std::fs::canonicalize(path).ok();
+        let text = std::cell::OnceCell::new();
         let same = |entry: &PathBuf| {
             entry == path
                 || resolved
                     .as_ref()
                     .is_some_and(|r| std::fs::canonicalize(entry).ok().as_ref() == Some(r))
+                || crate::sim::built_in_text(entry).is_some_and(|built_in| {
+                    entry.file_name() == path.file_name()
+                        && text
+                            .get_or_init(|| std::fs::read_to_string(path).ok())
+                            .as_deref()
+                            == Some(built_in)
+                })
         };
         if let Some(entry) = self.paths.iter().find(|entry| same(entry)) {
             return entry.clone();

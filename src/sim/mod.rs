@@ -397,23 +397,7 @@ pub fn lane_summary(world: &LaneWorld) -> String {
     format!("{gap}, max Newton {}", stats.max_newton)
 }
 
-/// A length ≥ 0 for people: micrometres to a tenth below 1 mm (the seed prints its gaps so), millimetres to a
-/// hundredth below 1 m, metres above; "26900.8 µm" reads as "26.90 mm". Below 1 µm, where a tenth of a micrometre
-/// is no longer enough digits (a pile's gaps of 0.34 µm, a d̂ of 10⁻⁹ m read "0.0 µm"), nanometres to a tenth, and
-/// below a tenth of a nanometre metres in scientific notation.
-pub fn length_text(metres: f64) -> String {
-    if metres > 0.0 && metres < 1e-10 {
-        format!("{metres:.1e} m")
-    } else if metres > 0.0 && metres < 1e-6 {
-        format!("{:.1} nm", metres * 1e9)
-    } else if metres < 1e-3 {
-        format!("{:.1} µm", metres * 1e6)
-    } else if metres < 1.0 {
-        format!("{:.2} mm", metres * 1e3)
-    } else {
-        format!("{metres:.3} m")
-    }
-}
+pub use crate::text::length_text;
 
 /// Lane-local bounds `(min, max)` of everything in a lane [m]; a unit box around the origin when it is empty.
 pub fn lane_bounds(world: &LaneWorld) -> (DVec2, DVec2) {
@@ -1468,6 +1452,30 @@ mod tests {
             ),
             ["d\u{302} automatic"]
         );
+    }
+
+    /// A copy of a shipped scene elsewhere, opened by its own path, is the built-in entry (the window started
+    /// outside the repository with the scene's absolute path listed it twice); an edited copy is a scene of its own.
+    #[test]
+    fn a_copy_of_a_built_in_scene_joins_the_catalogue_as_the_built_in_unless_edited() {
+        let dir = empty_dir("catalogue-copy");
+        let mut catalogue = SceneCatalogue {
+            paths: BUILT_IN_SCENES
+                .iter()
+                .map(std::path::PathBuf::from)
+                .collect(),
+        };
+        let text = built_in_text(Path::new(BUILT_IN_SCENES[0])).expect("compiled in");
+        let copy = dir.join("wall_throw.ron");
+        std::fs::write(&copy, text).expect("written");
+        assert_eq!(catalogue.add(&copy), Path::new(BUILT_IN_SCENES[0]));
+        assert_eq!(catalogue.paths.len(), BUILT_IN_SCENES.len());
+        let edited = dir.join("edited").join("wall_throw.ron");
+        std::fs::create_dir_all(edited.parent().expect("a folder")).expect("folders");
+        std::fs::write(&edited, format!("{text}// edited\n")).expect("written");
+        assert_eq!(catalogue.add(&edited), edited);
+        assert_eq!(catalogue.paths.len(), BUILT_IN_SCENES.len() + 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Outside the repository a built-in scene's path loads the compiled-in copy; any other missing path, and a

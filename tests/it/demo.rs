@@ -1107,8 +1107,8 @@ fn a_new_recording_refuses_a_rod_dropped_below_the_floor() {
         .to_string();
     assert_eq!(
         message,
-        "rb.script.ron: actions[0] (tick 1): rod refused: its lower end would start 1.000e0 m below the floor of lane \
-         'rods: exact impulse law' (rod_floor_y = 0 m); drop it on or above the floor"
+        "rb.script.ron: actions[0] (tick 1): rod refused: its lower end would start 1.000 m below the floor of lane \
+         'rods: exact impulse law' (its floor at y = 0 m); drop it on or above the floor"
     );
     let on_floor = Script::parse(&text("0"), "ok.script.ron").expect("a valid script");
     let demo = record_script(&scene(ROD_DROP), &on_floor, "ok.script.ron", |_, _| {})
@@ -1841,4 +1841,32 @@ fn a_demo_of_an_older_physics_revision_says_why_it_differs() {
             )
         );
     }
+}
+
+/// Outside the repository the shipped demo's path replays its compiled-in copy (the window's default Replay said
+/// "No such file or directory" there); any other missing demo is still an error naming it.
+#[test]
+fn the_shipped_demo_loads_from_its_compiled_in_copy_outside_the_repository() {
+    use contact_sandbox::demo::SHIPPED_DEMO;
+    let elsewhere = std::env::temp_dir().join(format!("cs-demo-elsewhere-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&elsewhere);
+    std::fs::create_dir_all(&elsewhere).expect("a temporary directory");
+    let shipped = Path::new(SHIPPED_DEMO);
+    let here = Demo::load(shipped).unwrap_or_else(|e| panic!("{e}"));
+    let away = Demo::load_in(&elsewhere, shipped).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(away, here);
+    let other = Path::new("assets/demos/other.demo.ron");
+    let error = Demo::load_in(&elsewhere, other)
+        .expect_err("not the shipped demo")
+        .to_string();
+    assert!(error.contains("other.demo.ron"), "{error}");
+    // A broken file at the shipped path is read, not replaced by the compiled-in copy.
+    let broken = elsewhere.join(shipped);
+    std::fs::create_dir_all(broken.parent().expect("a folder")).expect("folders");
+    std::fs::write(&broken, "(version: ").expect("written");
+    let error = Demo::load_in(&elsewhere, shipped)
+        .expect_err("a broken file is an error")
+        .to_string();
+    assert!(error.contains(&broken.display().to_string()), "{error}");
+    let _ = std::fs::remove_dir_all(&elsewhere);
 }

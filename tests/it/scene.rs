@@ -684,18 +684,18 @@ fn rods_below_the_floor_and_far_floors_are_refused_with_compact_values() {
     for (text, expected) in [
         (
             rod_lane("center: (0, -1), length: 1", "0.0"),
-            "bad.ron: lanes[0].rods[0]: starts with its lower end 1.000e0 m below the floor (rod_floor_y = 0 m)",
+            "bad.ron: lanes[0].rods[0]: starts with its lower end 1.000 m below the floor (rod_floor_y = 0 m)",
         ),
         (
             rod_lane(
                 "center: (0, 0.2), angle: 1.5707963267948966, length: 1",
                 "0.0",
             ),
-            "bad.ron: lanes[0].rods[0]: starts with its lower end 3.000e-1 m below the floor (rod_floor_y = 0 m)",
+            "bad.ron: lanes[0].rods[0]: starts with its lower end 300.00 mm below the floor (rod_floor_y = 0 m)",
         ),
         (
             rod_lane("center: (0, 2), length: 1", "2.5"),
-            "bad.ron: lanes[0].rods[0]: starts with its lower end 5.000e-1 m below the floor (rod_floor_y = 2.5 m)",
+            "bad.ron: lanes[0].rods[0]: starts with its lower end 500.00 mm below the floor (rod_floor_y = 2.5 m)",
         ),
         (
             rod_lane("center: (0, 1), length: 1", "1e300"),
