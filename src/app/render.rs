@@ -292,11 +292,6 @@ fn frame_lanes_and(lanes_fit: (Vec2, Vec2), balls: Rect) -> (Vec2, Vec2) {
     (framed.min, framed.max)
 }
 
-/// While auto-fit is on, the camera frames all lanes (and, after F, the balls that flew on: [`balls_within_reach`])
-/// inside the canvas left free by the panels; the camera's viewport is that canvas (see `canvas`), so the framed
-/// area's centre goes to the camera's. Without a window (the offscreen exporter) the camera's image target is the
-/// canvas.
-#[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
 /// The size of the canvas the scene is drawn in [logical px]: the area the panels leave, or the window with the
 /// UI hidden; never under 50 px a side.
 pub(super) fn canvas_size(ui: &UiState, window_size: Vec2) -> Vec2 {
@@ -312,6 +307,11 @@ pub(super) fn fit_scale(size: Vec2, canvas: Vec2) -> f32 {
     (size.x / canvas.x).max(size.y / canvas.y).max(1e-3)
 }
 
+/// While auto-fit is on, the camera frames all lanes (and, after F, the balls that flew on: [`balls_within_reach`])
+/// inside the canvas left free by the panels; the camera's viewport is that canvas (see `canvas`), so the framed
+/// area's centre goes to the camera's. Without a window (the offscreen exporter) the camera's image target is the
+/// canvas.
+#[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
 pub(super) fn fit_camera(
     mut view: ResMut<CameraView>,
     ui: Res<UiState>,
