@@ -363,6 +363,22 @@ impl Scene {
     }
 }
 
+/// The text at `path` (a relative one taken from `root`) and the name its errors give, or `compiled_in` where there
+/// is one and no file is there: outside the repository, the shipped scenes and demo still load by their paths in it.
+/// A file that is there is read, broken or not. Errors name the file as given when `root` is empty.
+pub fn read_or_compiled_in(
+    root: &Path,
+    path: &Path,
+    compiled_in: Option<&'static str>,
+    kind: &str,
+) -> Result<(String, String), SceneError> {
+    let file = root.join(path);
+    match compiled_in {
+        Some(text) if !file.exists() => Ok((text.to_string(), path.display().to_string())),
+        _ => Ok((read_bounded_text(&file, kind)?, file.display().to_string())),
+    }
+}
+
 /// Reads a text file of at most [`MAX_SCENE_BYTES`]; `kind` ("scenes", "demos", …) names what is limited in the
 /// message. A regular file's size is checked before reading; anything else (a device such as `/dev/zero`, a
 /// FIFO) is read only up to one byte past the limit.

@@ -89,13 +89,18 @@ pub fn counted(n: u64, one: &str, many: &str) -> String {
 /// is no longer enough digits (a pile's gaps of 0.34 µm, a d̂ of 10⁻⁹ m read "0.0 µm"), nanometres to a tenth, and
 /// below a tenth of a nanometre metres in scientific notation.
 pub fn length_text(metres: f64) -> String {
+    // Each unit is used while its rounded figure stays below 1000: 0.99996 µm reads "1.0 µm", not "1000.0 nm".
+    let below_1000 = |scaled: f64, decimals: i32| {
+        let step = 10f64.powi(decimals);
+        (scaled * step).round() / step < 1000.0
+    };
     if metres > 0.0 && metres < 1e-10 {
         format!("{metres:.1e} m")
-    } else if metres > 0.0 && metres < 1e-6 {
+    } else if metres > 0.0 && below_1000(metres * 1e9, 1) {
         format!("{:.1} nm", metres * 1e9)
-    } else if metres < 1e-3 {
+    } else if below_1000(metres * 1e6, 1) {
         format!("{:.1} µm", metres * 1e6)
-    } else if metres < 1.0 {
+    } else if below_1000(metres * 1e3, 2) {
         format!("{:.2} mm", metres * 1e3)
     } else {
         format!("{metres:.3} m")
@@ -108,26 +113,46 @@ pub fn length_text(metres: f64) -> String {
 /// '--encoder <ENCODER>' [possible values: gif, openh264]"), and any tip after it ("tip: a similar argument exists:
 /// '--v0'"). The usage block and the pointer to `--help` are left out.
 pub fn parser_error_line(rendered: &str) -> String {
-    let mut paragraphs = rendered
-        .split("\n\n")
-        .map(str::trim)
-        .filter(|p| !p.is_empty());
-    let mut line = String::new();
-    if let Some(first) = paragraphs.next() {
-        let mut lines = first.lines().map(str::trim).filter(|l| !l.is_empty());
-        line.push_str(lines.next().unwrap_or_default());
-        let rest: Vec<&str> = lines.collect();
-        if !rest.is_empty() {
-            line.push(' ');
-            line.push_str(&rest.join(", "));
+    // clap's sections after its message, each after a blank line; a blank line inside the message (in a quoted
+    // value) does not end it.
+    let is_section = |p: &str| {
+        ["Usage:", "tip:", "For more information"]
+            .iter()
+            .any(|s| p.trim_start().starts_with(s))
+    };
+    let mut parts = rendered.trim().split("\n\n");
+    let mut message = parts.next().unwrap_or_default().to_string();
+    let mut sections = Vec::new();
+    for part in parts {
+        if is_section(part) || !sections.is_empty() {
+            sections.push(part.trim());
+        } else {
+            message.push_str("\n\n");
+            message.push_str(part);
         }
     }
-    for tip in paragraphs.filter(|p| p.starts_with("tip:")) {
+    // clap lists what is missing or allowed on indented lines after the message's first: they join it, comma
+    // separated. Any other line break is the quoted value's own (escaped when printed).
+    let mut line = String::new();
+    let mut listed = 0;
+    for (k, text) in message.split('\n').enumerate() {
+        if k == 0 {
+            line.push_str(text);
+        } else if text.starts_with("  ") && !text.trim().is_empty() {
+            line.push_str(if listed == 0 { " " } else { ", " });
+            line.push_str(text.trim());
+            listed += 1;
+        } else {
+            line.push('\n');
+            line.push_str(text);
+        }
+    }
+    for tip in sections.iter().filter(|p| p.starts_with("tip:")) {
         let tip: Vec<&str> = tip.lines().map(str::trim).collect();
         line.push_str("; ");
         line.push_str(&tip.join(" "));
     }
-    if line.is_empty() {
+    if line.trim().is_empty() {
         "error: invalid arguments".to_string()
     } else {
         line
@@ -161,7 +186,7 @@ mod tests {
         assert_eq!(name.len(), 1 + 2 * 119 + 16);
     }
 
-    use super::{abbreviate, counted, fixed, number};
+    use super::{abbreviate, counted, fixed, number, parser_error_line};
 
     #[test]
     fn a_value_that_rounds_to_zero_has_no_minus_sign() {
@@ -192,6 +217,27 @@ mod tests {
             "inf (a number beyond ±1.8e308, the largest a 64-bit float holds, reads as infinity)"
         );
         assert!(number(f64::NEG_INFINITY).starts_with("-inf (a number beyond"));
+    }
+
+    /// clap's sections after the message are dropped or kept as tips; a blank line inside a quoted value is not
+    /// one of them.
+    #[test]
+    fn a_parser_error_keeps_its_message_whole_and_its_tips() {
+        let rendered = "error: invalid value 'a\n\nb' for '--k <K>': invalid float literal\n\n\
+                        tip: a similar argument exists: '--v0'\n\nUsage: contact-sandbox throw [OPTIONS]\n\n\
+                        For more information, try '--help'.\n";
+        assert_eq!(
+            parser_error_line(rendered),
+            "error: invalid value 'a\n\nb' for '--k <K>': invalid float literal; tip: a similar argument exists: \
+             '--v0'"
+        );
+        let missing = "error: the following required arguments were not provided:\n  --script <SCRIPT>\n  \
+                       --out <OUT>\n\nUsage: contact-sandbox record --script <SCRIPT> --out <OUT>\n";
+        assert_eq!(
+            parser_error_line(missing),
+            "error: the following required arguments were not provided: --script <SCRIPT>, --out <OUT>"
+        );
+        assert_eq!(parser_error_line(""), "error: invalid arguments");
     }
 
     #[test]

@@ -58,6 +58,9 @@ const WARMUP_LIMIT: u32 = 600;
 const H264_BITS_PER_PIXEL: f64 = 0.1;
 /// openh264's coarsest quantiser: text stays legible at 320 × 180 however small the bit budget.
 const H264_MAX_QP: u8 = 28;
+/// openh264's finest quantiser for camera-style input: a range whose minimum is 0 is not taken, and the library puts
+/// its own (12 to 42) in its place without a word, so the cap above never held until the minimum was 12.
+const H264_MIN_QP: u8 = 12;
 /// libx264 constant rate factor (18 = visually lossless, 23 = ffmpeg's default).
 const X264_CRF: &str = "20";
 /// Lines of ffmpeg's stderr kept for an error message.
@@ -259,7 +262,7 @@ impl Openh264Clip {
             // changing numbers stayed at old values for many frames.
             .skip_frames(false)
             .background_detection(false)
-            .qp(QpRange::new(0, H264_MAX_QP))
+            .qp(QpRange::new(H264_MIN_QP, H264_MAX_QP))
             // Buffer-based: the quality, bitrate and timestamp modes need frame skipping to meet their rate, and
             // without it the library printed a warning on standard error at every export.
             .rate_control_mode(RateControlMode::Bufferbased);

@@ -653,10 +653,8 @@ mod tests {
                 (DVec2::new(-1.0, -1.0), DVec2::new(1.0, 1.0)),
             ));
             if replaying {
-                let demo = crate::demo::Demo::load(std::path::Path::new(
-                    "assets/demos/wall_throw.demo.ron",
-                ))
-                .expect("the shipped demo loads");
+                let demo = crate::demo::Demo::load(std::path::Path::new(crate::demo::SHIPPED_DEMO))
+                    .expect("the shipped demo loads");
                 let player = crate::demo::Player::new(demo, "wall_throw");
                 app.insert_resource(Replay::without_check(player));
             }
@@ -796,9 +794,8 @@ mod tests {
     /// P, O and R play, step and rewind a replaying demo; the run control they drive otherwise is untouched.
     #[test]
     fn while_a_demo_replays_p_o_and_r_drive_the_replay() {
-        let demo =
-            crate::demo::Demo::load(std::path::Path::new("assets/demos/wall_throw.demo.ron"))
-                .expect("the shipped demo loads");
+        let demo = crate::demo::Demo::load(std::path::Path::new(crate::demo::SHIPPED_DEMO))
+            .expect("the shipped demo loads");
         let ticks = demo.ticks;
         let mut player = crate::demo::Player::new(demo, "wall_throw");
         player.start().expect("starts");

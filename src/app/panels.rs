@@ -1692,11 +1692,7 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
             travel * 1e3,
             thinnest * 0.5e3
         );
-        // The seed warns when v·h *exceeds* half the thickness. A 1 m/s throw at h = 10 ms and a 20 mm wall is
-        // exactly at it, and its speed read back from positions is 1.0000000000000009 m/s: past it by rounding
-        // alone, it was warned of while the same lane stopped the ball at 5 mm.
-        let beyond = travel > 0.5 * thinnest * (1.0 + 1e-9);
-        if beyond && w.settings.method == ContactMethod::Penalty {
+        if can_tunnel(travel, thinnest) && w.settings.method == ContactMethod::Penalty {
             ui.colored_label(
                 egui::Color32::from_rgb(255, 180, 60),
                 format!("⚠ {text}: penalty can tunnel"),
@@ -1757,6 +1753,13 @@ enum PreflightLine {
     Warning(String),
     /// A number of IPC's that the lane's method does not use: greyed.
     IpcOnly(String),
+}
+
+/// The seed's first pre-flight number: penalty can tunnel when the step's travel `v·h` *exceeds* half the thinnest
+/// wall. A 1 m/s throw at h = 10 ms and a 20 mm wall is exactly at it, and its speed read back from positions is
+/// 1.0000000000000009 m/s: past it by rounding alone, it was warned of while the same lane stopped the ball at 5 mm.
+fn can_tunnel(travel: f64, thinnest: f64) -> bool {
+    travel > 0.5 * thinnest * (1.0 + 1e-9)
 }
 
 /// The seed's second and third pre-flight numbers: d̂ as the contact tolerance, and the CCD factor with the Newton
@@ -1866,11 +1869,21 @@ fn setting_field<'a, Num: egui::emath::Numeric>(
 /// "1000000000000" and pushed the panel past the window's edge, and a d̂ of 10⁻⁹ m read "0.00000".
 fn field_text(value: f64, decimals: std::ops::RangeInclusive<usize>, integral: bool) -> String {
     let magnitude = value.abs();
-    if integral || value == 0.0 || !value.is_finite() || (1e-3..1e6).contains(&magnitude) {
-        egui::emath::format_with_decimals_in_range(value, decimals)
-    } else {
-        format!("{value:e}")
+    if integral || value == 0.0 || !value.is_finite() {
+        return egui::emath::format_with_decimals_in_range(value, decimals);
     }
+    if (1e-3..1e6).contains(&magnitude) {
+        let text = egui::emath::format_with_decimals_in_range(value, decimals);
+        // Rounded to the field's decimals, a typed 1.23456e-3 read "0.00123": kept only where it reads back as the
+        // value but for the last bits a drag leaves (0.30000000000000004 reads "0.300").
+        if text
+            .parse::<f64>()
+            .is_ok_and(|back| (back - value).abs() <= 1e-9 * magnitude)
+        {
+            return text;
+        }
+    }
+    format!("{value:e}")
 }
 
 /// A run-control slider (time scale, fixed rate). Dragging is the slider's own; a typed value takes effect on
@@ -2085,7 +2098,7 @@ fn plots_panel(
                 ui.set_width(width);
                 let title_top = ui.cursor().min.y;
                 if title.starts_with("min gap") && !any_gap {
-                    ui.small("min gap: none (no ball in any lane)");
+                    ui.small("min gap: nothing measured (no ball with a wall or another ball)");
                 } else {
                     ui.small(title);
                 }
@@ -2512,8 +2525,15 @@ mod tests {
         )
     }
 
-    /// A refusal floats over the canvas's bottom left, above everything, until "dismiss" is clicked; with no
-    /// error nothing is drawn.
+    /// The tunnelling warning is for a travel past half the wall, not one at it up to rounding.
+    #[test]
+    fn penalty_is_warned_of_past_half_the_wall_and_not_at_it() {
+        assert!(!can_tunnel(1.0000000000000009 * 0.01, 0.02));
+        assert!(!can_tunnel(0.01, 0.02));
+        assert!(can_tunnel(0.010001, 0.02));
+        assert!(can_tunnel(0.05, 0.02));
+    }
+
     /// A setting field shows a value in a few characters: 10¹² pushed the lane panel past the window's edge as
     /// "1000000000000", and a d̂ of 10⁻⁹ m read "0.00000". The text reads back as the value.
     #[test]
@@ -2531,8 +2551,13 @@ mod tests {
         assert_eq!(field_text(0.0, 0..=6, false), "0");
         assert_eq!(field_text(0.01, 4..=5, false), "0.0100");
         assert_eq!(field_text(59.0, 0..=0, true), "59");
+        // Digits the field's decimals would drop are kept; a drag's last-bit noise is not.
+        assert_eq!(field_text(1.23456e-3, 0..=5, false), "1.23456e-3");
+        assert_eq!(field_text(0.1 + 0.2, 3..=3, false), "0.300");
     }
 
+    /// A refusal floats over the canvas's bottom left, above everything, until "dismiss" is clicked; with no
+    /// error nothing is drawn.
     #[test]
     fn the_error_note_floats_at_the_canvas_s_bottom_left_until_dismissed() {
         let ctx = egui::Context::default();

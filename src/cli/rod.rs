@@ -23,7 +23,7 @@ use super::stdout::outln;
 
 /// What `rod --help` says after the options: the number syntax and what happens beyond `f64`'s range.
 pub const ROD_AFTER_HELP: &str = "\
-Numbers: integers, decimals (converted exactly) or fractions p/q, each of whose parts lies within 10^±400.
+Numbers: integers, decimals (converted exactly) or fractions p/q, each part of order of magnitude -400 to 400.
 Every result is exact, whatever its size, in the table and in --json (fractions in lowest terms).
 The ≈ column rounds each to f64: 9 decimals from 10^-3 to 10^6, else 10 significant digits (1.000000000e30).
 A value beyond f64's range says \"beyond f64 (|x| > 1.8e308)\" or \"below f64 (0 < |x| < 2.2e-308)\" instead.

@@ -50,8 +50,9 @@ pub struct ThrowArgs {
     /// Barrier stiffness κ, above 0 and at most 1e12.
     #[arg(long, default_value_t = 1e4, allow_hyphen_values = true)]
     pub kappa: f64,
-    /// Where the wall starts along x [m]: it spans --wall to --wall + --thickness, so a ball thrown at a positive
-    /// speed meets it at --wall and one thrown at a negative speed at --wall + --thickness.
+    /// Where the wall starts along x [m]: it spans --wall to --wall + --thickness. The ball starts at 0, so a wall
+    /// ahead of it (positive x) is met at --wall, and one behind it (negative x, by a negative speed) at --wall +
+    /// --thickness.
     #[arg(long, default_value_t = 0.503, allow_hyphen_values = true)]
     pub wall: f64,
     /// Wall thickness [m].

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use script::{FIXED_RATES_HZ, Script, ScriptAction, fixed_rate_hz, record_script};
 pub use session::*;
 
-use crate::scene::{Scene, SceneError, read_bounded_text};
+use crate::scene::{Scene, SceneError};
 
 /// The demo format this build writes and reads.
 pub const DEMO_VERSION: u32 = 1;
@@ -116,12 +116,9 @@ impl Demo {
     /// [`Demo::load`] with a relative `path` taken from `dir` rather than the working directory (errors still name
     /// `path` as given when `dir` is empty).
     pub fn load_in(dir: &Path, path: &Path) -> Result<Demo, DemoError> {
-        let on_disk = dir.join(path);
-        if path == Path::new(SHIPPED_DEMO) && !on_disk.exists() {
-            return Demo::parse(SHIPPED_DEMO_TEXT, &path.display().to_string());
-        }
-        let text = read_bounded_text(&on_disk, "demos")?;
-        Demo::parse(&text, &on_disk.display().to_string())
+        let shipped = (path == Path::new(SHIPPED_DEMO)).then_some(SHIPPED_DEMO_TEXT);
+        let (text, file) = crate::scene::read_or_compiled_in(dir, path, shipped, "demos")?;
+        Demo::parse(&text, &file)
     }
 
     /// Parses and validates demo text; `file` names it in errors.

@@ -186,7 +186,6 @@ pub fn record_script(
     Ok(demo_of(scene, script, script.hash_every(), hashes))
 }
 
-/// The demo `record_script` makes of `scene` and `script`, with the given hashes.
 /// The demo `script` records from `scene`, with a hash every `every` ticks and the given `hashes`.
 fn demo_of(scene: &Scene, script: &Script, every: u64, hashes: Vec<TickHash>) -> Demo {
     Demo {
@@ -284,6 +283,23 @@ fn check_demo_size(
             .demo_bytes_every(scene, fewest)
             .map_err(|e| fail("actions", format!("cannot serialise the demo: {e}")))?;
         if least as u64 > limit {
+            let bare = Script {
+                ticks: script.ticks,
+                hash_every: script.hash_every,
+                actions: Vec::new(),
+            };
+            let (alone, _) = bare
+                .demo_bytes_every(scene, fewest)
+                .map_err(|e| fail("scene", format!("cannot serialise the demo: {e}")))?;
+            if alone as u64 > limit {
+                return Err(fail(
+                    "scene",
+                    format!(
+                        "the scene alone makes a demo of {alone} bytes, with no action and a hash only at its start \
+                         and end; demos are limited to {limit} bytes (record from a smaller scene)"
+                    ),
+                ));
+            }
             return Err(fail(
                 "actions",
                 format!(
@@ -415,7 +431,7 @@ mod tests {
     }
 
     /// When even a hash only at each end leaves the demo too large, the refusal names the actions, since no
-    /// `hash_every` helps; otherwise it names `hash_every`.
+    /// `hash_every` helps, or the scene where it is too large without them; otherwise it names `hash_every`.
     #[test]
     fn a_demo_too_large_for_its_actions_blames_them_and_not_hash_every() {
         let scene = wall_throw();
@@ -440,6 +456,22 @@ mod tests {
             blamed(least).starts_with("t.script.ron: hash_every: "),
             "{}",
             blamed(least)
+        );
+        let bare = Script {
+            ticks: script.ticks,
+            hash_every: None,
+            actions: Vec::new(),
+        };
+        let (alone, _) = bare
+            .demo_bytes_every(&scene, script.ticks)
+            .expect("serialises");
+        assert_eq!(
+            blamed(alone - 1),
+            format!(
+                "t.script.ron: scene: the scene alone makes a demo of {alone} bytes, with no action and a hash only \
+                 at its start and end; demos are limited to {} bytes (record from a smaller scene)",
+                alone - 1
+            )
         );
         assert_eq!(
             blamed(least - 1),

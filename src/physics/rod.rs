@@ -519,7 +519,9 @@ pub fn parse_exact_rational(parameter: &str, text: &str) -> Result<BigRational, 
     let fail = |reason: &str| RodParameterError::new(parameter, format!("{text:?}"), reason);
     let explain = |error: DecimalError, hint: &str| match error {
         DecimalError::NotANumber => fail(hint),
-        DecimalError::OutOfRange => fail("out of range (exact decimals lie within 10^±400)"),
+        DecimalError::OutOfRange => {
+            fail("out of range (an exact decimal's order of magnitude is from -400 to 400)")
+        }
     };
     if trimmed.len() > 200 {
         return Err(fail("number is too long (more than 200 characters)"));
@@ -544,8 +546,8 @@ pub fn parse_exact_rational(parameter: &str, text: &str) -> Result<BigRational, 
     }
 }
 
-/// Largest decimal order of magnitude accepted, so `1e999999999` cannot exhaust memory: a decimal's value lies
-/// within 10^±400 (its leading digit's place), however it is written (`15e-401` and `1.5e-400` alike).
+/// Largest decimal order of magnitude accepted (its leading digit's place), so `1e999999999` cannot exhaust memory:
+/// from 10^-400 to just under 10^401, however it is written (`15e-401` and `1.5e-400` alike).
 const MAX_DECIMAL_EXPONENT: i64 = 400;
 
 /// Why a decimal was refused.
@@ -592,16 +594,17 @@ fn parse_exact_decimal(text: &str) -> Result<BigRational, DecimalError> {
     if !all_digits(integer_part) || !all_digits(fraction_part) {
         return Err(NotANumber);
     }
-    let exponent = exponent.ok_or(OutOfRange)?;
     let digits = format!("{integer_part}{fraction_part}");
+    // Zero is zero whatever its exponent (`0e9999999` too).
+    if digits.bytes().all(|byte| byte == b'0') {
+        return Ok(BigRational::from_integer(BigInt::from(0)));
+    }
+    let exponent = exponent.ok_or(OutOfRange)?;
     let significand = BigInt::parse_bytes(digits.as_bytes(), 10).ok_or(NotANumber)?;
     let scale = exponent - fraction_part.len() as i64;
     // The value is significand · 10^scale; its leading digit stands at 10^order. The mantissa has at most 200
     // digits, so the power of ten computed below stays within 10^±600.
     let significant = digits.trim_start_matches('0').len() as i64;
-    if significant == 0 {
-        return Ok(BigRational::from_integer(BigInt::from(0)));
-    }
     let order = significant - 1 + scale;
     if order.abs() > MAX_DECIMAL_EXPONENT {
         return Err(OutOfRange);
@@ -699,7 +702,14 @@ mod tests {
         }
         // The limits themselves are in range, however the number is written: the order of magnitude counts.
         for text in [
-            "1e400", "1e-400", "1.5e-400", "15e-401", "0.01e402", "9.99e400", "0e999999",
+            "1e400",
+            "1e-400",
+            "1.5e-400",
+            "15e-401",
+            "0.01e402",
+            "9.99e400",
+            "0e999999",
+            "0.00e9999999",
         ] {
             assert!(parse_exact_rational("m", text).is_ok(), "{text}");
         }

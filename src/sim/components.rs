@@ -172,28 +172,42 @@ impl SceneCatalogue {
     /// Adds `path` unless an entry names the same file (spelled the same, or resolving to the same file, as an
     /// absolute path to a shipped scene does); returns the entry's path, so a shipped scene opened by its
     /// absolute path is listed once.
-    ///
-    /// A built-in entry (`assets/scenes/…`, compiled in) also stands for a file of the same name that holds the
-    /// same text: started outside the repository with the shipped scene's absolute path, the window listed it twice,
-    /// since the built-in's relative path resolves to nothing there.
     pub fn add(&mut self, path: &std::path::Path) -> PathBuf {
-        let resolved = std::fs::canonicalize(path).ok();
-        let text = std::cell::OnceCell::new();
+        self.add_in(std::path::Path::new(""), path)
+    }
+
+    /// [`SceneCatalogue::add`], with relative paths taken from `root` rather than the working directory.
+    ///
+    /// Outside the repository a built-in entry (`assets/scenes/…`) names no file, and loads its compiled-in copy.
+    /// A file of the same name holding the same text then takes that entry's place, so the window started there
+    /// with the shipped scene's absolute path lists it once (it listed it twice), and reads that file's later edits.
+    pub fn add_in(&mut self, root: &std::path::Path, path: &std::path::Path) -> PathBuf {
+        let resolved = std::fs::canonicalize(root.join(path)).ok();
         let same = |entry: &PathBuf| {
             entry == path
-                || resolved
-                    .as_ref()
-                    .is_some_and(|r| std::fs::canonicalize(entry).ok().as_ref() == Some(r))
-                || crate::sim::built_in_text(entry).is_some_and(|built_in| {
-                    entry.file_name() == path.file_name()
-                        && text
-                            .get_or_init(|| std::fs::read_to_string(path).ok())
-                            .as_deref()
-                            == Some(built_in)
+                || resolved.as_ref().is_some_and(|r| {
+                    std::fs::canonicalize(root.join(entry)).ok().as_ref() == Some(r)
                 })
         };
         if let Some(entry) = self.paths.iter().find(|entry| same(entry)) {
             return entry.clone();
+        }
+        let text = std::cell::OnceCell::new();
+        let stands_for = |entry: &PathBuf| {
+            crate::sim::built_in_text(entry).is_some_and(|built_in| {
+                !root.join(entry).exists()
+                    && entry.file_name() == path.file_name()
+                    && text
+                        .get_or_init(|| {
+                            crate::scene::read_bounded_text(&root.join(path), "scenes").ok()
+                        })
+                        .as_deref()
+                        == Some(built_in)
+            })
+        };
+        if let Some(slot) = self.paths.iter().position(stands_for) {
+            self.paths[slot] = path.to_path_buf();
+            return path.to_path_buf();
         }
         self.paths.push(path.to_path_buf());
         path.to_path_buf()

@@ -180,13 +180,9 @@ impl ActiveScene {
 
     /// [`ActiveScene::load`] with `path` taken relative to `root` (the working directory for `""`).
     fn load_in(root: &Path, path: &Path) -> Result<ActiveScene, SceneError> {
-        let file = root.join(path);
-        let scene = match (Scene::load(&file), built_in_text(path)) {
-            (Err(_), Some(text)) if !file.exists() => {
-                Scene::parse(text, &path.display().to_string())?
-            }
-            (loaded, _) => loaded?,
-        };
+        let (text, file) =
+            crate::scene::read_or_compiled_in(root, path, built_in_text(path), "scenes")?;
+        let scene = Scene::parse(&text, &file)?;
         Ok(ActiveScene {
             path: path.to_path_buf(),
             loaded: scene.clone(),
@@ -397,6 +393,7 @@ pub fn lane_summary(world: &LaneWorld) -> String {
     format!("{gap}, max Newton {}", stats.max_newton)
 }
 
+/// Lengths for people, as the panels and messages give them (defined beside the other text helpers).
 pub use crate::text::length_text;
 
 /// Lane-local bounds `(min, max)` of everything in a lane [m]; a unit box around the origin when it is empty.
@@ -1454,28 +1451,38 @@ mod tests {
         );
     }
 
-    /// A copy of a shipped scene elsewhere, opened by its own path, is the built-in entry (the window started
-    /// outside the repository with the scene's absolute path listed it twice); an edited copy is a scene of its own.
+    /// Outside the repository (a `root` without `assets/`), a copy of a shipped scene opened by its own path takes
+    /// the built-in entry's place: the window started there with the scene's absolute path listed it twice. An
+    /// edited copy is a scene of its own, and so is any copy where the built-in's file is there.
     #[test]
-    fn a_copy_of_a_built_in_scene_joins_the_catalogue_as_the_built_in_unless_edited() {
-        let dir = empty_dir("catalogue-copy");
-        let mut catalogue = SceneCatalogue {
+    fn a_copy_of_a_built_in_scene_takes_its_place_outside_the_repository_unless_edited() {
+        let built_ins = || SceneCatalogue {
             paths: BUILT_IN_SCENES
                 .iter()
                 .map(std::path::PathBuf::from)
                 .collect(),
         };
+        let elsewhere = empty_dir("catalogue-root");
+        let dir = empty_dir("catalogue-copy");
         let text = built_in_text(Path::new(BUILT_IN_SCENES[0])).expect("compiled in");
         let copy = dir.join("wall_throw.ron");
         std::fs::write(&copy, text).expect("written");
-        assert_eq!(catalogue.add(&copy), Path::new(BUILT_IN_SCENES[0]));
-        assert_eq!(catalogue.paths.len(), BUILT_IN_SCENES.len());
-        let edited = dir.join("edited").join("wall_throw.ron");
+        let mut outside = built_ins();
+        assert_eq!(outside.add_in(&elsewhere, &copy), copy);
+        assert_eq!(outside.paths.len(), BUILT_IN_SCENES.len());
+        assert_eq!(outside.paths[0], copy, "in the built-in's slot");
+        let edited = dir.join("edited").join("ball_pit.ron");
         std::fs::create_dir_all(edited.parent().expect("a folder")).expect("folders");
-        std::fs::write(&edited, format!("{text}// edited\n")).expect("written");
-        assert_eq!(catalogue.add(&edited), edited);
-        assert_eq!(catalogue.paths.len(), BUILT_IN_SCENES.len() + 1);
+        let pit = built_in_text(Path::new(BUILT_IN_SCENES[1])).expect("compiled in");
+        std::fs::write(&edited, format!("{pit}// edited\n")).expect("written");
+        assert_eq!(outside.add_in(&elsewhere, &edited), edited);
+        assert_eq!(outside.paths.len(), BUILT_IN_SCENES.len() + 1);
+        // In the repository the built-in's own file is there: a copy elsewhere is another file.
+        let mut inside = built_ins();
+        assert_eq!(inside.add(&copy), copy);
+        assert_eq!(inside.paths.len(), BUILT_IN_SCENES.len() + 1);
         let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&elsewhere);
     }
 
     /// Outside the repository a built-in scene's path loads the compiled-in copy; any other missing path, and a

@@ -23,7 +23,7 @@ const WALL_THROW: &str = "assets/scenes/wall_throw.ron";
 const BALL_PIT: &str = "assets/scenes/ball_pit.ron";
 const ROD_DROP: &str = "assets/scenes/rod_drop.ron";
 const SCRIPT: &str = "assets/demos/wall_throw.script.ron";
-const SHIPPED_DEMO: &str = "assets/demos/wall_throw.demo.ron";
+use contact_sandbox::demo::SHIPPED_DEMO;
 
 fn scene(path: &str) -> Scene {
     Scene::load(Path::new(path)).expect("built-in scene loads")
@@ -1847,7 +1847,6 @@ fn a_demo_of_an_older_physics_revision_says_why_it_differs() {
 /// "No such file or directory" there); any other missing demo is still an error naming it.
 #[test]
 fn the_shipped_demo_loads_from_its_compiled_in_copy_outside_the_repository() {
-    use contact_sandbox::demo::SHIPPED_DEMO;
     let elsewhere = std::env::temp_dir().join(format!("cs-demo-elsewhere-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&elsewhere);
     std::fs::create_dir_all(&elsewhere).expect("a temporary directory");

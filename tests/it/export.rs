@@ -587,7 +587,7 @@ fn an_openh264_mp4_shows_every_frame_as_the_png_frames_do() {
     let dir = std::env::temp_dir().join(format!("cs-mp4-frames-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).expect("a scratch directory");
-    let demo = Path::new("assets/demos/wall_throw.demo.ron");
+    let demo = Path::new(contact_sandbox::demo::SHIPPED_DEMO);
     let clip = dir.join("c.mp4");
     let pngs = dir.join("png");
     for (out, encoder) in [

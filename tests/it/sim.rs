@@ -465,6 +465,10 @@ fn lengths_are_told_in_the_unit_that_suits_them() {
     assert_eq!(length_text(0.34321e-6), "343.2 nm");
     assert_eq!(length_text(1e-9), "1.0 nm");
     assert_eq!(length_text(3e-12), "3.0e-12 m");
+    // A unit is kept only while its rounded figure is below 1000.
+    assert_eq!(length_text(0.99996e-6), "1.0 µm");
+    assert_eq!(length_text(0.99996e-3), "1.00 mm");
+    assert_eq!(length_text(0.999996), "1.000 m");
 }
 
 #[test]

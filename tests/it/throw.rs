@@ -568,9 +568,8 @@ fn a_lane_whose_newton_hit_its_cap_is_named_under_the_table_and_in_the_json() {
     assert!(!format_table(&args(&[]), &seed).contains("note:"));
 }
 
-/// The seed calls every ball that did not end beyond the back face "stop". When the steps run out with the ball
-/// still in contact and moving into the wall, the row says so under the table and in the JSON; the seed's own
-/// table (80 steps) has every stopped ball turned back or at rest, and no such note.
+/// A ball whose steps ran out on its way to the wall "never reached" it, and the row says it was still on its way,
+/// under the table and in the JSON; a ball thrown away from the wall has no such note.
 #[test]
 fn a_run_cut_short_before_the_wall_says_the_ball_was_on_its_way() {
     let approaching = |outcome: &Outcome| match outcome {
@@ -601,6 +600,11 @@ fn a_run_cut_short_before_the_wall_says_the_ball_was_on_its_way() {
             .abs()
             < 1e-9
     );
+    // A wall behind the ball, thrown at it backwards: the same, mirrored.
+    let behind = args(&["--wall", "-1", "--v0", "-5", "--steps", "5"]);
+    let rows = run_throws(&behind).expect("runs");
+    let speed = approaching(&rows[0].ipc).expect("on its way");
+    assert!((speed - 5.0).abs() < 1e-9, "{speed}");
     // Thrown away from the wall: missed for good, no note.
     let away = args(&["--v0", "-1"]);
     let rows = run_throws(&away).expect("runs");
@@ -609,6 +613,9 @@ fn a_run_cut_short_before_the_wall_says_the_ball_was_on_its_way() {
     assert!(format_json(&away, &rows)["rows"][0]["ipc"]["approaching_m_s"].is_null());
 }
 
+/// The seed calls every ball that did not end beyond the back face "stop". When the steps run out with the ball
+/// still in contact and moving into the wall, the row says so under the table and in the JSON; the seed's own
+/// table (80 steps) has every stopped ball turned back or at rest, and no such note.
 #[test]
 fn a_run_cut_short_in_contact_says_the_ball_was_still_moving_in() {
     // The first penalty lane's speed on into the wall.
