@@ -565,6 +565,49 @@ mod tests {
         (drag.throw_from, drag.pan_from, scale)
     }
 
+    /// Turned out far over the wall throw, the wheel stops at 20 times the scale that fits its lanes into the
+    /// 900 × 750 canvas, and turned further the view stays put.
+    #[test]
+    fn the_wheel_stops_zooming_out_at_twenty_times_the_lanes_fit() {
+        use bevy::ecs::system::RunSystemOnce;
+        let mut app = app_with_cursor(Vec2::new(700.0, 400.0), true);
+        for lane in crate::app::lane_bands::laid_out_lanes("assets/scenes/wall_throw.ron") {
+            app.world_mut().spawn(lane);
+        }
+        let (lo, hi) = app
+            .world_mut()
+            .run_system_once(|lanes: Query<&Lane>| scene_bounds(&lanes))
+            .expect("runs")
+            .expect("lanes");
+        let widest = MAX_ZOOM_OUT * fit_scale(hi - lo, Vec2::new(900.0, 750.0));
+        let view = |app: &mut App| {
+            app.world_mut()
+                .query_filtered::<(&Projection, &Transform), With<MainCamera>>()
+                .single(app.world())
+                .map(|(p, t)| match p {
+                    Projection::Orthographic(o) => (o.scale, t.translation),
+                    _ => (f32::NAN, t.translation),
+                })
+                .expect("one main camera")
+        };
+        let mut turns = 0;
+        while view(&mut app).0 < widest {
+            app.world_mut()
+                .resource_mut::<AccumulatedMouseScroll>()
+                .delta = Vec2::new(0.0, -1.0);
+            app.update();
+            turns += 1;
+            assert!(turns < 200, "still zooming out at {}", view(&mut app).0);
+        }
+        let at_limit = view(&mut app);
+        assert!(
+            (at_limit.0 - widest).abs() <= 1e-4 * widest,
+            "{at_limit:?} against {widest}"
+        );
+        app.update();
+        assert_eq!(view(&mut app), at_limit);
+    }
+
     #[test]
     fn a_press_or_a_wheel_over_a_panel_does_not_reach_the_scene() {
         for over_a_panel in [
