@@ -1540,7 +1540,8 @@ fn settings_grid(
             ui.add_enabled_ui(ipc, |ui| {
                 ui.horizontal(|ui| {
                     let mut auto = edit.dhat.is_none();
-                    if ui.checkbox(&mut auto, "auto").changed() {
+                    let auto_box = ui.checkbox(&mut auto, "auto");
+                    if auto_box.changed() {
                         edit.dhat = if auto { None } else { Some(w.dhat()) };
                     }
                     if let Some(dhat) = edit.dhat.as_mut() {
@@ -1549,6 +1550,10 @@ fn settings_grid(
                                 .speed(1e-5)
                                 .max_decimals(6),
                         );
+                    } else if narrow {
+                        // One setting a row: the figure beside the box ran past a narrow panel's edge (a
+                        // 640 × 480 window) and every wrapped line of the panel with it. It is in the pre-flight.
+                        auto_box.on_hover_text(format!("{:.2e} m", w.dhat()));
                     } else {
                         ui.small(format!("{:.2e}", w.dhat()));
                     }
