@@ -530,6 +530,12 @@ fn start_export(ui: &mut DemoUi, demo: &Path) {
         ));
         return;
     }
+    // The exporter's refusal of a name without a format would name its --out option too.
+    if let Err(problem) = crate::cli::export::classify_output(&asked, asked.is_dir()) {
+        let problem = problem.strip_prefix("--out ").unwrap_or(&problem);
+        ui.export_status = Some(format!("export: {problem}"));
+        return;
+    }
     // As for a recording, the folder (`demos/` at first) is made when missing.
     if let Some(dir) = asked.parent().filter(|d| !d.as_os_str().is_empty())
         && let Err(e) = std::fs::create_dir_all(dir)
@@ -987,6 +993,23 @@ pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls
 mod tests {
     use super::*;
     use crate::scene::Scene;
+
+    /// A target without a format is refused in the window's words, before the exporter starts: its own refusal
+    /// named an `--out` option the window does not have.
+    #[test]
+    fn an_export_target_without_a_format_is_refused_without_naming_an_option() {
+        let mut ui = DemoUi {
+            export_out: "clipnoext".into(),
+            ..DemoUi::default()
+        };
+        start_export(&mut ui, Path::new(crate::demo::SHIPPED_DEMO));
+        let status = ui.export_status.clone().unwrap_or_default();
+        assert!(
+            status.starts_with("export: clipnoext: unknown format (no extension)"),
+            "{status}"
+        );
+        assert!(!status.contains("--out"), "{status}");
+    }
 
     /// The replay's tick slider, typed into as a user does: a tick within the demo seeks on Enter and not on each
     /// key; one beyond it, or no number, is refused with a word and the replay stays where it was.

@@ -1879,16 +1879,43 @@ fn field_text(value: f64, decimals: std::ops::RangeInclusive<usize>, integral: b
     }
     if (1e-3..1e6).contains(&magnitude) {
         let text = egui::emath::format_with_decimals_in_range(value, decimals);
-        // Rounded to the field's decimals, a typed 1.23456e-3 read "0.00123": kept only where it reads back as the
-        // value but for the last bits a drag leaves (0.30000000000000004 reads "0.300").
-        if text
+        // Rounded to the field's decimals, a typed 1.23456e-3 read "0.00123". Kept where it reads back as the
+        // value (a drag's last-bit noise aside: 0.30000000000000004 reads "0.300") or shows four significant
+        // digits (h = 1/60 s reads "0.01667").
+        let significant = text
+            .chars()
+            .filter(char::is_ascii_digit)
+            .skip_while(|&c| c == '0')
+            .count();
+        let reads_back = text
             .parse::<f64>()
-            .is_ok_and(|back| (back - value).abs() <= 1e-9 * magnitude)
-        {
+            .is_ok_and(|back| (back - value).abs() <= 1e-9 * magnitude);
+        if reads_back || significant >= 4 {
             return text;
         }
     }
-    format!("{value:e}")
+    scientific(value)
+}
+
+/// `value` in scientific notation, in its shortest form where that has at most six significant digits, else
+/// rounded to six: 1/60 read "1.6666666666666666e-2" and pushed the lane grid to one setting a row.
+fn scientific(value: f64) -> String {
+    let shortest = format!("{value:e}");
+    let digits = shortest
+        .split('e')
+        .next()
+        .map_or(0, |m| m.chars().filter(char::is_ascii_digit).count());
+    if digits <= 6 {
+        return shortest;
+    }
+    let rounded = format!("{value:.5e}");
+    match rounded.split_once('e') {
+        Some((mantissa, exponent)) => {
+            let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+            format!("{mantissa}e{exponent}")
+        }
+        None => rounded,
+    }
 }
 
 /// A run-control slider (time scale, fixed rate). Dragging is the slider's own; a typed value takes effect on
@@ -2559,6 +2586,10 @@ mod tests {
         // Digits the field's decimals would drop are kept; a drag's last-bit noise is not.
         assert_eq!(field_text(1.23456e-3, 0..=5, false), "1.23456e-3");
         assert_eq!(field_text(0.1 + 0.2, 3..=3, false), "0.300");
+        // h = 1/60 s: four significant digits in the field's decimals, not seventeen.
+        assert_eq!(field_text(1.0 / 60.0, 0..=5, false), "0.01667");
+        assert_eq!(field_text(1e-9 / 3.0, 0..=6, false), "3.33333e-10");
+        assert_eq!(field_text(2e12 / 3.0, 0..=6, false), "6.66667e11");
     }
 
     /// A refusal floats over the canvas's bottom left, above everything, until "dismiss" is clicked; with no

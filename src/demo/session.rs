@@ -257,10 +257,14 @@ pub fn apply_settings(lane: &mut LaneWorld, settings: &ContactSettings) -> Resul
     let switched = lane.settings.method != settings.method;
     lane.settings = settings.clone();
     if switched {
-        // The closest gap and deepest overlap so far were measured under the other method: read under this one they
-        // said "stopped 0.0 µm short" of a wall a penalty ball had sunk into. They start again from the state now.
+        // The closest gap, the deepest overlap and the Newton counts so far were measured under the other method:
+        // read under this one they said "stopped 0.0 µm short" of a wall a penalty ball had sunk into. They start
+        // again from the state now.
         lane.stats.min_gap = None;
         lane.stats.max_penetration = 0.0;
+        lane.stats.max_newton = 0;
+        lane.stats.total_newton = 0;
+        lane.stats.newton_steps = 0;
         lane.measure_gaps();
     }
     Ok(())

@@ -140,6 +140,9 @@ pub struct LaneStats {
     pub max_penetration: f64,
     pub max_newton: u32,
     pub total_newton: u64,
+    /// Steps whose Newton counts `total_newton` and `max_newton` hold: every step, unless the lane's method was
+    /// switched since (the counts then restart, as the gap and depth record does).
+    pub newton_steps: u64,
     pub tunneled: u32,
     pub first_tunnel_step: Option<u64>,
     pub iteration_caps: u32,
@@ -166,10 +169,10 @@ impl LaneStats {
     }
 
     pub fn mean_newton(&self) -> f64 {
-        if self.steps == 0 {
+        if self.newton_steps == 0 {
             0.0
         } else {
-            self.total_newton as f64 / self.steps as f64
+            self.total_newton as f64 / self.newton_steps as f64
         }
     }
 }
@@ -526,6 +529,7 @@ impl LaneWorld {
         let (min_gap, max_penetration, energy) = self.gap_penetration_and_energy();
         let stats = &mut self.stats;
         stats.steps += 1;
+        stats.newton_steps += 1;
         stats.max_newton = stats.max_newton.max(report.iterations);
         stats.total_newton += u64::from(report.iterations);
         stats.note_state(min_gap, max_penetration, &self.balls);

@@ -295,6 +295,9 @@ pub enum ErrorTopic {
     },
     /// A demo that could not be replayed: a replay that starts answers it.
     Replay,
+    /// A refusal owed to what the sandbox was doing then (a replay running, a rod dropped below the floor): a
+    /// replay that starts or stops answers it. Such notes outlived their cause on screen.
+    Session,
     /// A refused typed value of a run control (time scale, fixed rate): a change of either that applies answers
     /// it.
     RunControl,

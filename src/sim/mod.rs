@@ -992,8 +992,10 @@ fn apply_messages(
             + loads.read().count()
             + cycles.read().count();
         if ignored > 0 {
-            c.log
-                .error("a demo is replaying: stop the replay to change the simulation");
+            c.log.error_about(
+                ErrorTopic::Session,
+                "a demo is replaying: stop the replay to change the simulation",
+            );
         }
         return;
     }
@@ -1239,7 +1241,7 @@ fn apply_messages(
             rod.center.y += rod_rise_onto_floors(floors, &rod);
         }
         if let Err(message) = refuse_rod_below_floor(sorted.iter().map(|l| &l.world), &rod) {
-            c.log.error(message);
+            c.log.error_about(ErrorTopic::Session, message);
             continue;
         }
         let mut worlds: Vec<&mut LaneWorld> = sorted.iter_mut().map(|l| &mut l.world).collect();

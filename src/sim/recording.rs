@@ -330,7 +330,10 @@ pub fn recording_messages(
     }
     if starts.read().count() > 0 {
         if replay.is_some() {
-            log.error("a demo is replaying: stop the replay before recording");
+            log.error_about(
+                ErrorTopic::Session,
+                "a demo is replaying: stop the replay before recording",
+            );
         } else if recorder.is_recording() {
             log.error("already recording");
         } else {
@@ -492,15 +495,20 @@ pub fn replay_messages(
                 Some(before.layout),
             );
             log.info("replay stopped; the sandbox is back as it was");
+            log.withdraw(&ErrorTopic::Session);
         } else if let Some(active) = active {
             build_lanes(&mut commands, &active.current, &mut control, &mut fixed);
             log.info("replay stopped; the scene restarted");
+            log.withdraw(&ErrorTopic::Session);
         }
         return;
     }
     if let Some(start) = starts.read().last() {
         if recorder.is_recording() {
-            log.error("recording: stop the recording before replaying a demo");
+            log.error_about(
+                ErrorTopic::Session,
+                "recording: stop the recording before replaying a demo",
+            );
             return;
         }
         recorder.armed = false;
@@ -527,6 +535,7 @@ pub fn replay_messages(
                         let mut replay = Replay::new(player);
                         replay.before = Some(before);
                         commands.insert_resource(replay);
+                        log.withdraw(&ErrorTopic::Session);
                         // A demo that could not be opened before is answered by this one.
                         log.withdraw(&ErrorTopic::Replay);
                         log.info(format!("replaying {}", start.0.display()));

@@ -1869,3 +1869,37 @@ fn the_shipped_demo_loads_from_its_compiled_in_copy_outside_the_repository() {
     assert!(error.contains(&broken.display().to_string()), "{error}");
     let _ = std::fs::remove_dir_all(&elsewhere);
 }
+
+/// A refusal owed to a running replay goes once the replay stops: "a demo is replaying: stop the replay to change
+/// the simulation" stayed on screen after Stop replay.
+#[test]
+fn a_refusal_owed_to_a_replay_goes_when_the_replay_stops() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    app.world_mut()
+        .write_message(StartReplay(PathBuf::from(SHIPPED_DEMO)));
+    for _ in 0..3 {
+        app.update();
+    }
+    app.world_mut().write_message(RestartScene);
+    app.update();
+    let shown = app
+        .world()
+        .resource::<contact_sandbox::sim::SimLog>()
+        .error
+        .clone();
+    assert!(
+        shown
+            .as_deref()
+            .is_some_and(|e| e.contains("a demo is replaying")),
+        "{shown:?}"
+    );
+    app.world_mut()
+        .write_message(contact_sandbox::sim::StopReplay);
+    app.update();
+    app.update();
+    assert_eq!(
+        app.world().resource::<contact_sandbox::sim::SimLog>().error,
+        None
+    );
+}

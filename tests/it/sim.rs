@@ -521,8 +521,13 @@ fn a_penalty_lane_cannot_become_ipc_while_a_ball_is_inside_a_wall() {
         steps += 1;
         assert!(steps < 400, "the penalty ball never left the wall");
     }
-    let sunk = with_lane(&mut app, 0, |l| l.world.stats.max_penetration);
-    assert!(sunk > 0.0);
+    let (sunk, steps_at_switch) = with_lane(&mut app, 0, |l| {
+        (l.world.stats.max_penetration, l.world.stats.steps)
+    });
+    assert!(
+        sunk > 0.0 && steps_at_switch > 40,
+        "{sunk} m, {steps_at_switch} steps"
+    );
     set_method(&mut app, ContactMethod::Ipc);
     app.update();
     assert_eq!(
@@ -540,6 +545,11 @@ fn a_penalty_lane_cannot_become_ipc_while_a_ball_is_inside_a_wall() {
         )
     });
     assert_eq!(deepest, 0.0);
+    // The Newton counts restart too: they hold the steps since the switch only.
+    let (steps, newton_steps) = with_lane(&mut app, 0, |l| {
+        (l.world.stats.steps, l.world.stats.newton_steps)
+    });
+    assert_eq!(newton_steps, steps - steps_at_switch, "{steps} steps");
     assert!(
         closest.is_some_and(|gap| gap > 0.0 && now.is_some_and(|now| gap <= now)),
         "{closest:?} {now:?}"
