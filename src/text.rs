@@ -107,6 +107,28 @@ pub fn length_text(metres: f64) -> String {
     }
 }
 
+/// `value` in scientific notation: its shortest form (which reads back as `value`) where that has at most `digits`
+/// significant digits, else rounded to `digits` with trailing zeros dropped.
+pub fn scientific(value: f64, digits: usize) -> String {
+    let shortest = format!("{value:e}");
+    let written = shortest
+        .split('e')
+        .next()
+        .map_or(0, |m| m.chars().filter(char::is_ascii_digit).count());
+    if written <= digits {
+        return shortest;
+    }
+    let decimals = digits.saturating_sub(1);
+    let rounded = format!("{value:.decimals$e}");
+    match rounded.split_once('e') {
+        Some((mantissa, exponent)) => {
+            let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+            format!("{mantissa}e{exponent}")
+        }
+        None => rounded,
+    }
+}
+
 /// The option parser's error (`clap`'s rendering: a first paragraph, then a usage block, tips and a pointer to
 /// `--help`) as the one line the CLI prints: the first paragraph's lines joined, so that what is missing or allowed
 /// stays ("the following required arguments were not provided: --scene <SCENE>", "invalid value 'x' for

@@ -1894,28 +1894,9 @@ fn field_text(value: f64, decimals: std::ops::RangeInclusive<usize>, integral: b
             return text;
         }
     }
-    scientific(value)
-}
-
-/// `value` in scientific notation, in its shortest form where that has at most six significant digits, else
-/// rounded to six: 1/60 read "1.6666666666666666e-2" and pushed the lane grid to one setting a row.
-fn scientific(value: f64) -> String {
-    let shortest = format!("{value:e}");
-    let digits = shortest
-        .split('e')
-        .next()
-        .map_or(0, |m| m.chars().filter(char::is_ascii_digit).count());
-    if digits <= 6 {
-        return shortest;
-    }
-    let rounded = format!("{value:.5e}");
-    match rounded.split_once('e') {
-        Some((mantissa, exponent)) => {
-            let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
-            format!("{mantissa}e{exponent}")
-        }
-        None => rounded,
-    }
+    // Six significant digits at most: 1/60 read "1.6666666666666666e-2" and pushed the lane grid to one setting a
+    // row.
+    crate::text::scientific(value, 6)
 }
 
 /// A run-control slider (time scale, fixed rate). Dragging is the slider's own; a typed value takes effect on

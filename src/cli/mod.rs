@@ -143,24 +143,8 @@ pub fn compact_number(value: f64) -> String {
         let text = text.trim_end_matches('0').trim_end_matches('.');
         return text.to_string();
     }
-    // The shortest form that reads back as `value`, unless it needs more than twelve significant digits: then
-    // twelve, so 1e-9 · 1000 (1.0000000000000002e-6) reads 1e-6.
-    let shortest = format!("{value:e}");
-    let digits = shortest
-        .split('e')
-        .next()
-        .map_or(0, |m| m.chars().filter(char::is_ascii_digit).count());
-    if digits <= 12 {
-        return shortest;
-    }
-    let text = format!("{value:.11e}");
-    match text.split_once('e') {
-        Some((mantissa, exponent)) => {
-            let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
-            format!("{mantissa}e{exponent}")
-        }
-        None => text,
-    }
+    // Twelve significant digits at most, so 1e-9 · 1000 (1.0000000000000002e-6) reads 1e-6.
+    crate::text::scientific(value, 12)
 }
 
 #[cfg(test)]
