@@ -1869,8 +1869,8 @@ fn setting_field<'a, Num: egui::emath::Numeric>(
         ))
 }
 
-/// A setting field's text: egui's, with `decimals`, where that shows the value in at most a few characters;
-/// otherwise the shortest scientific notation that reads back as the value. A stiffness of 10¹² read
+/// A setting field's text: egui's, with `decimals`, from 10⁻³ to below 10⁶ where that reads back as the value or
+/// shows four significant digits; otherwise scientific notation with at most six. A stiffness of 10¹² read
 /// "1000000000000" and pushed the panel past the window's edge, and a d̂ of 10⁻⁹ m read "0.00000".
 fn field_text(value: f64, decimals: std::ops::RangeInclusive<usize>, integral: bool) -> String {
     let magnitude = value.abs();
@@ -2548,7 +2548,7 @@ mod tests {
     }
 
     /// A setting field shows a value in a few characters: 10¹² pushed the lane panel past the window's edge as
-    /// "1000000000000", and a d̂ of 10⁻⁹ m read "0.00000". The text reads back as the value.
+    /// "1000000000000", and a d̂ of 10⁻⁹ m read "0.00000"; and h = 1/60 s does not take seventeen digits.
     #[test]
     fn setting_fields_show_far_values_in_scientific_notation() {
         for (value, text) in [
