@@ -445,23 +445,19 @@ pub fn run_lane_with(lane: &mut LaneWorld, steps: u64, mut progress: impl FnMut(
 /// short, where its speed is of the order of the Newton tolerance over `h`).
 const STOPPED_SPEED: f64 = 1e-3;
 
-/// The throw's ball's speed on into the wall (along x, towards the side the wall lies on from the ball's start at
-/// x = 0: +x for a wall ahead, −x for one behind) when the last step left it in contact: overlapping the wall
-/// under penalty, within `d̂` of it under IPC.
+/// The throw's ball's speed on into the wall ([`speed_towards_wall`]) when the last step left it in contact:
+/// overlapping the wall under penalty, within `d̂` of it under IPC.
 fn moving_into_wall(lane: &LaneWorld) -> Option<f64> {
-    let ball = lane.balls.first()?;
-    let wall = lane.walls.first()?;
     let last = lane.last.as_ref()?;
     let in_contact = match lane.settings.method {
         ContactMethod::Penalty => last.max_penetration > 0.0,
         ContactMethod::Ipc => last.min_gap.is_some_and(|gap| gap < lane.contact_reach()),
     };
-    let into = ball.velocity.x * wall.center.x.signum();
-    (in_contact && into > STOPPED_SPEED).then_some(into)
+    speed_towards_wall(lane).filter(|_| in_contact)
 }
 
-/// The throw's ball's speed towards the wall (as in [`moving_into_wall`], without the contact), if above
-/// [`STOPPED_SPEED`].
+/// The throw's ball's speed towards the wall, along x towards the side the wall lies on from the ball's start at
+/// x = 0 (+x for a wall ahead, −x for one behind), if above [`STOPPED_SPEED`].
 fn speed_towards_wall(lane: &LaneWorld) -> Option<f64> {
     let ball = lane.balls.first()?;
     let wall = lane.walls.first()?;
