@@ -333,11 +333,15 @@ fn scripts_are_validated_and_refused_actions_are_named() {
 #[test]
 fn saves_are_atomic_and_failures_leave_the_old_file() {
     let demo = wall_throw_demo();
-    let path = scratch("atomic.demo.ron");
+    // A directory of its own: other tests save demos beside `scratch`'s files at the same time, and their
+    // temporary copies would be counted as this save's leftovers (a CI run failed so, at c397b57).
+    let own = scratch("atomic");
+    std::fs::create_dir_all(&own).expect("dir");
+    let path = own.join("atomic.demo.ron");
     demo.save(&path).expect("saves");
     let before = std::fs::read(&path).expect("reads");
     // A directory where the file should go: the save fails, nothing half-written remains.
-    let blocked = scratch("blocked.demo.ron");
+    let blocked = own.join("blocked.demo.ron");
     std::fs::create_dir_all(&blocked).expect("dir");
     std::fs::write(blocked.join("keep"), b"x").expect("file");
     let err = demo.save(&blocked).expect_err("cannot replace a directory");
