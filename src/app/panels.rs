@@ -2123,10 +2123,17 @@ fn plots_panel(
                     chart = chart
                         .y_grid_spacer(gap_grid_marks)
                         .y_axis_formatter(|mark, _| gap_axis_text(mark.value));
+                    if !any_gap {
+                        // No gap axis over no gaps: its ±1 µm, ±10 µm, … labels crowded one another round an
+                        // empty zero line.
+                        chart = chart.show_axes([true, false]).show_grid([true, false]);
+                    }
                 }
                 if !title.starts_with("min gap") {
                     chart = chart
-                        .y_grid_spacer(egui_plot::uniform_grid_spacer(one_two_five_steps))
+                        .y_grid_spacer(egui_plot::uniform_grid_spacer(labelled_steps(
+                            Y_LABEL_LEAST_PX,
+                        )))
                         .y_axis_formatter(|mark, _| axis_number_text(mark));
                 }
                 if title.starts_with("energy") {
@@ -2146,13 +2153,19 @@ fn plots_panel(
                     // The time axis in simulated seconds, said on its ticks, at steps of 1, 2 or 5: on
                     // egui_plot's powers of ten the finer ticks of 5–8 s of history had no room for labels,
                     // and only "0 s" was written.
-                    .x_grid_spacer(egui_plot::uniform_grid_spacer(one_two_five_steps))
-                    // Labels from 36 px apart ("1.5 s" is about 25 px wide): at egui_plot's 60 the min-gap plot,
-                    // narrowed by its axis's wider labels, showed only "0 s" while its neighbours had every label.
+                    .grid_spacing(GRID_LEAST_PX..=300.0)
+                    .x_grid_spacer(egui_plot::uniform_grid_spacer(labelled_steps(
+                        TIME_LABEL_LEAST_PX,
+                    )))
                     .custom_x_axes(vec![
                         egui_plot::AxisHints::new_x()
                             .formatter(|mark, _| seconds_axis_text(mark))
-                            .label_spacing(36.0..=52.0),
+                            // Labels at full strength at the spacer's step: egui_plot fades them in over this range,
+                            // and one exactly at its start is not drawn at all. The spacer measures its step on the
+                            // last frame's scale, a pixel or two off this one's.
+                            .label_spacing(
+                                TIME_LABEL_LEAST_PX as f32 - 6.0..=TIME_LABEL_LEAST_PX as f32 - 2.0,
+                            ),
                     ])
                     .allow_scroll(false)
                     .show(ui, |plot| {
@@ -2194,18 +2207,35 @@ fn signed_log_micrometres(gap: f64) -> f64 {
 /// The axis label at `value` of [`signed_log_micrometres`]: the gap itself, in the unit that suits it.
 fn gap_axis_text(value: f64) -> String {
     let metres = (value.abs() * std::f64::consts::LN_10).exp_m1() * 1e-6;
-    // A grid line at 1 mm comes back as 0.99999999… mm ("1000.0 µm"): snap to the decade it stands for.
+    // A grid line at 1 mm comes back as 0.99999999… mm ("1000.0 µm"): snap to the decade it stands for, and
+    // write a decade without decimals ("100 mm", not "100.00 mm"): the axis's widest label sets how much of a
+    // narrow plot is left for the curves, and "10.000 m" left the min-gap plot a third of its neighbours' width.
     let decade = 10f64.powf(metres.log10().round());
-    let metres = if ((metres - decade) / decade).abs() < 1e-9 {
-        decade
+    let text = if ((metres - decade) / decade).abs() < 1e-9 {
+        decade_length_text(decade)
     } else {
-        metres
+        crate::sim::length_text(metres)
     };
-    let text = crate::sim::length_text(metres);
     if value < 0.0 {
         format!("-{text}")
     } else {
         text
+    }
+}
+
+/// A power of ten of metres in the unit [`crate::sim::length_text`] would pick, without decimals: 1 µm, 10 µm,
+/// 100 mm, 10 m.
+fn decade_length_text(metres: f64) -> String {
+    let exponent = metres.log10().round() as i32;
+    let (unit, unit_exponent) = match exponent {
+        ..-6 => ("nm", -9),
+        -6..=-4 => ("µm", -6),
+        -3..=-1 => ("mm", -3),
+        _ => ("m", 0),
+    };
+    match exponent - unit_exponent {
+        shift @ 0..=5 => format!("{} {unit}", 10u64.pow(shift as u32)),
+        _ => format!("1e{exponent} m"),
     }
 }
 
@@ -2237,32 +2267,56 @@ fn axis_number_text(mark: egui_plot::GridMark) -> String {
     format!("{value:.digits$e}")
 }
 
-/// Grid steps of 1, 2 or 5 times a power of ten, the smallest no finer than the spacer's least step: with
-/// egui_plot's powers of ten alone, a plot of Newton counts from 2 to 9 had its lines at 1 (too close to label)
-/// and 10 (beyond its range), and no number on its axis. Each coarser step is a whole multiple of the finer one,
-/// so the labels of two levels fall on one sequence: steps of 0.5, 2 and 5 labelled a time axis "0 s 2 s 4 s 5 s
-/// 6 s".
-fn one_two_five_steps(input: egui_plot::GridInput) -> [f64; 3] {
-    // The smallest 1, 2 or 5 times a power of ten from `least` on that is a whole multiple of `of`, if given.
-    let nice = |least: f64, of: Option<f64>| {
-        let decade = 10f64.powf(least.log10().floor());
-        [1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
-            .into_iter()
-            .map(|m| m * decade)
-            .find(|&step| {
-                let whole = of.is_none_or(|of| ((step / of) - (step / of).round()).abs() < 1e-6);
-                step >= least * (1.0 - 1e-9) && whole
-            })
-            .unwrap_or(100.0 * decade)
-    };
-    let base = if input.base_step_size.is_finite() && input.base_step_size > 0.0 {
-        input.base_step_size
+/// The least pixels between the plots' grid lines, egui_plot's default, set on each plot so that
+/// [`labelled_steps`] can tell its base step in pixels.
+const GRID_LEAST_PX: f32 = 8.0;
+
+/// The least pixels between the labels of an axis along y: egui_plot's default.
+const Y_LABEL_LEAST_PX: f64 = 20.0;
+
+/// The least pixels between the labels of an axis along x: egui_plot's default.
+const X_LABEL_LEAST_PX: f64 = 60.0;
+
+/// The least pixels between the labels of the plots' time axes: "1.5 s" is about 25 px wide, and at egui_plot's
+/// 60 the min-gap plot, narrowed by its axis's wider labels, showed only "0 s" while its neighbours had every
+/// label.
+const TIME_LABEL_LEAST_PX: f64 = 36.0;
+
+/// The smallest of 1, 2 or 5 times a power of ten from `least` on.
+fn one_two_five_at_least(least: f64) -> f64 {
+    let least = if least.is_finite() && least > 0.0 {
+        least
     } else {
         1.0
     };
-    let fine = nice(base, None);
-    let middle = nice(fine * 2.5, Some(fine));
-    [fine, middle, nice(middle * 2.5, Some(middle))]
+    let decade = 10f64.powf(least.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|&step| step >= least * (1.0 - 1e-9))
+        .unwrap_or(10.0 * decade)
+}
+
+/// Grid steps for an axis whose labels stand at least `label_px` apart (with egui_plot's powers of ten alone, a
+/// plot of Newton counts from 2 to 9 had its lines at 1, too close to label, and 10, beyond its range): the middle step is the finest of 1, 2 or
+/// 5 times a power of ten that egui_plot labels there, with a finer and a coarser step that it divides and that
+/// divides it, so the labels of two levels fall on one sequence (steps of 0.5, 2 and 5 labelled a time axis "0 s
+/// 2 s 4 s 5 s 6 s"). Steps chosen from the finest visible line up, each a whole multiple of the one below, left
+/// out the step that would have been labelled: over 0.8 s in a plot 65 px wide the levels were 0.2 s, 1 s and 5 s,
+/// 0.5 s was not among them, and the time axis read only "0 s".
+fn labelled_steps(label_px: f64) -> impl Fn(egui_plot::GridInput) -> [f64; 3] {
+    move |input| {
+        let per_px = input.base_step_size / f64::from(GRID_LEAST_PX);
+        let label = one_two_five_at_least(per_px * label_px);
+        let leading = (label / 10f64.powf(label.log10().floor())).round();
+        // 1 → 0.5 and 5 (halves, and fives of it); 2 and 5 → 1 and 10.
+        if leading == 1.0 {
+            [label / 2.0, label, label * 5.0]
+        } else {
+            let decade = label / leading;
+            [decade, label, decade * 10.0]
+        }
+    }
 }
 
 /// Grid lines of the min-gap plot at round gaps: 0 and ±1 µm, ±10 µm, … ±1 km, every decade or, over a tall range,
@@ -2437,9 +2491,14 @@ fn landscape_panel(
         .height(170.0)
         // Ticks at 1, 2 or 5 with the digits their step needs: egui_plot's own wrote energies like
         // 0.010000000000000002, too long to draw, so most of the energy axis went unlabelled.
-        .x_grid_spacer(egui_plot::uniform_grid_spacer(one_two_five_steps))
+        .grid_spacing(GRID_LEAST_PX..=300.0)
+        .x_grid_spacer(egui_plot::uniform_grid_spacer(labelled_steps(
+            X_LABEL_LEAST_PX,
+        )))
         .x_axis_formatter(|mark, _| axis_number_text(mark))
-        .y_grid_spacer(egui_plot::uniform_grid_spacer(one_two_five_steps))
+        .y_grid_spacer(egui_plot::uniform_grid_spacer(labelled_steps(
+            Y_LABEL_LEAST_PX,
+        )))
         .y_axis_formatter(|mark, _| axis_number_text(mark))
         // Two entries (a curve and its minimiser share a name); small, so they cover little of the curves.
         .legend(
@@ -3673,7 +3732,22 @@ mod tests {
 
     #[test]
     fn the_gap_plot_reads_micrometres_and_metres_on_one_axis() {
-        assert_eq!(gap_axis_text(signed_log_micrometres(1e-3)), "1.00 mm");
+        // The grid's decades, without decimals.
+        let decades = [
+            (1e-9, "1 nm"),
+            (1e-7, "100 nm"),
+            (1e-6, "1 µm"),
+            (1e-5, "10 µm"),
+            (1e-4, "100 µm"),
+            (1e-3, "1 mm"),
+            (-1e-2, "-10 mm"),
+            (1e-1, "100 mm"),
+            (1.0, "1 m"),
+            (1e3, "1000 m"),
+        ];
+        for (gap, text) in decades {
+            assert_eq!(gap_axis_text(signed_log_micrometres(gap)), text, "{gap}");
+        }
         for gap in [24e-6, -11.46e-3, 3e-3, 40.0, 0.0] {
             let back = gap_axis_text(signed_log_micrometres(gap));
             let sign = if gap < 0.0 { "-" } else { "" };
@@ -3788,33 +3862,61 @@ mod tests {
 
     #[test]
     fn grid_steps_are_one_two_or_five_times_a_power_of_ten() {
-        let steps = |base_step_size| {
-            one_two_five_steps(egui_plot::GridInput {
+        // The steps for an axis of `px_per_unit`, labelled from `label_px` apart.
+        let steps = |px_per_unit: f64, label_px: f64| {
+            labelled_steps(label_px)(egui_plot::GridInput {
                 bounds: (0.0, 10.0),
-                base_step_size,
+                base_step_size: f64::from(GRID_LEAST_PX) / px_per_unit,
             })
         };
-        assert_eq!(steps(0.4), [0.5, 2.0, 10.0]);
-        assert_eq!(steps(1.0), [1.0, 5.0, 20.0]);
-        assert_eq!(steps(0.07), [0.1, 0.5, 2.0]);
-        assert_eq!(steps(0.15), [0.2, 1.0, 5.0]);
-        assert_eq!(steps(3e5), [5e5, 2e6, 1e7]);
-        // Each level's labels lie on the next finer level's lines, at any scale.
-        for base in [
+        // The min-gap plot of a narrow window: 0.8 s over 65 px. 0.5 s is labelled (its marks 41 px apart).
+        assert_eq!(steps(65.0 / 0.8, 36.0), [0.1, 0.5, 1.0]);
+        assert_eq!(steps(80.0, 36.0), [0.1, 0.5, 1.0]);
+        assert_eq!(steps(20.0, 36.0), [1.0, 2.0, 10.0]);
+        assert_eq!(steps(36.0, 36.0), [0.5, 1.0, 5.0]);
+        assert_eq!(steps(1e-3, 20.0), [1e4, 2e4, 1e5]);
+        for px_per_unit in [
             1e-7, 3e-3, 0.4, 0.45, 1.0, 1.7, 2.2, 3.3, 7.0, 42.0, 3e5, 8e11,
         ] {
-            let [fine, middle, coarse] = steps(base);
-            for (coarser, finer) in [(middle, fine), (coarse, middle)] {
-                let times = coarser / finer;
+            for label_px in [20.0, 36.0, 60.0] {
+                let [fine, middle, coarse] = steps(px_per_unit, label_px);
+                let context = format!("{px_per_unit} px per unit, labels {label_px} px apart");
+                // The labelled step is the finest 1, 2 or 5 times a power of ten that leaves its room.
+                let mantissa = middle / 10f64.powf(middle.log10().floor());
                 assert!(
-                    (times - times.round()).abs() < 1e-9 && times >= 2.0,
-                    "{base}: {:?}",
-                    steps(base)
+                    [1.0, 2.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-9),
+                    "{context}: {middle}"
                 );
+                assert!(middle * px_per_unit >= label_px * (1.0 - 1e-9), "{context}");
+                assert!(fine * px_per_unit < label_px, "{context}");
+                // The 1, 2 or 5 step below it (2 below 5, 1 below 2, 5 below 10) would crowd.
+                let below = if (mantissa - 5.0).abs() < 1e-9 {
+                    middle / 2.5
+                } else {
+                    middle / 2.0
+                };
+                assert!(
+                    below * px_per_unit < label_px,
+                    "{context}: {below} has room"
+                );
+                // Each level's labels lie on the next finer level's lines.
+                for (coarser, finer) in [(middle, fine), (coarse, middle)] {
+                    let times = coarser / finer;
+                    assert!(
+                        (times - times.round()).abs() < 1e-9 && times >= 2.0,
+                        "{context}: {:?}",
+                        [fine, middle, coarse]
+                    );
+                }
             }
         }
         // Degenerate input still gives steps.
-        assert!(steps(0.0).iter().all(|s| s.is_finite() && *s > 0.0));
+        assert!(
+            steps(f64::INFINITY, 36.0)
+                .iter()
+                .all(|s| s.is_finite() && *s > 0.0)
+        );
+        assert!(steps(0.0, 36.0).iter().all(|s| s.is_finite() && *s > 0.0));
     }
 
     /// A lane's settings sit two a row where they fit, one a row in a panel too narrow for that (whose
