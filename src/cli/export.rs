@@ -416,7 +416,9 @@ fn check_output(out: &Path, kind: OutputKind, replace: bool) -> Result<Destinati
             );
         }
     }
-    let probe = temp_path(path);
+    // Not the temporary output's name: a test (or a script) waiting for that file to know the export is under way
+    // would see the probe, before the stop signals are handled.
+    let probe = hidden_beside(path, "probe");
     if let Err(e) = OpenOptions::new().write(true).create_new(true).open(&probe) {
         bail!("{}", unwritable_folder(&folder, &e));
     }
@@ -445,6 +447,11 @@ fn unwritable_folder(folder: &Path, error: &io::Error) -> String {
 
 /// `dir/.name.partial-PID`: the temporary file or directory an export writes before its rename.
 fn temp_path(out: &Path) -> PathBuf {
+    hidden_beside(out, "partial")
+}
+
+/// `dir/.name.WHAT-PID`, beside `out`.
+fn hidden_beside(out: &Path, what: &str) -> PathBuf {
     let name = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -452,7 +459,7 @@ fn temp_path(out: &Path) -> PathBuf {
     output_folder(out).join(crate::text::temporary_name(
         ".",
         &name,
-        &format!(".partial-{}", std::process::id()),
+        &format!(".{what}-{}", std::process::id()),
     ))
 }
 

@@ -420,8 +420,13 @@ fn an_export_stops_on_a_second_signal_and_while_its_fifo_has_no_reader() {
         let sent = unsafe { libc::kill(pid as libc::pid_t, signal) };
         assert_eq!(sent, 0, "signal {signal} sent");
     };
+    // Sent while the child is stopped, so both are pending when it runs again: sent one after the other to a
+    // running child, the first could end the export before the second arrived if this thread were descheduled
+    // between them on a loaded machine.
+    signal(libc::SIGSTOP);
     signal(libc::SIGINT);
     signal(libc::SIGTERM);
+    signal(libc::SIGCONT);
     let status = child.wait().expect("the export exits");
     assert_eq!(status.code(), Some(130), "{status}");
     // The kernel may run the two handlers in either order, so the signal named may be either.

@@ -1191,8 +1191,9 @@ fn a_scene_with_200001_balls_is_refused_quickly_naming_the_limit() {
         message,
         format!("{FILE}: lanes[0].balls: 200001 balls; at most 200000 are allowed")
     );
-    // A debug-built RON parser reads the 4.6 MB text in a second or two; the check itself is instant.
-    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
+    // A debug-built RON parser reads the 4.6 MB text in a second or two; the check itself is instant. The bound
+    // only catches a check that grew with the balls' count (minutes), with room for a loaded machine.
+    assert!(elapsed < Duration::from_secs(90), "took {elapsed:?}");
 }
 
 #[test]
