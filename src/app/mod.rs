@@ -15,6 +15,7 @@
 //! - `CONTACT_SANDBOX_FPS_LOG=SECONDS`: print the frame rate to stderr every SECONDS; `CONTACT_SANDBOX_HIDE_UI=1`:
 //!   start with the UI hidden ([`frame_log`], used by `tools/window-fps`).
 
+pub mod badge;
 pub mod ball_mesh;
 pub mod canvas;
 pub mod decimate;
@@ -255,6 +256,7 @@ pub fn run_gui() -> anyhow::Result<()> {
         canvas::CanvasPlugin,
         fonts::FontsPlugin,
         labels::LabelsPlugin,
+        badge::BadgePlugin,
         input::InputPlugin,
         panels::PanelsPlugin,
         demo_panel::DemoPanelPlugin,

@@ -1,0 +1,171 @@
+//! The session badge: with the panels hidden (Tab), a line in the canvas's top-left corner says that a recording
+//! runs or a demo replays, which only the hidden Demo section said before. A user who hid the panels to watch
+//! the scene could forget a recording, or take a replay for the sandbox. Drawn by the scene camera, in pixels of
+//! the window, and only in the window (the exporter has its own overlay).
+
+use bevy::prelude::*;
+use bevy::sprite::Anchor;
+
+use super::UiState;
+use super::render::{MainCamera, camera_scale};
+use crate::sim::{Recorder, Replay, SimControl};
+
+/// Height of the badge's text [logical px].
+const BADGE_PX: f32 = 15.0;
+/// Distance of the badge from the canvas's corner [logical px].
+const BADGE_MARGIN_PX: f32 = 10.0;
+/// Above the labels.
+const BADGE_Z: f32 = 60.0;
+/// Colour of a recording's badge, the Demo section's red.
+const RECORDING_RGB: [u8; 3] = [235, 64, 52];
+/// Colour of a replay's badge.
+const REPLAY_RGB: [u8; 3] = [215, 220, 230];
+
+pub struct BadgePlugin;
+
+impl Plugin for BadgePlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(
+            PostUpdate,
+            place_badge
+                .before(bevy::transform::TransformSystems::Propagate)
+                .before(bevy::sprite::update_text2d_layout),
+        );
+    }
+}
+
+#[derive(Component)]
+struct SessionBadge;
+
+/// What the badge says, if anything: `None` with the panels shown (the Demo section says it), or with neither a
+/// recording nor a replay.
+fn badge_text(
+    show_ui: bool,
+    recorder: Option<&Recorder>,
+    replay: Option<&Replay>,
+    ticks: u64,
+) -> Option<(String, [u8; 3])> {
+    if show_ui {
+        return None;
+    }
+    // ASCII only: the scene's font (Bevy's default) has no bullet, middle dot, ellipsis or play sign.
+    if let Some(replay) = replay {
+        let player = &replay.player;
+        let state = if player.tick() >= player.demo.ticks {
+            "REPLAY (at its end)"
+        } else if replay.playing {
+            "REPLAY"
+        } else {
+            "REPLAY (paused)"
+        };
+        return Some((
+            format!(
+                "{state} {}, tick {} / {}: {}   [Tab: panels]",
+                player.file,
+                player.tick(),
+                player.demo.ticks,
+                replay.badge().replace('…', "...")
+            ),
+            REPLAY_RGB,
+        ));
+    }
+    let recorder = recorder.filter(|r| r.is_recording())?;
+    let actions = crate::text::counted(recorder.actions() as u64, "action", "actions");
+    let ticks = recorder.ticks(ticks);
+    let text = if recorder.recording.as_ref().and_then(|r| r.ended).is_some() {
+        format!("REC full: ended at tick {ticks}, {actions}; save it (F5)   [Tab: panels]")
+    } else {
+        format!("REC tick {ticks}, {actions} (F5 stops and saves)   [Tab: panels]")
+    };
+    Some((text, RECORDING_RGB))
+}
+
+/// PostUpdate: the badge in the canvas's top-left corner, spawned the first time it is wanted and hidden while it
+/// is not.
+#[allow(clippy::type_complexity)] // a Bevy system: each parameter is one query or resource
+fn place_badge(
+    mut commands: Commands,
+    ui: Option<Res<UiState>>,
+    recorder: Option<Res<Recorder>>,
+    replay: Option<Res<Replay>>,
+    control: Option<Res<SimControl>>,
+    cameras: Query<(&Camera, &Transform, &Projection), (With<MainCamera>, Without<SessionBadge>)>,
+    mut badges: Query<
+        (&mut Text2d, &mut TextColor, &mut Transform, &mut Visibility),
+        With<SessionBadge>,
+    >,
+) {
+    let wanted = badge_text(
+        ui.is_none_or(|ui| ui.show_ui),
+        recorder.as_deref(),
+        replay.as_deref(),
+        control.map_or(0, |c| c.ticks),
+    );
+    let placed = cameras.single().ok().and_then(|(camera, at, projection)| {
+        let size = camera.logical_viewport_size()?;
+        let scale = camera_scale(projection);
+        let corner = Vec2::new(
+            -size.x / 2.0 + BADGE_MARGIN_PX,
+            size.y / 2.0 - BADGE_MARGIN_PX,
+        ) * scale;
+        Some(
+            Transform::from_translation(at.translation + corner.extend(BADGE_Z))
+                .with_scale(Vec3::new(scale, scale, 1.0)),
+        )
+    });
+    let (Some((text, rgb)), Some(place)) = (wanted, placed) else {
+        for (_, _, _, mut visibility) in &mut badges {
+            visibility.set_if_neq(Visibility::Hidden);
+        }
+        return;
+    };
+    let color = TextColor(Color::srgb_u8(rgb[0], rgb[1], rgb[2]));
+    let Some((mut shown, mut shown_color, mut transform, mut visibility)) =
+        badges.iter_mut().next()
+    else {
+        commands.spawn((
+            SessionBadge,
+            Text2d::new(text),
+            TextFont {
+                font_size: bevy::text::FontSize::Px(BADGE_PX),
+                ..default()
+            },
+            color,
+            bevy::text::TextBackgroundColor({
+                let [r, g, b] = super::BACKGROUND_RGB;
+                Color::srgba_u8(r, g, b, 200)
+            }),
+            Anchor::TOP_LEFT,
+            place,
+        ));
+        return;
+    };
+    if shown.0 != text {
+        shown.0 = text;
+    }
+    shown_color.set_if_neq(color);
+    transform.set_if_neq(place);
+    visibility.set_if_neq(Visibility::Inherited);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_badge_speaks_only_with_the_panels_hidden_and_a_session_running() {
+        let mut recorder = Recorder::default();
+        assert_eq!(badge_text(false, Some(&recorder), None, 10), None);
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped scene loads");
+        recorder.begin(scene, 60.0, 100);
+        assert_eq!(badge_text(true, Some(&recorder), None, 130), None);
+        let (text, rgb) = badge_text(false, Some(&recorder), None, 130).expect("a badge");
+        assert_eq!(
+            text,
+            "REC tick 30, 0 actions (F5 stops and saves)   [Tab: panels]"
+        );
+        assert!(text.is_ascii());
+        assert_eq!(rgb, RECORDING_RGB);
+    }
+}
