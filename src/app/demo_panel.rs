@@ -483,10 +483,21 @@ fn stop_export_on_exit(mut exits: MessageReader<AppExit>, mut ui: ResMut<DemoUi>
 }
 
 /// Where a clip of `demo` goes: the "export to" text, or when that is empty `demos/<demo>.gif`, named after the
-/// demo exported (not after the last recording, which the replay field may no longer show).
+/// demo exported (not after the last recording, which the replay field may no longer show). A bare name goes
+/// into `demos/` as a bare "save as" name does (`clip.gif` was written to the working directory while `run`
+/// went to `demos/run.demo.ron`); one with a folder (`./clip.gif`, `/tmp/frames/`) is kept as typed.
 pub fn clip_path(export_out: &str, demo: &Path) -> PathBuf {
-    if !export_out.trim().is_empty() {
-        return PathBuf::from(export_out.trim());
+    let typed = export_out.trim();
+    if !typed.is_empty() {
+        let path = PathBuf::from(typed);
+        let bare = Path::new(typed.trim_end_matches('/'))
+            .parent()
+            .is_some_and(|p| p.as_os_str().is_empty());
+        return if bare && !matches!(typed.trim_end_matches('/'), "" | "." | "..") {
+            Path::new(DEMO_DIR).join(path)
+        } else {
+            path
+        };
     }
     let name = demo
         .file_name()
@@ -1005,7 +1016,7 @@ mod tests {
         start_export(&mut ui, Path::new(crate::demo::SHIPPED_DEMO));
         let status = ui.export_status.clone().unwrap_or_default();
         assert!(
-            status.starts_with("export: clipnoext: unknown format (no extension)"),
+            status.starts_with("export: demos/clipnoext: unknown format (no extension)"),
             "{status}"
         );
         assert!(!status.contains("--out"), "{status}");
@@ -1142,6 +1153,13 @@ mod tests {
             Path::new("demos/run.gif")
         );
         assert_eq!(clip_path(" out/a.mp4 ", demo), Path::new("out/a.mp4"));
+        // A bare name goes where a bare demo name goes; one with a folder stays as typed.
+        assert_eq!(clip_path("a.mp4", demo), Path::new("demos/a.mp4"));
+        assert_eq!(clip_path("frames/", demo), Path::new("demos/frames/"));
+        assert_eq!(clip_path("./a.gif", demo), Path::new("./a.gif"));
+        assert_eq!(clip_path("/tmp/a.gif", demo), Path::new("/tmp/a.gif"));
+        assert_eq!(clip_path("/", demo), Path::new("/"));
+        assert_eq!(clip_path("..", demo), Path::new(".."));
     }
 
     /// The "save as" field keeps its text: the next recording goes beside the last one, and the panel says so.
