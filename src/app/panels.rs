@@ -882,6 +882,49 @@ fn run_controls(
     ui.small("drag: throw · click: select/drop · right-drag: pan · wheel: zoom · Tab: hide UI");
 }
 
+/// The throw's penalty k and IPC d̂ sliders. Each acts only on lanes of its method: with none left (a lane
+/// switched in the panel), its slider is greyed rather than moved to no effect. Whether either was changed, and
+/// where each was drawn.
+fn method_sliders(
+    ui: &mut egui::Ui,
+    ui_state: &mut UiState,
+    worlds: &[&LaneWorld],
+    refused: &Refusals,
+) -> (bool, [egui::Rect; 2]) {
+    let runs = |method: ContactMethod| worlds.iter().any(|w| w.settings.method == method);
+    let log10_k = ui_state.throw_log10_k;
+    let log10_k_range = log10_k.min(2.0)..=log10_k.max(9.0);
+    let k_slider = ui.add_enabled_ui(runs(ContactMethod::Penalty), |ui| {
+        add_checked_slider(
+            ui,
+            &mut ui_state.throw_log10_k,
+            ("penalty log10 k", log10_k_range, -3.0..=12.0),
+            false,
+            refused,
+        )
+    });
+    let k_rect = k_slider
+        .response
+        .on_disabled_hover_text("no lane runs penalty")
+        .rect;
+    let dhat_mm = ui_state.throw_dhat_mm;
+    let dhat_range = dhat_mm.min(0.05)..=dhat_mm.max(5.0);
+    let dhat_slider = ui.add_enabled_ui(runs(ContactMethod::Ipc), |ui| {
+        add_checked_slider(
+            ui,
+            &mut ui_state.throw_dhat_mm,
+            ("IPC dhat [mm]", dhat_range, 1e-6..=1e3),
+            true,
+            refused,
+        )
+    });
+    let dhat_rect = dhat_slider
+        .response
+        .on_disabled_hover_text("no lane runs IPC")
+        .rect;
+    (k_slider.inner | dhat_slider.inner, [k_rect, dhat_rect])
+}
+
 fn wall_throw_panel(
     ui: &mut egui::Ui,
     ui_state: &mut UiState,
@@ -924,39 +967,7 @@ fn wall_throw_panel(
         ui_state.throw_h = h_ms * 1e-3;
         applied = true;
     }
-    // k and d̂ act only on lanes of their method: with none left (a lane switched in the panel), their sliders are
-    // greyed rather than moved to no effect.
-    let runs = |method: ContactMethod| worlds.iter().any(|w| w.settings.method == method);
-    let log10_k = ui_state.throw_log10_k;
-    let log10_k_range = log10_k.min(2.0)..=log10_k.max(9.0);
-    let k_slider = ui.add_enabled_ui(runs(ContactMethod::Penalty), |ui| {
-        add_checked_slider(
-            ui,
-            &mut ui_state.throw_log10_k,
-            ("penalty log10 k", log10_k_range, -3.0..=12.0),
-            false,
-            &refused,
-        )
-    });
-    applied |= k_slider.inner;
-    k_slider
-        .response
-        .on_disabled_hover_text("no lane runs penalty");
-    let dhat_mm = ui_state.throw_dhat_mm;
-    let dhat_range = dhat_mm.min(0.05)..=dhat_mm.max(5.0);
-    let dhat_slider = ui.add_enabled_ui(runs(ContactMethod::Ipc), |ui| {
-        add_checked_slider(
-            ui,
-            &mut ui_state.throw_dhat_mm,
-            ("IPC dhat [mm]", dhat_range, 1e-6..=1e3),
-            true,
-            &refused,
-        )
-    });
-    applied |= dhat_slider.inner;
-    dhat_slider
-        .response
-        .on_disabled_hover_text("no lane runs IPC");
+    applied |= method_sliders(ui, ui_state, &worlds, &refused).0;
     report_run_controls(refused.take(), applied, log);
     if ui.button("Throw").clicked() {
         actions.throw.write(throw_from_sliders(ui_state));
@@ -3858,6 +3869,63 @@ mod tests {
         assert_eq!(axis_number_text(mark(1.0005, 5e-4)), "1.0005");
         assert_eq!(axis_number_text(mark(12.5000002, 2e-7)), "1.25000002e1");
         assert_eq!(axis_number_text(mark(1.0, 0.0)), "1");
+    }
+
+    /// The throw's k slider moves only with a penalty lane to act on, its d̂ slider only with an IPC lane: a click
+    /// at the left end of each rail, with the wall throw's lanes as shipped and then all switched to one method.
+    #[test]
+    fn the_k_and_dhat_sliders_are_greyed_without_a_lane_of_their_method() {
+        use crate::app::test_events::{button, input};
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped scene loads");
+        let shipped = scene.build();
+        let all = |method: ContactMethod| {
+            let mut worlds = shipped.clone();
+            for world in &mut worlds {
+                world.settings.method = method;
+            }
+            worlds
+        };
+        // (log10 k, d̂ in mm) after a click at the left end of each slider's rail.
+        let clicked = |worlds: &[LaneWorld]| {
+            let ctx = egui::Context::default();
+            let mut state = UiState::default();
+            let before = (state.throw_log10_k, state.throw_dhat_mm);
+            let worlds: Vec<&LaneWorld> = worlds.iter().collect();
+            let refused = Refusals::default();
+            let rects = std::cell::Cell::new([egui::Rect::NOTHING; 2]);
+            let frame = |events: Vec<egui::Event>, state: &mut UiState| {
+                let _ = ctx.run_ui(input(events, egui::vec2(400.0, 300.0)), |ui| {
+                    rects.set(method_sliders(ui, state, &worlds, &refused).1);
+                });
+            };
+            frame(vec![], &mut state);
+            for rect in rects.get() {
+                let at = egui::pos2(rect.left() + 1.0, rect.center().y);
+                frame(
+                    vec![egui::Event::PointerMoved(at), button(at, true)],
+                    &mut state,
+                );
+                frame(vec![button(at, false)], &mut state);
+            }
+            let after = (state.throw_log10_k, state.throw_dhat_mm);
+            (before, after)
+        };
+        let (before, after) = clicked(&shipped);
+        assert!(
+            after.0 < before.0 && after.1 < before.1,
+            "{before:?} {after:?}"
+        );
+        let (before, after) = clicked(&all(ContactMethod::Ipc));
+        assert!(
+            after.0 == before.0 && after.1 < before.1,
+            "{before:?} {after:?}"
+        );
+        let (before, after) = clicked(&all(ContactMethod::Penalty));
+        assert!(
+            after.0 < before.0 && after.1 == before.1,
+            "{before:?} {after:?}"
+        );
     }
 
     #[test]
