@@ -925,6 +925,62 @@ fn method_sliders(
     (k_slider.inner | dhat_slider.inner, [k_rect, dhat_rect])
 }
 
+/// What the energy landscape draws for each method: the settings of the first lane that runs it, or where no
+/// lane runs it (a lane switched in the panel) the seed's (k = 10⁴, d̂ = 1 mm, κ = 10⁴, s = 0.9), said in its
+/// legend.
+#[derive(Debug, Clone, PartialEq)]
+struct LandscapeModels {
+    penalty_k: f64,
+    dhat: f64,
+    kappa: f64,
+    ccd_factor: f64,
+    penalty_run: bool,
+    ipc_run: bool,
+}
+
+impl LandscapeModels {
+    fn of(worlds: &[&LaneWorld]) -> Self {
+        let penalty = worlds
+            .iter()
+            .find(|w| w.settings.method == ContactMethod::Penalty);
+        let ipc = worlds
+            .iter()
+            .find(|w| w.settings.method == ContactMethod::Ipc);
+        LandscapeModels {
+            penalty_k: penalty.map_or(1e4, |w| w.settings.stiffness),
+            dhat: ipc.map_or(1e-3, |w| w.dhat()),
+            kappa: ipc.map_or(1e4, |w| w.settings.kappa),
+            ccd_factor: ipc.map_or(0.9, |w| w.settings.ccd_factor),
+            penalty_run: penalty.is_some(),
+            ipc_run: ipc.is_some(),
+        }
+    }
+
+    fn unrun(runs: bool) -> &'static str {
+        if runs {
+            ""
+        } else {
+            " (the seed's; no lane runs it)"
+        }
+    }
+
+    fn ipc_name(&self) -> String {
+        format!(
+            "IPC dhat = {}{}",
+            crate::sim::length_text(self.dhat),
+            Self::unrun(self.ipc_run)
+        )
+    }
+
+    fn penalty_name(&self) -> String {
+        format!(
+            "penalty k = {}{}",
+            crate::text::number(self.penalty_k),
+            Self::unrun(self.penalty_run)
+        )
+    }
+}
+
 fn wall_throw_panel(
     ui: &mut egui::Ui,
     ui_state: &mut UiState,
@@ -2104,17 +2160,14 @@ fn plots_panel(
         }),
         ("energy [J]", |s| Some(s.energy)),
     ];
-    // One time span for the three plots: each fitted its own samples, and the min-gap plot, which has none while no
-    // ball is in a lane (the rod drop), ran from -0.5 s to 0 s beside the others' 0 to 10 s.
+    // One time span for the three plots (`shared_time_span`).
     let histories = || {
         sorted
             .iter()
             .filter_map(|&e| lanes.get(e).ok())
             .map(|(_, _, _, d)| &d.history)
     };
-    let span = histories()
-        .filter_map(|h| Some((h.front()?.time, h.back()?.time)))
-        .reduce(|(a0, a1), (b0, b1)| (a0.min(b0), a1.max(b1)));
+    let span = shared_time_span(histories());
     let any_gap = histories().any(|h| h.iter().any(|s| s.min_gap.is_some()));
     ui.horizontal(|ui| {
         for (title, extract) in charts {
@@ -2206,6 +2259,17 @@ fn plots_panel(
             });
         }
     });
+}
+
+/// The time the three plots share: from the earliest first sample of any lane to the latest last one. Each plot
+/// fitted its own samples, and the min-gap plot, which has none while no ball is in a lane (the rod drop), ran
+/// from -0.5 s to 0 s beside the others' 0 to 10 s.
+fn shared_time_span<'a>(
+    histories: impl Iterator<Item = &'a std::collections::VecDeque<crate::sim::DiagnosticSample>>,
+) -> Option<(f64, f64)> {
+    histories
+        .filter_map(|h| Some((h.front()?.time, h.back()?.time)))
+        .reduce(|(a0, a1), (b0, b1)| (a0.min(b0), a1.max(b1)))
 }
 
 /// A gap on the min-gap plot's axis: sign(g)·log₁₀(1 + |g| / 1 µm). IPC's micrometre gaps, a penalty ball's
@@ -2407,24 +2471,7 @@ fn landscape_panel(
     let (lo, hi) = wall.aabb();
     let face = lo.x;
     let line_y = wall.center.y;
-    // A method no lane runs (a lane switched in the panel) is drawn with the seed's settings, and says so.
-    let penalty_lane = worlds
-        .iter()
-        .find(|w| w.settings.method == ContactMethod::Penalty);
-    let penalty_k = penalty_lane.map(|w| w.settings.stiffness).unwrap_or(1e4);
-    let ipc = worlds
-        .iter()
-        .find(|w| w.settings.method == ContactMethod::Ipc);
-    let (dhat, kappa) = ipc
-        .map(|w| (w.dhat(), w.settings.kappa))
-        .unwrap_or((1e-3, 1e4));
-    let unrun = |runs: bool| {
-        if runs {
-            ""
-        } else {
-            " (the seed's; no lane runs it)"
-        }
-    };
+    let models = LandscapeModels::of(&worlds);
     let h = first.settings.h;
     let mass = first.balls.first().map(|b| b.mass).unwrap_or(1.0);
     let range = (face - 0.1, hi.x + 0.06);
@@ -2454,18 +2501,21 @@ fn landscape_panel(
         newton: NewtonSettings {
             tolerance: 1e-10,
             max_iterations: 59,
-            ccd_factor: ipc.map(|w| w.settings.ccd_factor).unwrap_or(0.9),
+            ccd_factor: models.ccd_factor,
         },
     };
     let penalty = landscape(
         &input,
         crate::physics::potential::ContactModel::Penalty {
-            stiffness: penalty_k,
+            stiffness: models.penalty_k,
         },
     );
     let barrier = landscape(
         &input,
-        crate::physics::potential::ContactModel::Barrier { dhat, kappa },
+        crate::physics::potential::ContactModel::Barrier {
+            dhat: models.dhat,
+            kappa: models.kappa,
+        },
     );
     let fmt = |m: Option<f64>| m.map(|x| format!("{x:.4} m")).unwrap_or_else(|| "—".into());
     let gap = barrier.minimiser.map(|x| face - x);
@@ -2486,16 +2536,7 @@ fn landscape_panel(
         |pts: &[[f64; 2]]| -> Vec<[f64; 2]> { pts.iter().map(|p| [p[0], p[1].min(cap)]).collect() };
     let ipc_color = method_color32(ContactMethod::Ipc);
     let penalty_color = method_color32(ContactMethod::Penalty);
-    let ipc_name = format!(
-        "IPC dhat = {}{}",
-        crate::sim::length_text(dhat),
-        unrun(ipc.is_some())
-    );
-    let penalty_name = format!(
-        "penalty k = {}{}",
-        crate::text::number(penalty_k),
-        unrun(penalty_lane.is_some())
-    );
+    let (ipc_name, penalty_name) = (models.ipc_name(), models.penalty_name());
     let grey = egui::Color32::from_gray(150);
     let x_tilde = ui_state.landscape_x_tilde;
     Plot::new("landscape")
@@ -3869,6 +3910,85 @@ mod tests {
         assert_eq!(axis_number_text(mark(1.0005, 5e-4)), "1.0005");
         assert_eq!(axis_number_text(mark(12.5000002, 2e-7)), "1.25000002e1");
         assert_eq!(axis_number_text(mark(1.0, 0.0)), "1");
+    }
+
+    /// The plots share the span of all lanes' histories, whichever lane has samples.
+    #[test]
+    fn the_plots_share_the_time_of_every_lane_s_history() {
+        use crate::sim::DiagnosticSample;
+        use std::collections::VecDeque;
+        let history = |times: &[f64]| -> VecDeque<DiagnosticSample> {
+            times
+                .iter()
+                .map(|&time| DiagnosticSample {
+                    step: 0,
+                    time,
+                    min_gap: None,
+                    max_penetration: 0.0,
+                    newton_iterations: 0,
+                    energy: 0.0,
+                    rod_impacts: 0,
+                })
+                .collect()
+        };
+        let (a, b, empty) = (
+            history(&[2.0, 3.0, 9.5]),
+            history(&[0.5, 4.0]),
+            history(&[]),
+        );
+        assert_eq!(
+            shared_time_span([&a, &empty, &b].into_iter()),
+            Some((0.5, 9.5))
+        );
+        assert_eq!(shared_time_span([&empty].into_iter()), None);
+        assert_eq!(shared_time_span([&a].into_iter()), Some((2.0, 9.5)));
+    }
+
+    /// The landscape draws each method with the first lane's settings that runs it, and where none does, the
+    /// seed's, saying so in its legend.
+    #[test]
+    fn the_landscape_says_when_a_method_is_the_seed_s_and_no_lane_s() {
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped scene loads");
+        let mut worlds = scene.build();
+        worlds[0].settings.stiffness = 2.5e5;
+        worlds[1].settings.kappa = 3e4;
+        let models = LandscapeModels::of(&worlds.iter().collect::<Vec<_>>());
+        assert_eq!(models.penalty_k, 2.5e5);
+        assert_eq!(models.kappa, 3e4);
+        assert_eq!(models.dhat, worlds[1].dhat());
+        assert_eq!(models.penalty_name(), "penalty k = 250000");
+        assert!(
+            !models.ipc_name().contains("no lane"),
+            "{}",
+            models.ipc_name()
+        );
+        for world in &mut worlds {
+            world.settings.method = ContactMethod::Ipc;
+        }
+        let models = LandscapeModels::of(&worlds.iter().collect::<Vec<_>>());
+        assert_eq!(models.penalty_k, 1e4);
+        assert_eq!(
+            models.penalty_name(),
+            "penalty k = 10000 (the seed's; no lane runs it)"
+        );
+        assert_eq!(
+            models.kappa, worlds[0].settings.kappa,
+            "the first IPC lane's, now lane 0"
+        );
+        for world in &mut worlds {
+            world.settings.method = ContactMethod::Penalty;
+        }
+        let models = LandscapeModels::of(&worlds.iter().collect::<Vec<_>>());
+        assert_eq!(
+            (models.dhat, models.kappa, models.ccd_factor),
+            (1e-3, 1e4, 0.9)
+        );
+        assert_eq!(
+            models.ipc_name(),
+            "IPC dhat = 1.00 mm (the seed's; no lane runs it)"
+        );
+        assert_eq!(models.penalty_k, 2.5e5);
     }
 
     /// The throw's k slider moves only with a penalty lane to act on, its d̂ slider only with an IPC lane: a click
