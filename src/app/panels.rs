@@ -4108,14 +4108,28 @@ mod tests {
     }
 
     /// A lane's settings sit two a row where they fit, one a row in a panel too narrow for that (whose
-    /// right-hand settings were cut off), and two a row again once the panel is wide again.
+    /// right-hand settings were cut off), and two a row again once the panel is wide again. Both lanes: the IPC
+    /// lane's automatic d̂ figure, beside its box, ran past a narrow panel's edge; there it is the box's hover text.
     #[test]
     fn lane_settings_go_one_a_row_in_a_narrow_panel_and_none_is_cut_off() {
         let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
             .expect("the shipped scene loads");
-        let world = scene.build().into_iter().next().expect("a lane");
+        let worlds = scene.build();
+        assert!(
+            worlds.iter().any(|w| w.settings.dhat.is_none()),
+            "an automatic d̂"
+        );
+        for world in &worlds {
+            settings_fit(world);
+        }
+    }
+
+    fn settings_fit(world: &LaneWorld) {
         let ctx = egui::Context::default();
         // The grid's width and height after three frames in a panel `width` wide.
+        let figure = format!("{:.2e}", world.dhat());
+        // Whether the automatic d̂ figure was drawn beside its box in the last frame.
+        let drawn = std::cell::Cell::new(false);
         let show = |width: f32| {
             let mut shown = (0.0, 0.0);
             for _ in 0..3 {
@@ -4126,20 +4140,31 @@ mod tests {
                     )),
                     ..Default::default()
                 };
-                let _ = ctx.run_ui(input, |ui| {
+                let output = ctx.run_ui(input, |ui| {
                     let mut edit = world.settings.clone();
                     let rect =
                         egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(width, 900.0));
                     ui.scope_builder(egui::UiBuilder::new().max_rect(rect), |ui| {
-                        let grid = settings_grid(ui, 0, &world, &mut edit, &Refusals::default());
+                        let grid = settings_grid(ui, 0, world, &mut edit, &Refusals::default());
                         shown = (grid.rect.width(), grid.rect.height());
                     });
                 });
+                drawn.set(output.shapes.iter().any(|clipped| {
+                    matches!(&clipped.shape, egui::Shape::Text(text) if text.galley.text() == figure)
+                }));
             }
             shown
         };
+        // The figure of an automatic d̂ (a d̂ set is its own field).
+        let automatic = world.settings.dhat.is_none();
         let (wide_w, wide_h) = show(400.0);
+        assert_eq!(
+            drawn.get(),
+            automatic,
+            "{figure} beside the box at 400 points"
+        );
         let (narrow_w, narrow_h) = show(240.0);
+        assert!(!drawn.get(), "{figure} only on hover at 240 points");
         let (again_w, again_h) = show(400.0);
         // Against the panel's width: the room left after the grid would have grown to take it in.
         assert!(wide_w <= 400.0, "two a row fit 400 points: {wide_w}");
