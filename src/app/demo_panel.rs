@@ -276,13 +276,22 @@ impl Drop for ExportJob {
 }
 
 /// The exporter's last word on its failure, without the "error: " every CLI error starts with (the window puts
-/// "export failed: " in front).
+/// "export failed: " in front). Its advice to pass `--allow-mismatch`, an option the window has not, is told as
+/// the terminal's.
 fn failure_reason(said: &[String], status: std::process::ExitStatus) -> String {
     said.iter()
         .rev()
         .map(|l| l.trim())
         .find(|l| !l.is_empty())
-        .map(|l| l.strip_prefix("error: ").unwrap_or(l).to_string())
+        .map(|l| {
+            l.strip_prefix("error: ")
+                .unwrap_or(l)
+                .replace(
+                    "(pass --allow-mismatch to export it",
+                    "(the window exports only checked replays; in a terminal, `contact-sandbox export` with \
+                     --allow-mismatch exports it",
+                )
+        })
         .unwrap_or_else(|| format!("the exporter stopped ({status})"))
 }
 
@@ -1385,5 +1394,20 @@ mod tests {
             failure_reason(&said, failed),
             "output folder '/proc' does not take new files"
         );
+        // The exporter's advice on an option the window has not is told as a terminal's.
+        let mismatch = [
+            "error: d.demo.ron: MISMATCH at tick 120 (recorded 01, replayed 02); not exporting a replay that differs \
+             from the recording (pass --allow-mismatch to export it labelled \"MISMATCH at tick 120\")"
+                .to_string(),
+        ];
+        let reason = failure_reason(&mismatch, failed);
+        assert!(
+            reason.ends_with(
+                "(the window exports only checked replays; in a terminal, `contact-sandbox export` with \
+                 --allow-mismatch exports it labelled \"MISMATCH at tick 120\")"
+            ),
+            "{reason}"
+        );
+        assert!(!reason.contains("pass --"), "{reason}");
     }
 }
