@@ -2174,7 +2174,10 @@ fn plots_panel(
             ui.vertical(|ui| {
                 ui.set_width(width);
                 let title_top = ui.cursor().min.y;
-                if title.starts_with("min gap") && !any_gap {
+                if title.starts_with("min gap") && span.is_none() {
+                    // Not "nothing measured" before the first step: the scene may well have balls and walls.
+                    ui.small("min gap: no step taken yet");
+                } else if title.starts_with("min gap") && !any_gap {
                     ui.small("min gap: nothing measured (no ball with a wall or another ball)");
                 } else {
                     ui.small(title);
@@ -2194,11 +2197,24 @@ fn plots_panel(
                     }
                 }
                 if !title.starts_with("min gap") {
+                    // Newton counts are whole and never below zero: the axis read 4.2, 4.4, … and, for lanes
+                    // of rods alone, -10 to 10.
+                    let counts = title.starts_with("Newton");
+                    if counts {
+                        chart = chart.include_y(0.0).include_y(1.0);
+                    }
                     chart = chart
                         .y_grid_spacer(egui_plot::uniform_grid_spacer(labelled_steps(
                             Y_LABEL_LEAST_PX,
+                            if counts { 1.0 } else { 0.0 },
                         )))
-                        .y_axis_formatter(|mark, _| axis_number_text(mark));
+                        .custom_y_axes(vec![
+                            egui_plot::AxisHints::new_y()
+                                .formatter(|mark, _| axis_number_text(mark))
+                                .label_spacing(
+                                    Y_LABEL_LEAST_PX as f32 - 4.0..=Y_LABEL_LEAST_PX as f32 - 2.0,
+                                ),
+                        ]);
                 }
                 if title.starts_with("energy") {
                     let values = sorted
@@ -2220,15 +2236,15 @@ fn plots_panel(
                     .grid_spacing(GRID_LEAST_PX..=300.0)
                     .x_grid_spacer(egui_plot::uniform_grid_spacer(labelled_steps(
                         TIME_LABEL_LEAST_PX,
+                        0.0,
                     )))
                     .custom_x_axes(vec![
                         egui_plot::AxisHints::new_x()
                             .formatter(|mark, _| seconds_axis_text(mark))
-                            // Labels at full strength at the spacer's step: egui_plot fades them in over this range,
-                            // and one exactly at its start is not drawn at all. The spacer measures its step on the
-                            // last frame's scale, a pixel or two off this one's.
+                            // Labels at full strength wherever the spacer found room for them: egui_plot fades
+                            // them in over this range, and one exactly at its start is not drawn at all.
                             .label_spacing(
-                                TIME_LABEL_LEAST_PX as f32 - 6.0..=TIME_LABEL_LEAST_PX as f32 - 2.0,
+                                TIGHT_LABEL_PX as f32 - 6.0..=TIGHT_LABEL_PX as f32 - 2.0,
                             ),
                     ])
                     .allow_scroll(false)
@@ -2281,6 +2297,10 @@ fn signed_log_micrometres(gap: f64) -> f64 {
 
 /// The axis label at `value` of [`signed_log_micrometres`]: the gap itself, in the unit that suits it.
 fn gap_axis_text(value: f64) -> String {
+    if value == 0.0 {
+        // The zero line, not "0.0 µm": a length of no unit in particular.
+        return "0".into();
+    }
     let metres = (value.abs() * std::f64::consts::LN_10).exp_m1() * 1e-6;
     // A grid line at 1 mm comes back as 0.99999999… mm ("1000.0 µm"): snap to the decade it stands for, and
     // write a decade without decimals ("100 mm", not "100.00 mm"): the axis's widest label sets how much of a
@@ -2372,25 +2392,47 @@ fn one_two_five_at_least(least: f64) -> f64 {
         .unwrap_or(10.0 * decade)
 }
 
+/// The least pixels between an axis's labels when its usual spacing would leave fewer than two of them: enough
+/// for short labels such as "2 s".
+const TIGHT_LABEL_PX: f64 = 24.0;
+
 /// Grid steps for an axis whose labels stand at least `label_px` apart (with egui_plot's powers of ten alone, a
-/// plot of Newton counts from 2 to 9 had its lines at 1, too close to label, and 10, beyond its range): the middle step is the finest of 1, 2 or
-/// 5 times a power of ten that egui_plot labels there, with a finer and a coarser step that it divides and that
-/// divides it, so the labels of two levels fall on one sequence (steps of 0.5, 2 and 5 labelled a time axis "0 s
-/// 2 s 4 s 5 s 6 s"). Steps chosen from the finest visible line up, each a whole multiple of the one below, left
-/// out the step that would have been labelled: over 0.8 s in a plot 65 px wide the levels were 0.2 s, 1 s and 5 s,
-/// 0.5 s was not among them, and the time axis read only "0 s".
-fn labelled_steps(label_px: f64) -> impl Fn(egui_plot::GridInput) -> [f64; 3] {
+/// plot of Newton counts from 2 to 9 had its lines at 1, too close to label, and 10, beyond its range), none
+/// finer than `least_step` (1 for counts, which are whole). The middle step is the one labelled: the finest of 1,
+/// 2 or 5 times a power of ten whose marks stand `label_px` apart, or, where that leaves fewer than two marks in
+/// view (a narrow plot), the next finer one if its marks stand [`TIGHT_LABEL_PX`] apart. The finer step is a tenth
+/// of it, too close to label, and the coarser one a multiple of it, so the labels of two levels fall on one
+/// sequence (steps of 0.5, 2 and 5 labelled a time axis "0 s 2 s 4 s 5 s 6 s"). Steps chosen from the finest
+/// visible line up, each a whole multiple of the one below, had left out the step that would have been labelled:
+/// over 0.8 s in a plot 65 px wide the levels were 0.2 s, 1 s and 5 s, and the time axis read only "0 s". The
+/// axis must label from [`TIGHT_LABEL_PX`] (less a pixel or two: the spacer sees the last frame's scale) at full
+/// strength, since the spacer alone decides which steps have room.
+fn labelled_steps(label_px: f64, least_step: f64) -> impl Fn(egui_plot::GridInput) -> [f64; 3] {
     move |input| {
         let per_px = input.base_step_size / f64::from(GRID_LEAST_PX);
-        let label = one_two_five_at_least(per_px * label_px);
-        let leading = (label / 10f64.powf(label.log10().floor())).round();
-        // 1 → 0.5 and 5 (halves, and fives of it); 2 and 5 → 1 and 10.
-        if leading == 1.0 {
-            [label / 2.0, label, label * 5.0]
-        } else {
-            let decade = label / leading;
-            [decade, label, decade * 10.0]
+        let mut label = one_two_five_at_least(per_px * label_px).max(least_step);
+        let (lo, hi) = input.bounds;
+        let marks = |step: f64| ((hi / step).floor() - (lo / step).ceil() + 1.0).max(0.0);
+        let finer = one_two_five_below(label);
+        if marks(label) < 2.0 && finer >= least_step && finer >= per_px * TIGHT_LABEL_PX {
+            label = finer;
         }
+        let coarser = if (label / 10f64.powf(label.log10().floor())).round() == 1.0 {
+            label * 5.0
+        } else {
+            label * 10.0 / (label / 10f64.powf(label.log10().floor())).round()
+        };
+        [(label / 10.0).max(least_step), label, coarser]
+    }
+}
+
+/// The 1, 2 or 5 times a power of ten just below `step`, itself one of them: 2 below 5, 1 below 2, 5 below 10.
+fn one_two_five_below(step: f64) -> f64 {
+    let leading = (step / 10f64.powf(step.log10().floor())).round();
+    if leading == 5.0 {
+        step / 2.5
+    } else {
+        step / 2.0
     }
 }
 
@@ -2546,10 +2588,12 @@ fn landscape_panel(
         .grid_spacing(GRID_LEAST_PX..=300.0)
         .x_grid_spacer(egui_plot::uniform_grid_spacer(labelled_steps(
             X_LABEL_LEAST_PX,
+            0.0,
         )))
         .x_axis_formatter(|mark, _| axis_number_text(mark))
         .y_grid_spacer(egui_plot::uniform_grid_spacer(labelled_steps(
             Y_LABEL_LEAST_PX,
+            0.0,
         )))
         .y_axis_formatter(|mark, _| axis_number_text(mark))
         // Two entries (a curve and its minimiser share a name); small, so they cover little of the curves.
@@ -3800,7 +3844,8 @@ mod tests {
         for (gap, text) in decades {
             assert_eq!(gap_axis_text(signed_log_micrometres(gap)), text, "{gap}");
         }
-        for gap in [24e-6, -11.46e-3, 3e-3, 40.0, 0.0] {
+        assert_eq!(gap_axis_text(signed_log_micrometres(0.0)), "0");
+        for gap in [24e-6, -11.46e-3, 3e-3, 40.0] {
             let back = gap_axis_text(signed_log_micrometres(gap));
             let sign = if gap < 0.0 { "-" } else { "" };
             assert_eq!(
@@ -4050,43 +4095,62 @@ mod tests {
 
     #[test]
     fn grid_steps_are_one_two_or_five_times_a_power_of_ten() {
-        // The steps for an axis of `px_per_unit`, labelled from `label_px` apart.
-        let steps = |px_per_unit: f64, label_px: f64| {
-            labelled_steps(label_px)(egui_plot::GridInput {
-                bounds: (0.0, 10.0),
+        // The steps for an axis of `px_per_unit` over `bounds`, labelled from `label_px` apart, of whole `least`.
+        let steps_over = |bounds: (f64, f64), px_per_unit: f64, label_px: f64, least: f64| {
+            labelled_steps(label_px, least)(egui_plot::GridInput {
+                bounds,
                 base_step_size: f64::from(GRID_LEAST_PX) / px_per_unit,
             })
         };
+        let steps =
+            |px_per_unit: f64, label_px: f64| steps_over((0.0, 10.0), px_per_unit, label_px, 0.0);
         // The min-gap plot of a narrow window: 0.8 s over 65 px. 0.5 s is labelled (its marks 41 px apart).
-        assert_eq!(steps(65.0 / 0.8, 36.0), [0.1, 0.5, 1.0]);
-        assert_eq!(steps(80.0, 36.0), [0.1, 0.5, 1.0]);
-        assert_eq!(steps(20.0, 36.0), [1.0, 2.0, 10.0]);
-        assert_eq!(steps(36.0, 36.0), [0.5, 1.0, 5.0]);
-        assert_eq!(steps(1e-3, 20.0), [1e4, 2e4, 1e5]);
+        assert_eq!(steps(65.0 / 0.8, 36.0), [0.05, 0.5, 1.0]);
+        assert_eq!(steps(80.0, 36.0), [0.05, 0.5, 1.0]);
+        assert_eq!(steps(20.0, 36.0), [0.2, 2.0, 10.0]);
+        assert_eq!(steps(36.0, 36.0), [0.1, 1.0, 5.0]);
+        assert_eq!(steps(1e-3, 20.0), [2e3, 2e4, 1e5]);
+        // 4.5 s over 68 px: steps of 5 s would label only "0 s", so 2 s are labelled, 30 px apart.
+        assert_eq!(steps_over((0.0, 4.5), 15.0, 36.0, 0.0), [0.2, 2.0, 10.0]);
+        // But not closer than TIGHT_LABEL_PX: 1 s at 20 px would crowd.
+        assert_eq!(steps_over((0.0, 1.5), 20.0, 36.0, 0.0), [0.2, 2.0, 10.0]);
+        // Counts: whole steps however much room there is.
+        assert_eq!(steps_over((4.0, 5.0), 100.0, 20.0, 1.0), [1.0, 1.0, 5.0]);
         for px_per_unit in [
             1e-7, 3e-3, 0.4, 0.45, 1.0, 1.7, 2.2, 3.3, 7.0, 42.0, 3e5, 8e11,
         ] {
             for label_px in [20.0, 36.0, 60.0] {
                 let [fine, middle, coarse] = steps(px_per_unit, label_px);
                 let context = format!("{px_per_unit} px per unit, labels {label_px} px apart");
-                // The labelled step is the finest 1, 2 or 5 times a power of ten that leaves its room.
+                // The labelled step is 1, 2 or 5 times a power of ten with room for its labels, the finest
+                // such unless a finer one was needed for a second label in view.
                 let mantissa = middle / 10f64.powf(middle.log10().floor());
                 assert!(
                     [1.0, 2.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-9),
                     "{context}: {middle}"
                 );
-                assert!(middle * px_per_unit >= label_px * (1.0 - 1e-9), "{context}");
-                assert!(fine * px_per_unit < label_px, "{context}");
-                // The 1, 2 or 5 step below it (2 below 5, 1 below 2, 5 below 10) would crowd.
-                let below = if (mantissa - 5.0).abs() < 1e-9 {
-                    middle / 2.5
-                } else {
-                    middle / 2.0
-                };
+                let least_room = label_px.min(TIGHT_LABEL_PX);
                 assert!(
-                    below * px_per_unit < label_px,
-                    "{context}: {below} has room"
+                    middle * px_per_unit >= least_room * (1.0 - 1e-9),
+                    "{context}"
                 );
+                // The finest with `label_px` of room, or where that has one mark in view, the one below it.
+                let roomy = one_two_five_at_least(label_px / px_per_unit);
+                assert!(roomy * px_per_unit >= label_px * (1.0 - 1e-9), "{context}");
+                assert!(
+                    one_two_five_below(roomy) * px_per_unit < label_px,
+                    "{context}"
+                );
+                if roomy <= 10.0 {
+                    assert_eq!(middle, roomy, "{context}");
+                } else {
+                    assert!(
+                        middle == roomy || middle == one_two_five_below(roomy),
+                        "{context}: {middle} for {roomy}"
+                    );
+                }
+                // The finer step is never labelled (the axes label from TIGHT_LABEL_PX less 6).
+                assert!(fine * px_per_unit < TIGHT_LABEL_PX - 6.0, "{context}");
                 // Each level's labels lie on the next finer level's lines.
                 for (coarser, finer) in [(middle, fine), (coarse, middle)] {
                     let times = coarser / finer;
