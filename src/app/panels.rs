@@ -777,12 +777,26 @@ fn run_controls(
     ui.horizontal_wrapped(|ui| {
         // A replay has its own play, step and rewind (the Demo section above); these would be refused.
         if info.replay_ticks.is_none() {
-            let label = if control.paused {
-                "▶ Resume (P)"
-            } else {
-                "⏸ Pause (P)"
-            };
-            if ui.button(label).clicked() {
+            const RESUME: &str = "▶ Resume (P)";
+            const PAUSE: &str = "⏸ Pause (P)";
+            let label = if control.paused { RESUME } else { PAUSE };
+            // As wide as the wider of its two words, so that pausing does not push "Fit" onto a line of its own
+            // in a narrow panel, and everything below it down.
+            let font = egui::TextStyle::Button.resolve(ui.style());
+            let widest = [RESUME, PAUSE]
+                .map(|text| {
+                    ui.painter()
+                        .layout_no_wrap(text.to_string(), font.clone(), egui::Color32::WHITE)
+                        .size()
+                        .x
+                })
+                .into_iter()
+                .fold(0.0, f32::max);
+            let width = widest + 2.0 * ui.spacing().button_padding.x;
+            if ui
+                .add(egui::Button::new(label).min_size(egui::vec2(width, 0.0)))
+                .clicked()
+            {
                 control.toggle_pause();
             }
             if ui.button("Step (O)").clicked() {
@@ -817,7 +831,9 @@ fn run_controls(
         info,
         ui_state.frame_rate.steps_per_second(),
     );
-    ui.label(status)
+    // One line, whatever its digits: wrapping by turns at "100 steps/s" and "97 steps/s" moved every control
+    // below it up and down several times a second in a narrow panel.
+    ui.add(egui::Label::new(status).truncate())
         .on_hover_text(
             "Simulated seconds per real second, and frames drawn per second. The physics steps on its own \
              thread: when the steps cost more than the frame budget (a large pile landing), the simulation runs \
