@@ -1,14 +1,16 @@
-//! The session badge: with the panels hidden (Tab), a line in the canvas's top-left corner says that a recording
-//! runs or a demo replays, which only the hidden Demo section said before. A user who hid the panels to watch
-//! the scene could forget a recording, or take a replay for the sandbox. Drawn by the scene camera, in pixels of
-//! the window, and only in the window (the exporter has its own overlay).
+//! The session badge: with the panels hidden (Tab), a line in the canvas's bottom-left corner says that a
+//! recording runs or a demo replays, which only the hidden Demo section said before, and for a few seconds after a
+//! recording stops, where it was saved (or why it was not). A user who hid the panels to watch the scene could
+//! forget a recording, take a replay for the sandbox, or stop a recording without a word. Drawn by the scene
+//! camera, in pixels of the window, and only in the window (the exporter has its own overlay). At the bottom:
+//! at the top it covered the first lane's title in a small window.
 
 use bevy::prelude::*;
 use bevy::sprite::Anchor;
 
 use super::UiState;
 use super::render::{MainCamera, camera_scale};
-use crate::sim::{Recorder, Replay, SimControl};
+use crate::sim::{Recorder, Replay, SimControl, SimLog};
 
 /// Height of the badge's text [logical px].
 const BADGE_PX: f32 = 15.0;
@@ -18,8 +20,19 @@ const BADGE_MARGIN_PX: f32 = 10.0;
 const BADGE_Z: f32 = 60.0;
 /// Colour of a recording's badge, the Demo section's red.
 const RECORDING_RGB: [u8; 3] = [235, 64, 52];
-/// Colour of a replay's badge.
+/// Colour of a replay's badge, and of a saved recording's.
 const REPLAY_RGB: [u8; 3] = [215, 220, 230];
+/// How long the badge tells of a recording that stopped [s].
+const STOPPED_SECONDS: f64 = 5.0;
+
+/// What became of the last recording, told for [`STOPPED_SECONDS`] after it stopped.
+#[derive(Default)]
+struct Stopped {
+    was_recording: bool,
+    errors_seen: u64,
+    /// The save's line, whether it is an error, and until when it is told [real s].
+    said: Option<(String, bool, f64)>,
+}
 
 pub struct BadgePlugin;
 
@@ -43,7 +56,8 @@ fn badge_text(
     show_ui: bool,
     recorder: Option<&Recorder>,
     replay: Option<&Replay>,
-    ticks: u64,
+    (ticks, paused): (u64, bool),
+    stopped: Option<(&str, bool)>,
 ) -> Option<(String, [u8; 3])> {
     if show_ui {
         return None;
@@ -69,58 +83,107 @@ fn badge_text(
             REPLAY_RGB,
         ));
     }
-    let recorder = recorder.filter(|r| r.is_recording())?;
+    let Some(recorder) = recorder.filter(|r| r.is_recording()) else {
+        let (said, error) = stopped?;
+        let said: String = said
+            .chars()
+            .map(|c| if c.is_ascii() { c } else { '?' })
+            .collect();
+        let rgb = if error { RECORDING_RGB } else { REPLAY_RGB };
+        return Some((format!("REC stopped: {said}"), rgb));
+    };
     let actions = crate::text::counted(recorder.actions() as u64, "action", "actions");
     let ticks = recorder.ticks(ticks);
     let text = if recorder.recording.as_ref().and_then(|r| r.ended).is_some() {
         format!("REC full: ended at tick {ticks}, {actions}; save it (F5)   [Tab: panels]")
     } else {
-        format!("REC tick {ticks}, {actions} (F5 stops and saves)   [Tab: panels]")
+        // Paused, a recording gathers no ticks: said, or a user could save an empty demo unaware.
+        let paused = if paused { " PAUSED (P resumes)," } else { "" };
+        format!("REC{paused} tick {ticks}, {actions} (F5 stops and saves)   [Tab: panels]")
     };
     Some((text, RECORDING_RGB))
 }
 
-/// PostUpdate: the badge in the canvas's top-left corner, spawned the first time it is wanted and hidden while it
+/// PostUpdate: the badge in the canvas's bottom-left corner, spawned the first time it is wanted and hidden while it
 /// is not.
-#[allow(clippy::type_complexity)] // a Bevy system: each parameter is one query or resource
+#[allow(clippy::type_complexity, clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
 fn place_badge(
     mut commands: Commands,
     ui: Option<Res<UiState>>,
     recorder: Option<Res<Recorder>>,
     replay: Option<Res<Replay>>,
     control: Option<Res<SimControl>>,
+    log: Option<Res<SimLog>>,
+    time: Res<Time<Real>>,
+    mut stopped: Local<Stopped>,
     cameras: Query<(&Camera, &Transform, &Projection), (With<MainCamera>, Without<SessionBadge>)>,
     mut badges: Query<
-        (&mut Text2d, &mut TextColor, &mut Transform, &mut Visibility),
+        (
+            &mut Text2d,
+            &mut TextColor,
+            &mut Transform,
+            &mut bevy::text::TextBounds,
+            &mut Visibility,
+        ),
         With<SessionBadge>,
     >,
 ) {
+    let now = time.elapsed_secs_f64();
+    let recording = recorder.as_deref().is_some_and(Recorder::is_recording);
+    let raised = log.as_deref().map_or(0, |log| log.raised);
+    if recording {
+        stopped.said = None;
+    } else if stopped.was_recording {
+        // The save's word, written by the same update that stopped the recording: an error if one was raised
+        // since, else the latest line.
+        let error = raised > stopped.errors_seen;
+        let said = log.as_deref().and_then(|log| {
+            if error {
+                log.error.clone()
+            } else {
+                log.info.clone()
+            }
+        });
+        stopped.said = said.map(|said| (said, error, now + STOPPED_SECONDS));
+    }
+    stopped.was_recording = recording;
+    stopped.errors_seen = raised;
+    let told = stopped
+        .said
+        .as_ref()
+        .filter(|(_, _, until)| now < *until)
+        .map(|(said, error, _)| (said.as_str(), *error));
     let wanted = badge_text(
         ui.is_none_or(|ui| ui.show_ui),
         recorder.as_deref(),
         replay.as_deref(),
-        control.map_or(0, |c| c.ticks),
+        control.map_or((0, false), |c| (c.ticks, c.paused)),
+        told,
     );
     let placed = cameras.single().ok().and_then(|(camera, at, projection)| {
         let size = camera.logical_viewport_size()?;
         let scale = camera_scale(projection);
         let corner = Vec2::new(
             -size.x / 2.0 + BADGE_MARGIN_PX,
-            size.y / 2.0 - BADGE_MARGIN_PX,
+            -size.y / 2.0 + BADGE_MARGIN_PX,
         ) * scale;
-        Some(
+        // Wrapped (upwards, from the bottom) within the canvas: a long save path ran off its edge.
+        let bounds =
+            bevy::text::TextBounds::new_horizontal((size.x - 2.0 * BADGE_MARGIN_PX).max(40.0));
+        Some((
             Transform::from_translation(at.translation + corner.extend(BADGE_Z))
                 .with_scale(Vec3::new(scale, scale, 1.0)),
-        )
+            bounds,
+        ))
     });
-    let (Some((text, rgb)), Some(place)) = (wanted, placed) else {
-        for (_, _, _, mut visibility) in &mut badges {
+    let (Some((text, rgb)), Some((place, bounds))) = (wanted, placed) else {
+        for (_, _, _, _, mut visibility) in &mut badges {
             visibility.set_if_neq(Visibility::Hidden);
         }
         return;
     };
     let color = TextColor(Color::srgb_u8(rgb[0], rgb[1], rgb[2]));
-    let Some((mut shown, mut shown_color, mut transform, mut visibility)) =
+    let Some((mut shown, mut shown_color, mut transform, mut shown_bounds, mut visibility)) =
         badges.iter_mut().next()
     else {
         commands.spawn((
@@ -135,8 +198,9 @@ fn place_badge(
                 let [r, g, b] = super::BACKGROUND_RGB;
                 Color::srgba_u8(r, g, b, 200)
             }),
-            Anchor::TOP_LEFT,
+            Anchor::BOTTOM_LEFT,
             place,
+            bounds,
         ));
         return;
     };
@@ -145,6 +209,9 @@ fn place_badge(
     }
     shown_color.set_if_neq(color);
     transform.set_if_neq(place);
+    if (shown_bounds.width, shown_bounds.height) != (bounds.width, bounds.height) {
+        *shown_bounds = bounds;
+    }
     visibility.set_if_neq(Visibility::Inherited);
 }
 
@@ -155,17 +222,53 @@ mod tests {
     #[test]
     fn the_badge_speaks_only_with_the_panels_hidden_and_a_session_running() {
         let mut recorder = Recorder::default();
-        assert_eq!(badge_text(false, Some(&recorder), None, 10), None);
+        assert_eq!(
+            badge_text(false, Some(&recorder), None, (10, false), None),
+            None
+        );
+        assert_eq!(
+            badge_text(
+                false,
+                Some(&recorder),
+                None,
+                (10, false),
+                Some(("saved demos/a.demo.ron (30 ticks, 0 actions)", false))
+            ),
+            Some((
+                "REC stopped: saved demos/a.demo.ron (30 ticks, 0 actions)".to_string(),
+                REPLAY_RGB
+            ))
+        );
+        assert_eq!(
+            badge_text(
+                true,
+                Some(&recorder),
+                None,
+                (10, false),
+                Some(("saved", false))
+            ),
+            None
+        );
         let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
             .expect("the shipped scene loads");
         recorder.begin(scene, 60.0, 100);
-        assert_eq!(badge_text(true, Some(&recorder), None, 130), None);
-        let (text, rgb) = badge_text(false, Some(&recorder), None, 130).expect("a badge");
+        assert_eq!(
+            badge_text(true, Some(&recorder), None, (130, false), None),
+            None
+        );
+        let (text, rgb) =
+            badge_text(false, Some(&recorder), None, (130, false), None).expect("a badge");
         assert_eq!(
             text,
             "REC tick 30, 0 actions (F5 stops and saves)   [Tab: panels]"
         );
         assert!(text.is_ascii());
+        let (text, _) =
+            badge_text(false, Some(&recorder), None, (130, true), None).expect("a badge");
+        assert_eq!(
+            text,
+            "REC PAUSED (P resumes), tick 30, 0 actions (F5 stops and saves)   [Tab: panels]"
+        );
         assert_eq!(rgb, RECORDING_RGB);
     }
 }

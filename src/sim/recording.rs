@@ -313,6 +313,12 @@ pub fn recording_messages(
                     )),
                     None => {}
                 }
+                if tick == 0 {
+                    // Recorded while paused throughout: a file, but a replay of nothing.
+                    kept.push_str(
+                        "; it holds no step: the sandbox was paused throughout (P resumes while recording)",
+                    );
+                }
                 log.info(format!(
                     "saved {} ({}, {}){kept}",
                     saved.display(),

@@ -1912,3 +1912,34 @@ fn a_refusal_owed_to_a_replay_goes_when_the_replay_stops() {
         None
     );
 }
+
+/// A recording stopped before any step (the sandbox paused throughout) is saved, and says that it holds none: a
+/// review saved one unaware, and its replay showed empty plots.
+#[test]
+fn a_recording_of_no_step_says_so_when_saved() {
+    let mut app = headless(WALL_THROW);
+    app.world_mut().resource_mut::<SimControl>().toggle_pause();
+    app.update();
+    app.world_mut().write_message(StartRecording);
+    for _ in 0..3 {
+        app.update();
+    }
+    let path = scratch("no-step.demo.ron");
+    let _ = std::fs::remove_file(&path);
+    app.world_mut().write_message(StopRecording(path.clone()));
+    app.update();
+    let said = app
+        .world()
+        .resource::<contact_sandbox::sim::SimLog>()
+        .info
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        said.ends_with(
+            "no-step.demo.ron (0 ticks, 0 actions); it holds no step: the sandbox was paused throughout (P \
+             resumes while recording)"
+        ),
+        "{said}"
+    );
+    assert_eq!(Demo::load(&path).expect("saved").ticks, 0);
+}
