@@ -614,16 +614,31 @@ fn known_demos() -> Vec<PathBuf> {
         out.push(PathBuf::from(crate::demo::SHIPPED_DEMO));
     }
     for dir in ["assets/demos", DEMO_DIR] {
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            let mut found: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.to_string_lossy().ends_with(".demo.ron"))
-                .collect();
-            found.sort();
-            out.extend(found.into_iter().rev().take(8));
-        }
+        out.extend(newest_demos(Path::new(dir), 8));
     }
     out
+}
+
+/// The `count` demo files in `dir` written last, newest first (by name where the times are equal). By name
+/// alone, newest first only held for the automatic names: `lesson1.demo.ron`, just saved, came below
+/// `wall-throw-1796575777.demo.ron`, or fell off the list.
+fn newest_demos(dir: &Path, count: usize) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".demo.ron"))
+        .map(|e| {
+            let written = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            (written, e.path())
+        })
+        .collect();
+    found.sort_by(|a, b| b.cmp(a));
+    found.into_iter().take(count).map(|(_, p)| p).collect()
 }
 
 /// What the Demo section reads and sends; a part of the left panel's system (`panels::sandbox_ui`).
@@ -1148,6 +1163,40 @@ mod tests {
             recording_label(40, 6, true),
             "REC full: ended at tick 40 · 6 actions; save it (F5)"
         );
+    }
+
+    #[test]
+    fn demos_on_disk_are_listed_newest_first() {
+        let dir = std::env::temp_dir().join(format!("cs-newest-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let at = |seconds: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds);
+        for (name, written) in [
+            ("wall-throw-1796575777.demo.ron", 100),
+            ("lesson1.demo.ron", 300),
+            ("ball-pit-1796575000.demo.ron", 200),
+            ("b.demo.ron", 50),
+            ("a.demo.ron", 50),
+            ("notes.txt", 400),
+        ] {
+            let file = std::fs::File::create(dir.join(name)).unwrap();
+            file.set_modified(at(written)).unwrap();
+        }
+        let names: Vec<String> = newest_demos(&dir, 4)
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "lesson1.demo.ron",
+                "ball-pit-1796575000.demo.ron",
+                "wall-throw-1796575777.demo.ron",
+                "b.demo.ron"
+            ]
+        );
+        assert!(newest_demos(&dir.join("none"), 4).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

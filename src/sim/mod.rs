@@ -234,10 +234,15 @@ pub fn lane_outcome_of_run(world: &LaneWorld, run_over: bool) -> String {
             let depth = length_text(stats.max_penetration);
             let now = world.last.as_ref().map_or(0.0, |last| last.max_penetration);
             let speed = world.balls[0].velocity.length();
+            // "so far": the record, which the lane's line beside it also gives as "max penetration"; the depth
+            // now is far smaller once a landing pile has settled (11.46 mm then, about 1 mm now in the pit).
             if pile && now > 0.0 {
-                format!("in contact, deepest overlap {depth}")
+                format!(
+                    "in contact, overlap {} now, deepest so far {depth}",
+                    length_text(now)
+                )
             } else if pile {
-                format!("contact ended, deepest overlap {depth}")
+                format!("contact ended, deepest overlap so far {depth}")
             } else if now > 0.0 && speed > RESTING_SPEED {
                 format!(
                     "in contact, moving at {speed:.3} m/s, overlap {}",
@@ -259,7 +264,7 @@ pub fn lane_outcome_of_run(world: &LaneWorld, run_over: bool) -> String {
                 } else {
                     "contact ended"
                 };
-                format!("{state}, closest gap {}", length_text(gap.max(0.0)))
+                format!("{state}, closest gap so far {}", length_text(gap.max(0.0)))
             }
             Some(gap) if gap < world.dhat() => {
                 // A ball still in contact may be sliding along the wall (the slope) rather than stopped at it;

@@ -547,19 +547,24 @@ fn a_pile_reports_its_contacts_and_a_single_throw_where_it_stopped() {
     let pit = Scene::load(Path::new("assets/scenes/ball_pit.ron")).expect("loads");
     let lanes = run_scene(&pit, 300);
     let outcomes: Vec<String> = lanes.iter().map(lane_outcome).collect();
+    // The overlap now and the record so far, told apart.
     assert!(
-        outcomes[0].starts_with("in contact, deepest overlap "),
+        outcomes[0].starts_with("in contact, overlap ")
+            && outcomes[0].contains(" now, deepest so far "),
         "{outcomes:?}"
     );
     assert!(
-        outcomes[1].starts_with("in contact, closest gap "),
+        outcomes[1].starts_with("in contact, closest gap so far "),
         "{outcomes:?}"
     );
     // The gauntlet's IPC balls bounce off their walls and drift back: after 10 s none is in contact any more.
     let gauntlet = Scene::load(Path::new("assets/scenes/gauntlet.ron")).expect("loads");
     let lanes = run_scene(&gauntlet, 1000);
     let ipc = lane_outcome(&lanes[1]);
-    assert!(ipc.starts_with("contact ended, closest gap "), "{ipc}");
+    assert!(
+        ipc.starts_with("contact ended, closest gap so far "),
+        "{ipc}"
+    );
     let throw = Scene::load(Path::new("assets/scenes/wall_throw.ron")).expect("loads");
     let lanes = run_scene(&throw, 80);
     assert_eq!(lane_outcome(&lanes[0]), "through");
