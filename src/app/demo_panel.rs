@@ -29,9 +29,83 @@ pub struct DemoPanelPlugin;
 impl Plugin for DemoPanelPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<DemoUi>()
+            .init_resource::<SavedOnClose>()
+            .add_systems(PreUpdate, save_recording_on_close)
             .add_systems(Update, (record_key, poll_export))
-            .add_systems(Last, stop_export_on_exit);
+            // After bevy_window's, which write AppExit in Last when the window has closed.
+            .add_systems(
+                Last,
+                (stop_export_on_exit, report_save_on_exit).after(bevy::window::ExitSystems),
+            );
     }
+}
+
+/// Whether closing the window saved a recording, for [`report_save_on_exit`]: the count of errors raised by then.
+#[derive(Resource, Default)]
+struct SavedOnClose(Option<u64>);
+
+/// PreUpdate: closing the window while recording saves the recording first, as F5 would (where "save as" says,
+/// or if that is refused, under a fresh name in `demos/`): the window used to close and the recording went with
+/// it, without a word. The save happens in this frame's Update; the window closes in the next.
+#[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
+fn save_recording_on_close(
+    mut closes: MessageReader<bevy::window::WindowCloseRequested>,
+    recorder: Res<Recorder>,
+    mut ui: ResMut<DemoUi>,
+    active: Option<Res<ActiveScene>>,
+    mut log: ResMut<SimLog>,
+    mut start: MessageWriter<StartRecording>,
+    mut stop: MessageWriter<StopRecording>,
+    mut saved: ResMut<SavedOnClose>,
+) {
+    if closes.read().count() == 0 || !recorder.is_recording() || saved.0.is_some() {
+        return;
+    }
+    let raised = log.raised;
+    toggle_recording(
+        &recorder,
+        &mut ui,
+        active.as_deref(),
+        &mut log,
+        &mut start,
+        &mut stop,
+    );
+    if log.raised > raised && !ui.save_path.trim().is_empty() {
+        // "save as" names a folder, or a name whose every number is taken: a fresh name instead.
+        let typed = std::mem::take(&mut ui.save_path);
+        toggle_recording(
+            &recorder,
+            &mut ui,
+            active.as_deref(),
+            &mut log,
+            &mut start,
+            &mut stop,
+        );
+        ui.save_path = typed;
+    }
+    saved.0 = Some(log.raised);
+}
+
+/// Last: as the app exits after its window closed while recording, says on stderr where the recording was saved
+/// (or why it was not): the window that would have said it is gone.
+fn report_save_on_exit(
+    mut exits: MessageReader<AppExit>,
+    saved: Res<SavedOnClose>,
+    log: Res<SimLog>,
+) {
+    let Some(raised) = saved.0 else {
+        return;
+    };
+    if exits.read().count() == 0 {
+        return;
+    }
+    // An error since the close: the save's.
+    let said = match (&log.error, &log.info) {
+        (Some(error), _) if log.raised > raised => error,
+        (_, Some(info)) => info,
+        _ => "the recording was not saved",
+    };
+    eprintln!("contact-sandbox: the window closed while recording: {said}");
 }
 
 /// What the Demo section remembers between frames.
@@ -1114,6 +1188,59 @@ mod tests {
             .map(|s| s.0)
             .collect();
         (app, stops)
+    }
+
+    /// Closing the window while recording sends the recording to be saved, once, where "save as" says; a "save
+    /// as" the save would refuse (a folder) falls back to a fresh name, and its text stays.
+    #[test]
+    fn closing_the_window_while_recording_saves_the_recording() {
+        let dir = std::env::temp_dir().join(format!("cs-close-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let closing = |save_path: String| {
+            let mut recorder = Recorder::default();
+            let scene = Scene::load(Path::new("assets/scenes/slope.ron")).expect("loads");
+            recorder.begin(scene, 100.0, 0);
+            let mut app = App::new();
+            app.insert_resource(recorder)
+                .insert_resource(DemoUi {
+                    save_path,
+                    ..default()
+                })
+                .init_resource::<SimLog>()
+                .init_resource::<SavedOnClose>()
+                .add_message::<StartRecording>()
+                .add_message::<StopRecording>()
+                .add_message::<bevy::window::WindowCloseRequested>()
+                .add_systems(Update, save_recording_on_close);
+            let window = app.world_mut().spawn_empty().id();
+            for _ in 0..2 {
+                app.world_mut()
+                    .write_message(bevy::window::WindowCloseRequested { window });
+                app.update();
+            }
+            let stops: Vec<PathBuf> = app
+                .world_mut()
+                .resource_mut::<Messages<StopRecording>>()
+                .drain()
+                .map(|s| s.0)
+                .collect();
+            let typed = app.world().resource::<DemoUi>().save_path.clone();
+            (stops, typed)
+        };
+        let named = dir.join("lesson.demo.ron");
+        let (stops, _) = closing(named.display().to_string());
+        assert_eq!(stops, [named], "once, where save as says");
+        let folder = format!("{}/", dir.display());
+        let (stops, typed) = closing(folder.clone());
+        assert_eq!(stops.len(), 1, "{stops:?}");
+        assert!(
+            stops[0].starts_with(DEMO_DIR) && stops[0].to_string_lossy().contains("slope-"),
+            "{stops:?}"
+        );
+        assert_eq!(typed, folder);
+        let _ = std::fs::remove_dir(DEMO_DIR);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A bare name typed into "save as" lands in `demos/` as a demo, where the panel lists it.

@@ -140,6 +140,17 @@ fn title_room<'a>(
         .reduce(f64::min)
 }
 
+/// A title's room (`beside`, as [`title_room`] gives it) that also stops at the canvas's right edge (`view_right`,
+/// metres): cut there by the viewport, a title ended mid-letter with no "...".
+fn room_in_view(beside: Option<f64>, view_right: Option<f64>, lane: &Lane) -> Option<f64> {
+    let left = lane.bounds.0.x + lane.offset.x;
+    let to_edge = view_right.map(|right| (right - left).max(0.0));
+    match (beside, to_edge) {
+        (Some(beside), Some(to_edge)) => Some(beside.min(to_edge)),
+        (beside, to_edge) => beside.or(to_edge),
+    }
+}
+
 /// `text` cut to at most `chars` characters, its end replaced by "..." when cut (the labels' font has no "…";
 /// it drew a box).
 fn elided(text: String, chars: usize) -> String {
@@ -326,7 +337,10 @@ fn label_lanes(
     mut commands: Commands,
     lanes: Query<(Entity, &Lane)>,
     new_lanes: Query<(Entity, &Lane), Added<Lane>>,
-    camera: Query<&Projection, With<MainCamera>>,
+    camera: Query<
+        (&Projection, Option<&Camera>, Option<&Transform>),
+        (With<MainCamera>, Without<LaneLabel>),
+    >,
     scale: Res<LabelScale>,
     active: Option<Res<ActiveScene>>,
     replay: Option<Res<Replay>>,
@@ -341,9 +355,25 @@ fn label_lanes(
         &mut Visibility,
     )>,
 ) {
-    let px = camera.single().map(camera_scale).unwrap_or(1.0);
+    let (px, view_right) = match camera.single() {
+        Ok((projection, view, at)) => {
+            let px = camera_scale(projection);
+            // The canvas's right edge [m], where the camera draws into a known viewport.
+            let right = view
+                .and_then(Camera::logical_viewport_size)
+                .zip(at)
+                .map(|(size, at)| {
+                    f64::from((at.translation.x + size.x / 2.0 * px) / UNITS_PER_METRE)
+                });
+            (px, right)
+        }
+        Err(_) => (1.0, None),
+    };
     let title_m = f64::from(TITLE_PX * scale.0 * px / UNITS_PER_METRE);
-    let room = |lane: &Lane| title_room(lane, lanes.iter().map(|(_, other)| other), title_m);
+    let room = |lane: &Lane| {
+        let beside = title_room(lane, lanes.iter().map(|(_, other)| other), title_m);
+        room_in_view(beside, view_right, lane)
+    };
     let scene = named_scene(replay.as_deref(), active.as_deref());
     let title = |lane: &Lane| lane_color(lane, lanes.iter().map(|(_, other)| other));
     // Each lane's context, in the lanes' order, with the titles that would cover an earlier one or another lane's
@@ -763,6 +793,47 @@ mod tests {
 
     /// Lanes side by side in a narrow view: each title is cut short ("...") before the next lane's corner, and a
     /// title with room, or above a lane with none beside it, is whole.
+    /// A title that would run past the canvas's right edge ends in "..." inside it, as one that would run into the
+    /// lane beside it does; the nearer of the two limits holds.
+    #[test]
+    fn titles_stop_short_of_the_canvas_s_right_edge() {
+        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
+        let left = lane.bounds.0.x;
+        let near = |room: Option<f64>, expected: f64| {
+            room.is_some_and(|room| (room - expected).abs() < 1e-12)
+        };
+        assert_eq!(room_in_view(None, None, &lane), None);
+        assert_eq!(room_in_view(Some(0.3), None, &lane), Some(0.3));
+        assert!(near(room_in_view(None, Some(left + 0.2), &lane), 0.2));
+        assert_eq!(room_in_view(Some(0.1), Some(left + 0.2), &lane), Some(0.1));
+        assert!(near(room_in_view(Some(0.3), Some(left + 0.2), &lane), 0.2));
+        assert_eq!(room_in_view(None, Some(left - 1.0), &lane), Some(0.0));
+        // 1 mm per pixel: 0.2 m is 200 px, room for 19 characters of 9.6 px after the gap.
+        let room = room_in_view(None, Some(left + 0.2), &lane);
+        let whole = title_text(&lane, 1.0, 1.0, None, false);
+        let cut = title_text(&lane, 1.0, 1.0, room, false);
+        assert!(whole.chars().count() > 19, "{whole}");
+        assert_eq!(
+            cut.chars().count(),
+            title_fits(room.unwrap_or(0.0), 1.0, 1.0),
+            "{cut}"
+        );
+        assert!(
+            cut.ends_with("...") && whole.starts_with(cut.trim_end_matches('.')),
+            "{cut}"
+        );
+        assert_eq!(
+            title_text(
+                &lane,
+                1.0,
+                1.0,
+                room_in_view(None, Some(left + 5.0), &lane),
+                false
+            ),
+            whole
+        );
+    }
+
     #[test]
     fn titles_of_lanes_side_by_side_stop_short_of_the_next_lane() {
         // 20 mm per pixel: the pit's 1.2 m wide lanes are 60 px apart, room for 5 characters of 9.6 px.
