@@ -25,7 +25,7 @@ const REPLAY_RGB: [u8; 3] = [215, 220, 230];
 /// How long the badge tells of a recording that stopped [s].
 const STOPPED_SECONDS: f64 = 5.0;
 
-/// What became of the last recording, told for [`STOPPED_SECONDS`] after it stopped.
+/// What the badge tells for [`STOPPED_SECONDS`]: where the last recording was saved, or the latest error.
 #[derive(Default)]
 struct Stopped {
     was_recording: bool,
@@ -50,20 +50,21 @@ impl Plugin for BadgePlugin {
 #[derive(Component)]
 struct SessionBadge;
 
-/// What the badge says, if anything: `None` with the panels shown (the Demo section says it), or with neither a
-/// recording nor a replay.
+/// What the badge says, if anything: `None` with the panels shown (the panels say it), or with neither a
+/// recording, a replay nor something `told` lately (a stopped recording's save, or an error: the F5 refused
+/// during a replay, a save that failed). Red for a recording or an error. ASCII only: the scene's font (Bevy's
+/// default) has no bullet, middle dot, ellipsis or play sign.
 fn badge_text(
     show_ui: bool,
     recorder: Option<&Recorder>,
     replay: Option<&Replay>,
     (ticks, paused): (u64, bool),
-    stopped: Option<(&str, bool)>,
+    told: Option<(&str, bool)>,
 ) -> Option<(String, [u8; 3])> {
     if show_ui {
         return None;
     }
-    // ASCII only: the scene's font (Bevy's default) has no bullet, middle dot, ellipsis or play sign.
-    if let Some(replay) = replay {
+    let session = if let Some(replay) = replay {
         let player = &replay.player;
         let state = if player.tick() >= player.demo.ticks {
             "REPLAY (at its end)"
@@ -72,36 +73,60 @@ fn badge_text(
         } else {
             "REPLAY (paused)"
         };
-        return Some((
+        Some((
             format!(
                 "{state} {}, tick {} / {}: {}   [Tab: panels]",
                 player.file,
                 player.tick(),
                 player.demo.ticks,
-                replay.badge().replace('…', "...")
+                replay.badge()
             ),
             REPLAY_RGB,
-        ));
-    }
-    let Some(recorder) = recorder.filter(|r| r.is_recording()) else {
-        let (said, error) = stopped?;
-        let said: String = said
-            .chars()
-            .map(|c| if c.is_ascii() { c } else { '?' })
-            .collect();
-        let rgb = if error { RECORDING_RGB } else { REPLAY_RGB };
-        return Some((format!("REC stopped: {said}"), rgb));
-    };
-    let actions = crate::text::counted(recorder.actions() as u64, "action", "actions");
-    let ticks = recorder.ticks(ticks);
-    let text = if recorder.recording.as_ref().and_then(|r| r.ended).is_some() {
-        format!("REC full: ended at tick {ticks}, {actions}; save it (F5)   [Tab: panels]")
+        ))
+    } else if let Some(recorder) = recorder.filter(|r| r.is_recording()) {
+        let actions = crate::text::counted(recorder.actions() as u64, "action", "actions");
+        let ticks = recorder.ticks(ticks);
+        let text = if recorder.recording.as_ref().and_then(|r| r.ended).is_some() {
+            format!("REC full: ended at tick {ticks}, {actions}; save it (F5)   [Tab: panels]")
+        } else {
+            // Paused, a recording gathers no ticks: said, or a user could save an empty demo unaware.
+            let paused = if paused { " PAUSED (P resumes)," } else { "" };
+            format!("REC{paused} tick {ticks}, {actions} (F5 stops and saves)   [Tab: panels]")
+        };
+        Some((text, RECORDING_RGB))
     } else {
-        // Paused, a recording gathers no ticks: said, or a user could save an empty demo unaware.
-        let paused = if paused { " PAUSED (P resumes)," } else { "" };
-        format!("REC{paused} tick {ticks}, {actions} (F5 stops and saves)   [Tab: panels]")
+        None
     };
-    Some((text, RECORDING_RGB))
+    let (text, rgb) = match (session, told) {
+        (None, None) => return None,
+        (Some(session), None) => session,
+        (None, Some((said, error))) => (
+            said.to_string(),
+            if error { RECORDING_RGB } else { REPLAY_RGB },
+        ),
+        (Some((line, rgb)), Some((said, error))) => (
+            format!("{line}\n{said}"),
+            if error { RECORDING_RGB } else { rgb },
+        ),
+    };
+    Some((scene_font_text(&text), rgb))
+}
+
+/// `text` in the characters the scene's font has: "..." for "…", "-" for dashes, "x" for "×", "?" for the rest.
+fn scene_font_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '…' => out.push_str("..."),
+            '·' => out.push(','),
+            '–' | '—' | '−' => out.push('-'),
+            '×' => out.push('x'),
+            '\n' => out.push('\n'),
+            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
+            _ => out.push('?'),
+        }
+    }
+    out
 }
 
 /// PostUpdate: the badge in the canvas's bottom-left corner, spawned the first time it is wanted and hidden while it
@@ -131,20 +156,20 @@ fn place_badge(
     let now = time.elapsed_secs_f64();
     let recording = recorder.as_deref().is_some_and(Recorder::is_recording);
     let raised = log.as_deref().map_or(0, |log| log.raised);
-    if recording {
+    let error = log.as_deref().and_then(|log| log.error.clone());
+    let info = log.as_deref().and_then(|log| log.info.clone());
+    if raised > stopped.errors_seen
+        && let Some(error) = error
+    {
+        // An error raised since the last frame: with the panels hidden, nothing else would show it.
+        stopped.said = Some((error, true, now + STOPPED_SECONDS));
+    } else if stopped.was_recording && !recording {
+        // The save's word, written by the same update that stopped the recording.
+        stopped.said =
+            info.map(|said| (format!("REC stopped: {said}"), false, now + STOPPED_SECONDS));
+    } else if recording && stopped.said.as_ref().is_some_and(|(_, error, _)| !error) {
+        // A new recording: the last one's save is old news.
         stopped.said = None;
-    } else if stopped.was_recording {
-        // The save's word, written by the same update that stopped the recording: an error if one was raised
-        // since, else the latest line.
-        let error = raised > stopped.errors_seen;
-        let said = log.as_deref().and_then(|log| {
-            if error {
-                log.error.clone()
-            } else {
-                log.info.clone()
-            }
-        });
-        stopped.said = said.map(|said| (said, error, now + STOPPED_SECONDS));
     }
     stopped.was_recording = recording;
     stopped.errors_seen = raised;
@@ -226,18 +251,16 @@ mod tests {
             badge_text(false, Some(&recorder), None, (10, false), None),
             None
         );
+        let saved = "REC stopped: saved demos/a.demo.ron (30 ticks, 0 actions)";
         assert_eq!(
             badge_text(
                 false,
                 Some(&recorder),
                 None,
                 (10, false),
-                Some(("saved demos/a.demo.ron (30 ticks, 0 actions)", false))
+                Some((saved, false))
             ),
-            Some((
-                "REC stopped: saved demos/a.demo.ron (30 ticks, 0 actions)".to_string(),
-                REPLAY_RGB
-            ))
+            Some((saved.to_string(), REPLAY_RGB))
         );
         assert_eq!(
             badge_text(
@@ -245,7 +268,7 @@ mod tests {
                 Some(&recorder),
                 None,
                 (10, false),
-                Some(("saved", false))
+                Some((saved, false))
             ),
             None
         );
@@ -262,13 +285,36 @@ mod tests {
             text,
             "REC tick 30, 0 actions (F5 stops and saves)   [Tab: panels]"
         );
-        assert!(text.is_ascii());
+        assert_eq!(rgb, RECORDING_RGB);
         let (text, _) =
             badge_text(false, Some(&recorder), None, (130, true), None).expect("a badge");
         assert_eq!(
             text,
             "REC PAUSED (P resumes), tick 30, 0 actions (F5 stops and saves)   [Tab: panels]"
         );
+        // An error while recording (a save refused): on a line of its own, in the scene font's letters.
+        let refused = "save as demos/: that is a folder; name the file, e.g. demos/mine.demo.ron; still recording";
+        let (text, rgb) = badge_text(
+            false,
+            Some(&recorder),
+            None,
+            (130, false),
+            Some((refused, true)),
+        )
+        .expect("a badge");
+        assert_eq!(
+            text,
+            format!("REC tick 30, 0 actions (F5 stops and saves)   [Tab: panels]\n{refused}")
+        );
         assert_eq!(rgb, RECORDING_RGB);
+        assert!(text.is_ascii());
+    }
+
+    #[test]
+    fn the_badge_writes_only_what_the_scene_font_draws() {
+        assert_eq!(
+            scene_font_text("checking… (3 hashes match) · 1–2 × 10 é\nnext"),
+            "checking... (3 hashes match) , 1-2 x 10 ?\nnext"
+        );
     }
 }

@@ -693,7 +693,8 @@ fn known_demos() -> Vec<PathBuf> {
     out
 }
 
-/// The `count` demo files in `dir` written last, newest first (by name where the times are equal). By name
+/// The `count` demo files in `dir` written last, newest first (in reverse order of name where the times are
+/// equal). By name
 /// alone, newest first only held for the automatic names: `lesson1.demo.ron`, just saved, came below
 /// `wall-throw-1796575777.demo.ron`, or fell off the list.
 fn newest_demos(dir: &Path, count: usize) -> Vec<PathBuf> {
@@ -1340,7 +1341,8 @@ mod tests {
         assert_eq!(clip_path(" out/a.mp4 ", demo), Path::new("out/a.mp4"));
         // A bare name goes where a bare demo name goes; one with a folder stays as typed.
         assert_eq!(clip_path("a.mp4", demo), Path::new("demos/a.mp4"));
-        assert_eq!(clip_path("frames/", demo), Path::new("demos/frames/"));
+        // The slash kept: it is what makes the target a folder of frames (Path equality ignores it).
+        assert_eq!(clip_path("frames/", demo).as_os_str(), "demos/frames/");
         assert_eq!(clip_path("./a.gif", demo), Path::new("./a.gif"));
         assert_eq!(clip_path("/tmp/a.gif", demo), Path::new("/tmp/a.gif"));
         assert_eq!(clip_path("/", demo), Path::new("/"));

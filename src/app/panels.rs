@@ -2226,7 +2226,14 @@ fn plots_panel(
                         )))
                         .custom_y_axes(vec![
                             egui_plot::AxisHints::new_y()
-                                .formatter(|mark, _| axis_number_text(mark))
+                                // The plot's margin reaches below 0; no count is negative.
+                                .formatter(move |mark, _| {
+                                    if counts && mark.value < 0.0 {
+                                        String::new()
+                                    } else {
+                                        axis_number_text(mark)
+                                    }
+                                })
                                 .label_spacing(
                                     Y_LABEL_LEAST_PX as f32 - 4.0..=Y_LABEL_LEAST_PX as f32 - 2.0,
                                 ),
@@ -2250,18 +2257,14 @@ fn plots_panel(
                     // egui_plot's powers of ten the finer ticks of 5–8 s of history had no room for labels,
                     // and only "0 s" was written.
                     .grid_spacing(GRID_LEAST_PX..=300.0)
-                    .x_grid_spacer(egui_plot::uniform_grid_spacer(labelled_steps(
-                        TIME_LABEL_LEAST_PX,
-                        0.0,
-                    )))
+                    .x_grid_spacer(time_marks)
                     .custom_x_axes(vec![
                         egui_plot::AxisHints::new_x()
                             .formatter(|mark, _| seconds_axis_text(mark))
-                            // Labels at full strength wherever the spacer found room for them: egui_plot fades
-                            // them in over this range, and one exactly at its start is not drawn at all.
-                            .label_spacing(
-                                TIGHT_LABEL_PX as f32 - 6.0..=TIGHT_LABEL_PX as f32 - 2.0,
-                            ),
+                            // Labels at full strength wherever `time_marks` found room for them (its finer
+                            // marks stand at most a quarter of that apart): egui_plot fades them in over this
+                            // range, and one exactly at its start is not drawn at all.
+                            .label_spacing(20.0..=22.0),
                     ])
                     .allow_scroll(false)
                     .show(ui, |plot| {
@@ -2388,11 +2391,6 @@ const Y_LABEL_LEAST_PX: f64 = 20.0;
 /// The least pixels between the labels of an axis along x: egui_plot's default.
 const X_LABEL_LEAST_PX: f64 = 60.0;
 
-/// The least pixels between the labels of the plots' time axes: "1.5 s" is about 25 px wide, and at egui_plot's
-/// 60 the min-gap plot, narrowed by its axis's wider labels, showed only "0 s" while its neighbours had every
-/// label.
-const TIME_LABEL_LEAST_PX: f64 = 36.0;
-
 /// The smallest of 1, 2 or 5 times a power of ten from `least` on.
 fn one_two_five_at_least(least: f64) -> f64 {
     let least = if least.is_finite() && least > 0.0 {
@@ -2408,44 +2406,118 @@ fn one_two_five_at_least(least: f64) -> f64 {
         .unwrap_or(10.0 * decade)
 }
 
-/// The least pixels between an axis's labels when its usual spacing would leave fewer than two of them: enough
-/// for short labels such as "2 s".
-const TIGHT_LABEL_PX: f64 = 24.0;
-
 /// Grid steps for an axis whose labels stand at least `label_px` apart (with egui_plot's powers of ten alone, a
 /// plot of Newton counts from 2 to 9 had its lines at 1, too close to label, and 10, beyond its range), none
 /// finer than `least_step` (1 for counts, which are whole). The middle step is the one labelled: the finest of 1,
-/// 2 or 5 times a power of ten whose marks stand `label_px` apart, or, where that leaves fewer than two marks in
-/// view (a narrow plot), the next finer one if its marks stand [`TIGHT_LABEL_PX`] apart. The finer step is a tenth
-/// of it, too close to label, and the coarser one a multiple of it, so the labels of two levels fall on one
-/// sequence (steps of 0.5, 2 and 5 labelled a time axis "0 s 2 s 4 s 5 s 6 s"). Steps chosen from the finest
-/// visible line up, each a whole multiple of the one below, had left out the step that would have been labelled:
-/// over 0.8 s in a plot 65 px wide the levels were 0.2 s, 1 s and 5 s, and the time axis read only "0 s". The
-/// axis must label from [`TIGHT_LABEL_PX`] (less a pixel or two: the spacer sees the last frame's scale) at full
-/// strength, since the spacer alone decides which steps have room.
+/// 2 or 5 times a power of ten whose marks stand `label_px` apart. The finer step is a tenth of it, too close to
+/// label, and the coarser one a multiple of it, so the labels of two levels fall on one sequence (steps of 0.5, 2
+/// and 5 labelled a time axis "0 s 2 s 4 s 5 s 6 s").
 fn labelled_steps(label_px: f64, least_step: f64) -> impl Fn(egui_plot::GridInput) -> [f64; 3] {
     move |input| {
         let per_px = input.base_step_size / f64::from(GRID_LEAST_PX);
-        let mut label = one_two_five_at_least(per_px * label_px).max(least_step);
-        let (lo, hi) = input.bounds;
-        let marks = |step: f64| ((hi / step).floor() - (lo / step).ceil() + 1.0).max(0.0);
-        let finer = one_two_five_below(label);
-        if marks(label) < 2.0 && finer >= least_step && finer >= per_px * TIGHT_LABEL_PX {
-            label = finer;
-        }
-        let coarser = if (label / 10f64.powf(label.log10().floor())).round() == 1.0 {
-            label * 5.0
-        } else {
-            label * 10.0 / (label / 10f64.powf(label.log10().floor())).round()
+        let label = one_two_five_at_least(per_px * label_px).max(least_step);
+        [(label / 10.0).max(least_step), label, coarser_step(label)]
+    }
+}
+
+/// A step that `step` (1, 2 or 5 times a power of ten) divides: 5 times a 1, 10 for a 2 or a 5.
+fn coarser_step(step: f64) -> f64 {
+    match leading_digit(step) {
+        1.0 => step * 5.0,
+        leading => step / leading * 10.0,
+    }
+}
+
+/// The leading digit of 1, 2 or 5 times a power of ten (1 where `powf` lands a hair below a power of ten).
+fn leading_digit(step: f64) -> f64 {
+    let leading = (step / 10f64.powf(step.log10().floor())).round();
+    if leading >= 10.0 { 1.0 } else { leading }
+}
+
+/// Pixels of a time tick's text in the axis's font, as a sum over its characters (egui's Body, Ubuntu Light at
+/// 12.5 px: a digit about 7 px, a point or a space 3), and the gap kept between two.
+fn tick_text_px(text: &str) -> f64 {
+    const GAP_PX: f64 = 8.0;
+    text.chars()
+        .map(|c| match c {
+            '.' | ' ' | ',' => 3.0,
+            '-' => 4.0,
+            _ => 7.0,
+        })
+        .sum::<f64>()
+        + GAP_PX
+}
+
+/// The time axes' marks: labelled at the finest 1, 2 or 5 times a power of ten whose labels, as wide as
+/// [`tick_text_px`] says the widest in view is, do not touch ("0.02 s0.01 s" ran together at a fixed 36 px, and
+/// "10 s20 s"), and with room of their own inside the plot: a labelled mark too close to its right end for half
+/// its label keeps its line but not its label ("0.02 s" was cut at a plot's edge, or ran into the next plot's). Where
+/// labels 36 px apart would leave only "0 s" in a narrow plot, the text's width is the measure instead.
+fn time_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
+    let (lo, hi) = input.bounds;
+    let per_px = input.base_step_size / f64::from(GRID_LEAST_PX);
+    if !(per_px.is_finite() && per_px > 0.0 && lo.is_finite() && hi.is_finite() && hi > lo) {
+        return Vec::new();
+    }
+    let widest = |step: f64| {
+        let mark = |value: f64| egui_plot::GridMark {
+            value,
+            step_size: step,
         };
-        [(label / 10.0).max(least_step), label, coarser]
+        // The first and last marks in view (`+ 0.0`: not "-0.0").
+        let (a, b) = (
+            (lo / step).ceil() * step + 0.0,
+            (hi / step).floor() * step + 0.0,
+        );
+        tick_text_px(&seconds_axis_text(mark(a))).max(tick_text_px(&seconds_axis_text(mark(b))))
+    };
+    // From marks 16 px apart up: no tick text is narrower.
+    let mut label = one_two_five_at_least(per_px * 16.0);
+    for _ in 0..40 {
+        if label / per_px >= widest(label) {
+            break;
+        }
+        label = coarser_neighbour(label);
+    }
+    let fine = label / 10.0;
+    let mut marks = Vec::new();
+    let first = (lo / fine).ceil() as i64;
+    let last = (hi / fine).floor() as i64;
+    if last - first > 10_000 {
+        return marks;
+    }
+    for i in first..=last {
+        let value = i as f64 * fine;
+        let on_label = ((value / label) - (value / label).round()).abs() < 1e-6;
+        // Half the label's width from the right end of the axis, or it is cut there, or runs into the next
+        // plot's; at the left end it runs under the value axis's column, which is empty below the plot.
+        let half = tick_text_px(&seconds_axis_text(egui_plot::GridMark {
+            value,
+            step_size: label,
+        })) / 2.0
+            * per_px;
+        let room = hi - value >= half;
+        marks.push(egui_plot::GridMark {
+            value,
+            step_size: if on_label && room { label } else { fine },
+        });
+    }
+    marks
+}
+
+/// The next 1, 2 or 5 times a power of ten above `step`, itself one of them.
+fn coarser_neighbour(step: f64) -> f64 {
+    if leading_digit(step) == 2.0 {
+        step * 2.5
+    } else {
+        step * 2.0
     }
 }
 
 /// The 1, 2 or 5 times a power of ten just below `step`, itself one of them: 2 below 5, 1 below 2, 5 below 10.
+#[cfg(test)]
 fn one_two_five_below(step: f64) -> f64 {
-    let leading = (step / 10f64.powf(step.log10().floor())).round();
-    if leading == 5.0 {
+    if leading_digit(step) == 5.0 {
         step / 2.5
     } else {
         step / 2.0
@@ -4109,6 +4181,75 @@ mod tests {
         );
     }
 
+    /// The time axes' labels: the finest step whose widest label fits between two marks, none within half a
+    /// label of the right end.
+    #[test]
+    fn time_labels_have_room_for_their_text_and_stay_inside_the_plot() {
+        // (bounds in s, pixels across) → the labelled times.
+        let labelled = |(lo, hi): (f64, f64), px: f64| {
+            let per_px = (hi - lo) / px;
+            time_marks(egui_plot::GridInput {
+                bounds: (lo, hi),
+                base_step_size: per_px * f64::from(GRID_LEAST_PX),
+            })
+            .into_iter()
+            .filter(|m| m.step_size / per_px >= 22.0)
+            .map(seconds_axis_text)
+            .collect::<Vec<_>>()
+        };
+        // A narrow min-gap plot: 0.8 s over 65 px (was "0 s" alone).
+        assert_eq!(labelled((-0.04, 0.84), 65.0), ["0.0 s", "0.5 s"]);
+        // The slope at 960 × 600: 4.5 s over 68 px ("4 s", 10 px from the end, would be cut).
+        assert_eq!(labelled((-0.2, 4.7), 68.0), ["0 s", "2 s"]);
+        assert_eq!(labelled((-0.2, 5.2), 74.0), ["0 s", "2 s", "4 s"]);
+        // "0.02 s0.01 s": 0.03 s over 100 px now labels every 0.02 s, not 0.01.
+        assert_eq!(labelled((-0.0015, 0.0315), 100.0), ["0.00 s", "0.02 s"]);
+        // "10 s20 s": two-digit labels need more room than one-digit ones.
+        let wide = labelled((-1.0, 21.0), 60.0);
+        assert!(
+            !wide.contains(&"10 s".to_string()) || !wide.contains(&"20 s".to_string()),
+            "{wide:?}"
+        );
+        // A label too near the right end (half of "0.8 s" is 15 px) is left out; its line stays.
+        let near_end = labelled((0.0, 0.81), 200.0);
+        assert!(!near_end.contains(&"0.8 s".to_string()), "{near_end:?}");
+        // Whatever the scale, neighbouring labels do not touch, and the lines include every label.
+        for (lo, hi, px) in [
+            (0.0, 1.0, 40.0),
+            (-0.5, 17.3, 300.0),
+            (0.0, 3600.0, 500.0),
+            (2.0, 2.001, 90.0),
+        ] {
+            let per_px = (hi - lo) / px;
+            let marks = time_marks(egui_plot::GridInput {
+                bounds: (lo, hi),
+                base_step_size: per_px * f64::from(GRID_LEAST_PX),
+            });
+            let labels: Vec<_> = marks
+                .iter()
+                .filter(|m| m.step_size / per_px >= 22.0)
+                .collect();
+            for pair in labels.windows(2) {
+                let apart = (pair[1].value - pair[0].value) / per_px;
+                let room = (tick_text_px(&seconds_axis_text(*pair[0]))
+                    + tick_text_px(&seconds_axis_text(*pair[1])))
+                    / 2.0;
+                assert!(
+                    apart >= room - 1e-9,
+                    "{lo}..{hi} over {px}: {apart} < {room}"
+                );
+            }
+            assert!(marks.iter().all(|m| m.value >= lo && m.value <= hi));
+        }
+        assert!(
+            time_marks(egui_plot::GridInput {
+                bounds: (0.0, 0.0),
+                base_step_size: 0.0
+            })
+            .is_empty()
+        );
+    }
+
     #[test]
     fn grid_steps_are_one_two_or_five_times_a_power_of_ten() {
         // The steps for an axis of `px_per_unit` over `bounds`, labelled from `label_px` apart, of whole `least`.
@@ -4120,16 +4261,10 @@ mod tests {
         };
         let steps =
             |px_per_unit: f64, label_px: f64| steps_over((0.0, 10.0), px_per_unit, label_px, 0.0);
-        // The min-gap plot of a narrow window: 0.8 s over 65 px. 0.5 s is labelled (its marks 41 px apart).
-        assert_eq!(steps(65.0 / 0.8, 36.0), [0.05, 0.5, 1.0]);
         assert_eq!(steps(80.0, 36.0), [0.05, 0.5, 1.0]);
         assert_eq!(steps(20.0, 36.0), [0.2, 2.0, 10.0]);
         assert_eq!(steps(36.0, 36.0), [0.1, 1.0, 5.0]);
         assert_eq!(steps(1e-3, 20.0), [2e3, 2e4, 1e5]);
-        // 4.5 s over 68 px: steps of 5 s would label only "0 s", so 2 s are labelled, 30 px apart.
-        assert_eq!(steps_over((0.0, 4.5), 15.0, 36.0, 0.0), [0.2, 2.0, 10.0]);
-        // But not closer than TIGHT_LABEL_PX: 1 s at 20 px would crowd.
-        assert_eq!(steps_over((0.0, 1.5), 20.0, 36.0, 0.0), [0.2, 2.0, 10.0]);
         // Counts: whole steps however much room there is.
         assert_eq!(steps_over((4.0, 5.0), 100.0, 20.0, 1.0), [1.0, 1.0, 5.0]);
         for px_per_unit in [
@@ -4138,35 +4273,19 @@ mod tests {
             for label_px in [20.0, 36.0, 60.0] {
                 let [fine, middle, coarse] = steps(px_per_unit, label_px);
                 let context = format!("{px_per_unit} px per unit, labels {label_px} px apart");
-                // The labelled step is 1, 2 or 5 times a power of ten with room for its labels, the finest
-                // such unless a finer one was needed for a second label in view.
+                // The labelled step is 1, 2 or 5 times a power of ten.
                 let mantissa = middle / 10f64.powf(middle.log10().floor());
                 assert!(
                     [1.0, 2.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-9),
                     "{context}: {middle}"
                 );
-                let least_room = label_px.min(TIGHT_LABEL_PX);
+                // The finest with `label_px` of room.
+                assert!(middle * px_per_unit >= label_px * (1.0 - 1e-9), "{context}");
                 assert!(
-                    middle * px_per_unit >= least_room * (1.0 - 1e-9),
+                    one_two_five_below(middle) * px_per_unit < label_px,
                     "{context}"
                 );
-                // The finest with `label_px` of room, or where that has one mark in view, the one below it.
-                let roomy = one_two_five_at_least(label_px / px_per_unit);
-                assert!(roomy * px_per_unit >= label_px * (1.0 - 1e-9), "{context}");
-                assert!(
-                    one_two_five_below(roomy) * px_per_unit < label_px,
-                    "{context}"
-                );
-                if roomy <= 10.0 {
-                    assert_eq!(middle, roomy, "{context}");
-                } else {
-                    assert!(
-                        middle == roomy || middle == one_two_five_below(roomy),
-                        "{context}: {middle} for {roomy}"
-                    );
-                }
-                // The finer step is never labelled (the axes label from TIGHT_LABEL_PX less 6).
-                assert!(fine * px_per_unit < TIGHT_LABEL_PX - 6.0, "{context}");
+                assert!(fine * px_per_unit < label_px / 2.0, "{context}");
                 // Each level's labels lie on the next finer level's lines.
                 for (coarser, finer) in [(middle, fine), (coarse, middle)] {
                     let times = coarser / finer;
@@ -4188,8 +4307,9 @@ mod tests {
     }
 
     /// A lane's settings sit two a row where they fit, one a row in a panel too narrow for that (whose
-    /// right-hand settings were cut off), and two a row again once the panel is wide again. Both lanes: the IPC
-    /// lane's automatic d̂ figure, beside its box, ran past a narrow panel's edge; there it is the box's hover text.
+    /// right-hand settings were cut off), and two a row again once the panel is wide again. Both lanes: a lane's
+    /// automatic d̂ figure (the wall throw's penalty lane has one), beside its box, ran past a narrow panel's edge;
+    /// there it is the box's hover text.
     #[test]
     fn lane_settings_go_one_a_row_in_a_narrow_panel_and_none_is_cut_off() {
         let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))

@@ -379,7 +379,7 @@ fn check_output(out: &Path, kind: OutputKind, replace: bool) -> Result<Destinati
     let path = match &target {
         Destination::Replace(path) => path.as_path(),
         Destination::Stream(_) => {
-            let probe = stream_temp_path(out);
+            let probe = stream_hidden(out, "probe");
             OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -466,6 +466,11 @@ fn hidden_beside(out: &Path, what: &str) -> PathBuf {
 /// `$TMPDIR/.contact-sandbox-name.partial-PID`: the temporary file of an export into a device or FIFO, whose
 /// folder (`/dev`) may not be writable.
 fn stream_temp_path(out: &Path) -> PathBuf {
+    stream_hidden(out, "partial")
+}
+
+/// `$TMPDIR/.contact-sandbox-name.WHAT-PID`.
+fn stream_hidden(out: &Path, what: &str) -> PathBuf {
     let name = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -473,7 +478,7 @@ fn stream_temp_path(out: &Path) -> PathBuf {
     std::env::temp_dir().join(crate::text::temporary_name(
         ".contact-sandbox-",
         &name,
-        &format!(".partial-{}", std::process::id()),
+        &format!(".{what}-{}", std::process::id()),
     ))
 }
 

@@ -314,10 +314,13 @@ pub fn recording_messages(
                     None => {}
                 }
                 if tick == 0 {
-                    // Recorded while paused throughout: a file, but a replay of nothing.
-                    kept.push_str(
-                        "; it holds no step: the sandbox was paused throughout (P resumes while recording)",
-                    );
+                    // Recorded while paused throughout (or stopped before the first step): a file, but a
+                    // replay of nothing.
+                    kept.push_str(if control.paused {
+                        "; it holds no step: the sandbox was paused throughout (P resumes while recording)"
+                    } else {
+                        "; it holds no step"
+                    });
                 }
                 log.info(format!(
                     "saved {} ({}, {}){kept}",
