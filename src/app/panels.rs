@@ -2199,9 +2199,15 @@ fn plots_panel(
                     ui.small(title);
                 }
                 let mut chart = Plot::new(title);
-                if let Some((t0, t1)) = span {
-                    chart = chart.include_x(t0).include_x(t1);
-                }
+                chart = match span {
+                    Some((t0, t1)) => chart.include_x(t0).include_x(t1),
+                    // No step yet: 0 to 1 s and 0 to 1, not egui_plot's -0.5 to 0.5 ("-0.5 s" of no history).
+                    None => chart
+                        .include_x(0.0)
+                        .include_x(1.0)
+                        .include_y(0.0)
+                        .include_y(1.0),
+                };
                 if title.starts_with("min gap") {
                     chart = chart
                         .y_grid_spacer(gap_grid_marks)
