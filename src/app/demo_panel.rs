@@ -397,17 +397,11 @@ pub fn fresh_demo_path(scene: &str) -> PathBuf {
 /// `./prof`, which no list showed). A name with a folder (`./prof.demo.ron`, `/tmp/x.ron`) is kept as typed,
 /// and a folder (ending in `/`) is left for the caller to refuse.
 pub fn typed_demo_path(typed: &str) -> PathBuf {
-    let path = PathBuf::from(typed);
     // A folder, `.` and `..` included, is left as typed, for the caller to refuse.
     if typed.ends_with('/') || matches!(typed, "." | "..") {
-        return path;
+        return PathBuf::from(typed);
     }
-    let in_a_folder = path.parent().is_some_and(|p| !p.as_os_str().is_empty());
-    let path = if in_a_folder {
-        path
-    } else {
-        Path::new(DEMO_DIR).join(path)
-    };
+    let path = in_demos_if_bare(typed);
     // The panel lists `*.demo.ron`: `run.ron` saves as `run.demo.ron`.
     let text = path.to_string_lossy();
     if text.ends_with(".demo.ron") {
@@ -565,6 +559,20 @@ fn stop_export_on_exit(mut exits: MessageReader<AppExit>, mut ui: ResMut<DemoUi>
     }
 }
 
+/// `typed` inside `demos/` when it names no folder (`clip.gif`, `frames/`, `run`), else as typed (`./clip.gif`,
+/// `/tmp/x`); `.`, `..` and `/` stay as typed. The one rule of "save as" and "export to".
+fn in_demos_if_bare(typed: &str) -> PathBuf {
+    let name = typed.trim_end_matches('/');
+    let bare = Path::new(name)
+        .parent()
+        .is_some_and(|p| p.as_os_str().is_empty());
+    if bare && !matches!(name, "" | "." | "..") {
+        Path::new(DEMO_DIR).join(typed)
+    } else {
+        PathBuf::from(typed)
+    }
+}
+
 /// Where a clip of `demo` goes: the "export to" text, or when that is empty `demos/<demo>.gif`, named after the
 /// demo exported (not after the last recording, which the replay field may no longer show). A bare name goes
 /// into `demos/` as a bare "save as" name does (`clip.gif` was written to the working directory while `run`
@@ -572,15 +580,7 @@ fn stop_export_on_exit(mut exits: MessageReader<AppExit>, mut ui: ResMut<DemoUi>
 pub fn clip_path(export_out: &str, demo: &Path) -> PathBuf {
     let typed = export_out.trim();
     if !typed.is_empty() {
-        let path = PathBuf::from(typed);
-        let bare = Path::new(typed.trim_end_matches('/'))
-            .parent()
-            .is_some_and(|p| p.as_os_str().is_empty());
-        return if bare && !matches!(typed.trim_end_matches('/'), "" | "." | "..") {
-            Path::new(DEMO_DIR).join(path)
-        } else {
-            path
-        };
+        return in_demos_if_bare(typed);
     }
     let name = demo
         .file_name()
