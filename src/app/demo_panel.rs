@@ -35,59 +35,107 @@ impl Plugin for DemoPanelPlugin {
             // After bevy_window's, which write AppExit in Last when the window has closed.
             .add_systems(
                 Last,
-                (stop_export_on_exit, report_save_on_exit).after(bevy::window::ExitSystems),
+                (
+                    stop_export_on_exit,
+                    save_recording_on_exit,
+                    report_save_on_exit,
+                )
+                    .chain()
+                    .after(bevy::window::ExitSystems),
             );
     }
 }
 
-/// Whether closing the window saved a recording, for [`report_save_on_exit`]: the count of errors raised by then.
+/// Whether the window's close or the app's exit saved a recording, for [`report_save_on_exit`]: the count of
+/// errors raised by then.
 #[derive(Resource, Default)]
 struct SavedOnClose(Option<u64>);
 
 /// PreUpdate: closing the window while recording saves the recording first, as F5 would (where "save as" says,
 /// or if that is refused, under a fresh name in `demos/`): the window used to close and the recording went with
 /// it, without a word. The save happens in this frame's Update; the window closes in the next.
-#[allow(clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
 fn save_recording_on_close(
     mut closes: MessageReader<bevy::window::WindowCloseRequested>,
     recorder: Res<Recorder>,
-    mut ui: ResMut<DemoUi>,
-    active: Option<Res<ActiveScene>>,
-    mut log: ResMut<SimLog>,
-    mut start: MessageWriter<StartRecording>,
-    mut stop: MessageWriter<StopRecording>,
-    mut saved: ResMut<SavedOnClose>,
+    exit_save: ExitSave,
 ) {
-    if closes.read().count() == 0 || !recorder.is_recording() || saved.0.is_some() {
-        return;
+    if closes.read().count() > 0 && recorder.is_recording() {
+        exit_save.ask(&recorder);
     }
-    let raised = log.raised;
-    toggle_recording(
-        &recorder,
-        &mut ui,
-        active.as_deref(),
-        &mut log,
-        &mut start,
-        &mut stop,
-    );
-    if log.raised > raised && !ui.save_path.trim().is_empty() {
-        // "save as" names a folder, or a name whose every number is taken: a fresh name instead.
-        let typed = std::mem::take(&mut ui.save_path);
-        toggle_recording(
-            &recorder,
-            &mut ui,
-            active.as_deref(),
-            &mut log,
-            &mut start,
-            &mut stop,
-        );
-        ui.save_path = typed;
-    }
-    saved.0 = Some(log.raised);
 }
 
-/// Last: as the app exits after its window closed while recording, says on stderr where the recording was saved
-/// (or why it was not): the window that would have said it is gone.
+/// What a save at the app's end needs besides the recorder.
+#[derive(bevy::ecs::system::SystemParam)]
+struct ExitSave<'w> {
+    ui: ResMut<'w, DemoUi>,
+    active: Option<Res<'w, ActiveScene>>,
+    log: ResMut<'w, SimLog>,
+    start: MessageWriter<'w, StartRecording>,
+    stop: MessageWriter<'w, StopRecording>,
+    saved: ResMut<'w, SavedOnClose>,
+}
+
+impl ExitSave<'_> {
+    /// Sends the recording to be saved as F5 would, once.
+    fn ask(mut self, recorder: &Recorder) {
+        if self.saved.0.is_some() {
+            return;
+        }
+        let raised = self.log.raised;
+        let ExitSave {
+            ui,
+            active,
+            log,
+            start,
+            stop,
+            ..
+        } = &mut self;
+        let active = active.as_deref();
+        toggle_recording(recorder, ui, active, log, start, stop);
+        if log.raised > raised && !ui.save_path.trim().is_empty() {
+            // "save as" names a folder, or a name whose every number is taken: a fresh name instead.
+            let typed = std::mem::take(&mut ui.save_path);
+            toggle_recording(recorder, ui, active, log, start, stop);
+            ui.save_path = typed;
+        }
+        self.saved.0 = Some(self.log.raised);
+    }
+}
+
+/// Last, after bevy_window's exit systems: an exit with the window still open (Ctrl-C in the terminal that started
+/// it, SIGTERM) while recording saves the recording too, as F5 would. No later frame will run, so the batch in
+/// flight is collected and the recording stopped and saved here, by the systems that do it in Update.
+fn save_recording_on_exit(world: &mut World) {
+    let exiting = world
+        .get_resource::<Messages<AppExit>>()
+        .is_some_and(|m| !m.is_empty());
+    let recording = world
+        .get_resource::<Recorder>()
+        .is_some_and(Recorder::is_recording);
+    if !exiting || !recording {
+        return;
+    }
+    // This frame's messages that would start or stop a recording are moot, and the systems run below would read
+    // them afresh.
+    if let Some(mut messages) = world.get_resource_mut::<Messages<StartRecording>>() {
+        messages.clear();
+    }
+    if let Some(mut messages) = world.get_resource_mut::<Messages<StopRecording>>() {
+        messages.clear();
+    }
+    let asked = world.run_system_cached(|recorder: Res<Recorder>, exit_save: ExitSave| {
+        let before = exit_save.saved.0.is_some();
+        exit_save.ask(&recorder);
+        !before
+    });
+    if asked.unwrap_or(false) {
+        let _ = world.run_system_cached(crate::sim::settle_before_messages);
+        let _ = world.run_system_cached(crate::sim::recording_messages);
+    }
+}
+
+/// Last: as the app exits after its window closed (or a signal ended it) while recording, says on stderr where
+/// the recording was saved (or why it was not): the window that would have said it is gone.
 fn report_save_on_exit(
     mut exits: MessageReader<AppExit>,
     saved: Res<SavedOnClose>,
@@ -105,7 +153,7 @@ fn report_save_on_exit(
         (_, Some(info)) => info,
         _ => "the recording was not saved",
     };
-    eprintln!("contact-sandbox: the window closed while recording: {said}");
+    eprintln!("contact-sandbox: the sandbox ended while recording: {said}");
 }
 
 /// What the Demo section remembers between frames.
@@ -1241,6 +1289,53 @@ mod tests {
         );
         assert_eq!(typed, folder);
         let _ = std::fs::remove_dir(DEMO_DIR);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An exit with the window still open (Ctrl-C in the terminal) while recording saves the recording where
+    /// "save as" says, and it replays to the tick where the app ended.
+    #[test]
+    fn an_exit_while_recording_saves_the_recording_as_f5_would() {
+        let dir = std::env::temp_dir().join(format!("cs-exit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("exit.demo.ron");
+        let mut app = App::new();
+        app.add_plugins(MinimalPlugins)
+            .add_plugins(crate::sim::SimPlugin)
+            .insert_resource(bevy::time::TimeUpdateStrategy::FixedTimesteps(1))
+            .insert_resource(
+                ActiveScene::load(Path::new("assets/scenes/slope.ron")).expect("loads"),
+            )
+            .insert_resource(DemoUi {
+                save_path: path.display().to_string(),
+                ..default()
+            })
+            .init_resource::<SavedOnClose>()
+            .add_systems(Last, (save_recording_on_exit, report_save_on_exit).chain());
+        app.update();
+        app.world_mut().write_message(StartRecording);
+        for _ in 0..20 {
+            app.update();
+        }
+        app.world_mut().write_message(AppExit::Success);
+        app.update();
+        let demo = crate::demo::Demo::load(&path).expect("saved at the exit");
+        assert!(demo.ticks >= 15, "{}", demo.ticks);
+        let mut player = crate::demo::Player::new(demo.clone(), path.display().to_string());
+        let verdict = player.run_to_end(false).expect("replays").clone();
+        assert_eq!(verdict.mismatch, None, "{verdict}");
+        assert!(!app.world().resource::<Recorder>().is_recording());
+        let said = app
+            .world()
+            .resource::<SimLog>()
+            .info
+            .clone()
+            .unwrap_or_default();
+        assert!(
+            said.starts_with(&format!("saved {}", path.display())),
+            "{said}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
