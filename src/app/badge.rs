@@ -158,17 +158,30 @@ fn place_badge(
     let raised = log.as_deref().map_or(0, |log| log.raised);
     let error = log.as_deref().and_then(|log| log.error.clone());
     let info = log.as_deref().and_then(|log| log.info.clone());
-    if raised > stopped.errors_seen
-        && let Some(error) = error
-    {
+    let new_error = error.filter(|_| raised > stopped.errors_seen);
+    if stopped.was_recording && !recording {
+        // The save's word, written by the same update that stopped the recording, with an error raised beside it.
+        let saved = info.map(|said| format!("REC stopped: {said}"));
+        let said = match (saved, new_error) {
+            (Some(saved), Some(error)) => Some((format!("{saved}\n{error}"), true)),
+            (Some(saved), None) => Some((saved, false)),
+            (None, error) => error.map(|error| (error, true)),
+        };
+        stopped.said = said.map(|(said, error)| (said, error, now + STOPPED_SECONDS));
+    } else if let Some(error) = new_error {
         // An error raised since the last frame: with the panels hidden, nothing else would show it.
         stopped.said = Some((error, true, now + STOPPED_SECONDS));
-    } else if stopped.was_recording && !recording {
-        // The save's word, written by the same update that stopped the recording.
-        stopped.said =
-            info.map(|said| (format!("REC stopped: {said}"), false, now + STOPPED_SECONDS));
     } else if recording && stopped.said.as_ref().is_some_and(|(_, error, _)| !error) {
         // A new recording: the last one's save is old news.
+        stopped.said = None;
+    }
+    // An error the log no longer holds (answered, or cleared) is not told.
+    let current = log.as_deref().and_then(|log| log.error.as_deref());
+    if stopped
+        .said
+        .as_ref()
+        .is_some_and(|(said, error, _)| *error && current.is_none_or(|e| !said.ends_with(e)))
+    {
         stopped.said = None;
     }
     stopped.was_recording = recording;

@@ -109,27 +109,36 @@ fn save_recording_on_exit(world: &mut World) {
     let exiting = world
         .get_resource::<Messages<AppExit>>()
         .is_some_and(|m| !m.is_empty());
-    let recording = world
-        .get_resource::<Recorder>()
-        .is_some_and(Recorder::is_recording);
-    if !exiting || !recording {
+    let recording = |world: &World| {
+        world
+            .get_resource::<Recorder>()
+            .is_some_and(Recorder::is_recording)
+    };
+    if !exiting || !recording(world) {
         return;
     }
-    // This frame's messages that would start or stop a recording are moot, and the systems run below would read
-    // them afresh.
-    if let Some(mut messages) = world.get_resource_mut::<Messages<StartRecording>>() {
-        messages.clear();
-    }
-    if let Some(mut messages) = world.get_resource_mut::<Messages<StopRecording>>() {
-        messages.clear();
-    }
-    let asked = world.run_system_cached(|recorder: Res<Recorder>, exit_save: ExitSave| {
-        let before = exit_save.saved.0.is_some();
-        exit_save.ask(&recorder);
-        !before
-    });
-    if asked.unwrap_or(false) {
-        let _ = world.run_system_cached(crate::sim::settle_before_messages);
+    let _ = world.run_system_cached(crate::sim::collect_now);
+    // Where "save as" says (unless the close's save there failed), then, if that write fails, under a fresh name.
+    for fresh in [false, true] {
+        if !recording(world) {
+            break;
+        }
+        let retry = fresh || world.resource::<SavedOnClose>().0.is_some();
+        if retry {
+            world.resource_mut::<DemoUi>().save_path.clear();
+            world.resource_mut::<SavedOnClose>().0 = None;
+        }
+        // This frame's messages that would start or stop a recording are moot, and `recording_messages`, run
+        // here afresh, would read them.
+        if let Some(mut messages) = world.get_resource_mut::<Messages<StartRecording>>() {
+            messages.clear();
+        }
+        if let Some(mut messages) = world.get_resource_mut::<Messages<StopRecording>>() {
+            messages.clear();
+        }
+        let _ = world.run_system_cached(|recorder: Res<Recorder>, exit_save: ExitSave| {
+            exit_save.ask(&recorder);
+        });
         let _ = world.run_system_cached(crate::sim::recording_messages);
     }
 }
@@ -139,19 +148,18 @@ fn save_recording_on_exit(world: &mut World) {
 fn report_save_on_exit(
     mut exits: MessageReader<AppExit>,
     saved: Res<SavedOnClose>,
+    recorder: Res<Recorder>,
     log: Res<SimLog>,
 ) {
-    let Some(raised) = saved.0 else {
-        return;
-    };
-    if exits.read().count() == 0 {
+    if saved.0.is_none() || exits.read().count() == 0 {
         return;
     }
-    // An error since the close: the save's.
-    let said = match (&log.error, &log.info) {
-        (Some(error), _) if log.raised > raised => error,
-        (_, Some(info)) => info,
-        _ => "the recording was not saved",
+    // Still recording: the save failed, and its error is the latest.
+    let said = match (recorder.is_recording(), &log.error, &log.info) {
+        (true, Some(error), _) => error.as_str(),
+        (true, None, _) => "the recording was not saved",
+        (false, _, Some(info)) => info.as_str(),
+        (false, _, None) => "the recording was saved",
     };
     eprintln!("contact-sandbox: the sandbox ended while recording: {said}");
 }

@@ -381,7 +381,11 @@ fn label_lanes(
     let mut contexts: Vec<(Entity, usize, TitleContext, Rect)> = lanes
         .iter()
         .map(|(entity, lane)| {
-            let (edited, room) = (is_edited(lane, scene), room(lane));
+            // A room that does not cut the title is none: the view's edge moves with every pan, and a context
+            // that changed with it laid every title out again each frame.
+            let edited = is_edited(lane, scene);
+            let whole = title_chars(lane, px, scale.0, None, edited);
+            let room = room(lane).filter(|&room| title_fits(room, px, scale.0) < whole);
             let chars = title_chars(lane, px, scale.0, room, edited);
             let context = TitleContext {
                 edited,

@@ -2487,11 +2487,14 @@ fn time_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
     }
     let fine = label / 10.0;
     let mut marks = Vec::new();
-    let first = (lo / fine).ceil() as i64;
-    let last = (hi / fine).floor() as i64;
-    if last - first > 10_000 {
+    // A count beyond a screen's pixels (or none: bounds far from zero, a step underflowed) is no axis to mark.
+    let count = (hi / fine).floor() - (lo / fine).ceil();
+    if !(fine > 0.0 && count.is_finite() && (0.0..=10_000.0).contains(&count)) {
         return marks;
     }
+    let (first, last) = ((lo / fine).ceil() as i64, (hi / fine).floor() as i64);
+    // A step 12 px apart: egui_plot draws its line (from 8 px) but labels it only from 20.
+    let unlabelled = 12.0 * per_px;
     for i in first..=last {
         let value = i as f64 * fine;
         let on_label = ((value / label) - (value / label).round()).abs() < 1e-6;
@@ -2505,7 +2508,11 @@ fn time_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
         let room = hi - value >= half;
         marks.push(egui_plot::GridMark {
             value,
-            step_size: if on_label && room { label } else { fine },
+            step_size: match (on_label, room) {
+                (true, true) => label,
+                (true, false) => unlabelled,
+                (false, _) => fine,
+            },
         });
     }
     marks

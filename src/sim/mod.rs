@@ -28,7 +28,7 @@ use bevy::prelude::*;
 pub use components::*;
 pub use messages::*;
 pub use recording::*;
-pub use stepping::{StepInFlight, Stepping, no_step_in_flight, settle_before_messages};
+pub use stepping::{StepInFlight, Stepping, collect_now, no_step_in_flight};
 
 use crate::demo::{
     Action, apply_settings, refuse_ipc_into_overlap, refuse_rod_below_floor, rod_rise_onto_floors,

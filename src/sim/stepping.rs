@@ -399,6 +399,14 @@ impl Background<'_> {
     }
 }
 
+/// Waits for the batch in flight and puts its lanes in place: for a save at the app's end, when no later frame
+/// will collect it.
+pub fn collect_now(in_flight: Option<ResMut<StepInFlight>>, mut b: Bookkeeping) {
+    if let Some(mut in_flight) = in_flight {
+        collect(&mut in_flight, &mut b, true);
+    }
+}
+
 /// Update, first in ApplyMessages: a message that changes the lanes waits for the batch in flight, so it
 /// applies to the finished state (as inline) and the batch's result cannot overwrite it. A recording with no
 /// room for the actions this frame may bring ends first, at the state before them.
