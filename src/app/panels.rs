@@ -2483,7 +2483,8 @@ fn time_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
         if label / per_px >= widest(label) {
             break;
         }
-        label = coarser_neighbour(label);
+        // The next 1, 2 or 5 times a power of ten.
+        label = one_two_five_at_least(label * 1.5);
     }
     let fine = label / 10.0;
     let mut marks = Vec::new();
@@ -2516,15 +2517,6 @@ fn time_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
         });
     }
     marks
-}
-
-/// The next 1, 2 or 5 times a power of ten above `step`, itself one of them.
-fn coarser_neighbour(step: f64) -> f64 {
-    if leading_digit(step) == 2.0 {
-        step * 2.5
-    } else {
-        step * 2.0
-    }
 }
 
 /// The 1, 2 or 5 times a power of ten just below `step`, itself one of them: 2 below 5, 1 below 2, 5 below 10.
