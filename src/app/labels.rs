@@ -8,7 +8,7 @@
 use bevy::prelude::*;
 use bevy::sprite::Anchor;
 
-use super::lane_bands::StrayBalls;
+use super::lane_bands::{EVERYWHERE, LaneBands, StrayBalls};
 use super::lane_color;
 use super::render::{MainCamera, camera_scale};
 use crate::physics::DVec2;
@@ -490,6 +490,9 @@ const STRAY_LABELS_PER_LANE: usize = 1;
 /// is laid out.
 const CHAR_WIDTH: f32 = 0.6;
 
+/// Least distance between a stray ball's label and its band's or the canvas's edge [logical px].
+const STRAY_MARGIN_PX: f32 = 2.0;
+
 /// Opacity of the backdrop behind a stray ball's label.
 const STRAY_BACKDROP_ALPHA: f32 = 0.8;
 
@@ -575,6 +578,25 @@ fn stray_place(
     }
 }
 
+/// `at` (a label's place under `anchor`, its size `size`) moved the least that puts the label inside `room`: a
+/// label beside a marker near a band's corner crossed into the next lane, or past the canvas's edge, where it was
+/// cut. A label wider (or taller) than the room keeps its left (or top) edge inside it.
+fn kept_inside(at: Vec2, anchor: Anchor, size: Vec2, room: Rect) -> Vec2 {
+    let min = at - (anchor.as_vec() + Vec2::splat(0.5)) * size;
+    let shift_x = if size.x > room.width() {
+        room.min.x - min.x
+    } else {
+        (room.min.x - min.x).max(0.0) + (room.max.x - (min.x + size.x)).min(0.0)
+    };
+    let shift_y = if size.y > room.height() {
+        room.max.y - (min.y + size.y)
+    } else {
+        (room.min.y - min.y).max(0.0) + (room.max.y - (min.y + size.y)).min(0.0)
+    };
+    let shift = Vec2::new(shift_x, shift_y);
+    if shift.is_finite() { at + shift } else { at }
+}
+
 /// Labels the balls beyond their lanes' bands with their positions (at most [`STRAY_LABELS_PER_LANE`] a lane),
 /// reusing one text entity per label shown and hiding the rest.
 #[allow(clippy::type_complexity, clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
@@ -582,9 +604,13 @@ fn label_strays(
     mut commands: Commands,
     strays: Option<Res<StrayBalls>>,
     lanes: Query<&Lane>,
-    camera: Query<&Projection, With<MainCamera>>,
+    camera: Query<
+        (&Projection, Option<&Camera>, Option<&Transform>),
+        (With<MainCamera>, Without<StrayLabel>),
+    >,
     scale: Res<LabelScale>,
     hidden: Option<Res<HiddenTitles>>,
+    bands: Option<Res<LaneBands>>,
     mut labels: Query<
         (
             &mut Text2d,
@@ -597,7 +623,18 @@ fn label_strays(
     >,
     mut wanted: Local<Vec<(String, Color, Transform, Anchor)>>,
 ) {
-    let px = camera.single().map(camera_scale).unwrap_or(1.0);
+    let (px, view) = match camera.single() {
+        Ok((projection, view, at)) => {
+            let px = camera_scale(projection);
+            // The canvas (render units), where the camera draws into a known viewport.
+            let view = view
+                .and_then(Camera::logical_viewport_size)
+                .zip(at)
+                .map(|(size, at)| Rect::from_center_size(at.translation.truncate(), size * px));
+            (px, view)
+        }
+        Err(_) => (1.0, None),
+    };
     wanted.clear();
     if let Some(strays) = strays {
         let mut seen: Vec<(Entity, usize)> = Vec::new();
@@ -645,6 +682,22 @@ fn label_strays(
                 px,
                 scale.0,
             );
+            // Inside its lane's band and the canvas, a couple of pixels clear of their edges.
+            let band = bands.as_ref().map_or(EVERYWHERE, |b| b.of(stray.lane));
+            let room = view
+                .map_or(band, |view| band.intersect(view))
+                .inflate(-STRAY_MARGIN_PX * px);
+            let s = scale.0 * px;
+            let size = Vec2::new(
+                text.chars().count() as f32 * CHAR_WIDTH * STRAY_PX * s,
+                STRAY_PX * s,
+            );
+            // A band out of sight leaves its label where it was placed (out of sight too).
+            let at = if room.is_empty() {
+                at
+            } else {
+                kept_inside(at, anchor, size, room)
+            };
             let place =
                 Transform::from_translation(at.extend(LABEL_Z)).with_scale(Vec3::new(px, px, 1.0));
             wanted.push((text, stray.color, place, anchor));
@@ -1201,5 +1254,67 @@ mod tests {
         let far = Rect::new(2000.0, 48.0, 2300.0, 80.0);
         let (at, _) = stray_place(Vec2::new(500.0, 100.0), Vec2::Y, Some(far), 15, 2.0, 1.0);
         assert_eq!(at, Vec2::new(520.0, 80.0));
+    }
+
+    /// A label 100 × 10 units moved into a room: not at all when inside, the least way otherwise, its left or top
+    /// edge kept when it does not fit, and not at all in an unbounded room.
+    #[test]
+    fn a_label_is_moved_the_least_that_keeps_it_inside_its_room() {
+        let room = Rect::new(0.0, 0.0, 400.0, 200.0);
+        let size = Vec2::new(100.0, 10.0);
+        let inside = Vec2::new(200.0, 100.0);
+        assert_eq!(kept_inside(inside, Anchor::CENTER_LEFT, size, room), inside);
+        // Ending above the room's top right corner (anchored at its bottom right): down and left into it.
+        let at = kept_inside(Vec2::new(450.0, 195.0), Anchor::BOTTOM_RIGHT, size, room);
+        assert_eq!(at, Vec2::new(400.0, 190.0));
+        // Starting left of the room: right.
+        let at = kept_inside(Vec2::new(-30.0, 50.0), Anchor::CENTER_LEFT, size, room);
+        assert_eq!(at, Vec2::new(0.0, 50.0));
+        // Wider than a room 60 units wide: its left edge at the room's.
+        let narrow = Rect::new(0.0, 0.0, 60.0, 200.0);
+        let at = kept_inside(Vec2::new(90.0, 50.0), Anchor::BOTTOM_RIGHT, size, narrow);
+        assert_eq!(at, Vec2::new(100.0, 50.0));
+        // Taller than a room 4 units high: its top at the room's.
+        let low = Rect::new(0.0, 0.0, 400.0, 4.0);
+        let at = kept_inside(Vec2::new(10.0, 0.0), Anchor::CENTER_LEFT, size, low);
+        assert_eq!(at, Vec2::new(10.0, -1.0));
+        let anywhere = kept_inside(Vec2::new(-1e9, 1e9), Anchor::CENTER_LEFT, size, EVERYWHERE);
+        assert_eq!(anywhere, Vec2::new(-1e9, 1e9));
+    }
+
+    /// A ball gone past its band's right edge just below the band's top: the label above its marker would cross
+    /// into the band above; it is kept inside its own band, clear of its edge.
+    #[test]
+    fn a_stray_ball_s_label_stays_inside_its_band() {
+        use super::super::lane_bands::{StrayBall, StrayBalls};
+        let mut app = labelling_app(LabelScale::default(), 2.0);
+        app.add_systems(Update, label_strays.after(label_lanes));
+        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
+        let lane = app.world_mut().spawn(lane).id();
+        let band = Rect::new(-1000.0, 0.0, 2000.0, 710.0);
+        app.insert_resource(LaneBands(vec![(lane, band)]));
+        app.insert_resource(StrayBalls(vec![StrayBall {
+            lane,
+            edge: Vec2::new(2000.0, 700.0),
+            direction: Vec2::X,
+            position: DVec2::new(2.5, 0.7),
+            color: Color::WHITE,
+        }]));
+        app.update();
+        let mut found = app
+            .world_mut()
+            .query_filtered::<(&Text2d, &Transform, &Anchor), With<StrayLabel>>();
+        let (text, place, anchor) = found.single(app.world()).expect("one label");
+        let size = Vec2::new(
+            text.0.chars().count() as f32 * CHAR_WIDTH * STRAY_PX * 2.0,
+            STRAY_PX * 2.0,
+        );
+        let min = place.translation.truncate() - (anchor.as_vec() + Vec2::splat(0.5)) * size;
+        let label = Rect::from_corners(min, min + size);
+        let room = band.inflate(-STRAY_MARGIN_PX * 2.0);
+        assert_eq!(label.union(room), room, "{label:?} outside {room:?}");
+        // Without the band it would have ended 12 px above the marker, past the band's top.
+        let (unkept, _) = stray_place(Vec2::new(2000.0, 700.0), Vec2::X, None, 15, 2.0, 1.0);
+        assert!(unkept.y + size.y > band.max.y);
     }
 }

@@ -709,8 +709,8 @@ fn scene_menu(
     }
 }
 
-/// "step N / stop · S steps/s (F× real time) · P fps". A scene that has reached its last step says so instead
-/// of showing a rate of 0, which would read as a stalled simulation.
+/// "step N / stop · S steps/s (F× real time)". A scene that has reached its last step says so instead of showing
+/// a rate of 0, which would read as a stalled simulation. The frame rate is its own label ([`status_row`]).
 fn status_line(
     control: &SimControl,
     steps_per_second: Option<f64>,
@@ -718,14 +718,10 @@ fn status_line(
         step_sizes,
         replay_ticks,
     }: RunInfo,
-    frames_per_second: Option<f64>,
 ) -> String {
-    let fps = frames_per_second
-        .map(|f| format!(" · {f:.0} fps"))
-        .unwrap_or_default();
     if let Some((tick, ticks)) = replay_ticks {
         // The replay's own clock; the sandbox's step counter stands still while a demo plays.
-        return format!("replay tick {tick} / {ticks}{fps}");
+        return format!("replay tick {tick} / {ticks}");
     }
     let stop = control
         .stop_at_step
@@ -752,7 +748,29 @@ fn status_line(
             })
             .unwrap_or_default()
     };
-    format!("step {}{stop}{rate}{fps}", control.steps_taken)
+    format!("step {}{stop}{rate}", control.steps_taken)
+}
+
+/// The status line on one row, whatever its digits (wrapping by turns at "100 steps/s" and "97 steps/s" moved every
+/// control below it up and down several times a second in a narrow panel), with the frame rate at its right end
+/// and the run's text cut before it with "…" when the row is too narrow for both (at 960 px the end of the line,
+/// the frame rate, was what was cut).
+fn status_row(ui: &mut egui::Ui, status: String, frames_per_second: Option<f64>) -> egui::Response {
+    let row = egui::vec2(ui.available_width(), ui.spacing().interact_size.y);
+    ui.allocate_ui_with_layout(
+        row,
+        egui::Layout::right_to_left(egui::Align::Center),
+        |ui| {
+            if let Some(fps) = frames_per_second {
+                ui.label(format!("· {fps:.0} fps"));
+            }
+            ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
+                ui.add(egui::Label::new(status).truncate())
+            })
+            .inner
+        },
+    )
+    .inner
 }
 
 /// What the status line reports besides the run control: the lanes' step sizes (min, max) and, while a demo
@@ -825,15 +843,8 @@ fn run_controls(
             .frame_rate
             .record(clocks.real.elapsed_secs_f64(), u64::from(frames.0));
     }
-    let status = status_line(
-        control,
-        ui_state.step_rate.steps_per_second(),
-        info,
-        ui_state.frame_rate.steps_per_second(),
-    );
-    // One line, whatever its digits: wrapping by turns at "100 steps/s" and "97 steps/s" moved every control
-    // below it up and down several times a second in a narrow panel.
-    ui.add(egui::Label::new(status).truncate())
+    let status = status_line(control, ui_state.step_rate.steps_per_second(), info);
+    status_row(ui, status, ui_state.frame_rate.steps_per_second())
         .on_hover_text(
             "Simulated seconds per real second, and frames drawn per second. The physics steps on its own \
              thread: when the steps cost more than the frame budget (a large pile landing), the simulation runs \
@@ -3874,6 +3885,75 @@ mod tests {
 
     use crate::physics::DVec2;
 
+    /// In a panel too narrow for the whole status line, the frame rate is still drawn whole, inside the panel, on
+    /// the line's one row; the run's text is what is cut.
+    #[test]
+    fn the_frame_rate_stays_in_sight_in_a_narrow_panel() {
+        let status = "step 80 / 80 · 100 steps/s (1.00× real time)".to_string();
+        let ctx = egui::Context::default();
+        let mut widths = Vec::new();
+        for width in [180.0, 240.0, 600.0] {
+            let mut row = egui::Rect::NOTHING;
+            let mut output = None;
+            for _ in 0..2 {
+                let input = egui::RawInput {
+                    screen_rect: Some(egui::Rect::from_min_size(
+                        egui::Pos2::ZERO,
+                        egui::vec2(1600.0, 900.0),
+                    )),
+                    ..Default::default()
+                };
+                output = Some(ctx.run_ui(input, |ui| {
+                    let rect =
+                        egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(width, 900.0));
+                    ui.scope_builder(egui::UiBuilder::new().max_rect(rect), |ui| {
+                        row = status_row(ui, status.clone(), Some(59.6)).rect;
+                    });
+                }));
+            }
+            let output = output.expect("two frames ran");
+            let texts: Vec<(String, egui::Rect)> = output
+                .shapes
+                .iter()
+                .filter_map(|clipped| match &clipped.shape {
+                    egui::Shape::Text(text) => Some((
+                        text.galley.text().to_string(),
+                        text.galley.rect.translate(text.pos.to_vec2()),
+                    )),
+                    _ => None,
+                })
+                .collect();
+            let fps = texts
+                .iter()
+                .find(|(text, _)| text == "· 60 fps")
+                .unwrap_or_else(|| panic!("no frame rate at {width}: {texts:?}"));
+            assert!(
+                fps.1.min.x >= 0.0 && fps.1.max.x <= width + 0.5,
+                "{fps:?} outside a panel {width} wide"
+            );
+            let run = texts
+                .iter()
+                .find(|(text, _)| text.starts_with("step 80"))
+                .unwrap_or_else(|| panic!("no run text at {width}: {texts:?}"));
+            assert!(
+                run.1.max.x <= fps.1.min.x + 0.5,
+                "{run:?} runs into {fps:?}"
+            );
+            assert!(row.height() < 24.0, "one row at {width}: {row:?}");
+            for (text, rect) in [run, fps] {
+                assert!(
+                    rect.max.y < 24.0,
+                    "{text:?} at {rect:?}, below the row's top"
+                );
+            }
+            widths.push(run.1.width());
+        }
+        assert!(
+            widths[0] < widths[1] && widths[1] < widths[2],
+            "the run's text is what gives way: {widths:?}"
+        );
+    }
+
     #[test]
     fn the_status_says_finished_at_the_last_step_instead_of_a_rate_of_zero() {
         let sizes = |lo, hi| RunInfo {
@@ -3886,27 +3966,27 @@ mod tests {
             ..default()
         };
         assert_eq!(
-            status_line(&control, Some(100.0), sizes(0.01, 0.01), Some(30.0)),
-            "step 40 / 80 · 100 steps/s (1.00× real time) · 30 fps"
+            status_line(&control, Some(100.0), sizes(0.01, 0.01)),
+            "step 40 / 80 · 100 steps/s (1.00× real time)"
         );
         // The real-time factor is the lanes' own h, not the fixed rate: 24 steps/s of h = 10 ms is 0.24×.
         assert_eq!(
-            status_line(&control, Some(24.0), sizes(0.01, 0.01), None),
+            status_line(&control, Some(24.0), sizes(0.01, 0.01)),
             "step 40 / 80 · 24 steps/s (0.24× real time)"
         );
         assert_eq!(
-            status_line(&control, Some(50.0), sizes(0.005, 0.01), None),
+            status_line(&control, Some(50.0), sizes(0.005, 0.01)),
             "step 40 / 80 · 50 steps/s (0.25–0.50× real time)"
         );
         control.steps_taken = 80;
         assert_eq!(
-            status_line(&control, Some(0.0), sizes(0.01, 0.01), Some(30.0)),
-            "step 80 / 80 · finished (R runs it again) · 30 fps"
+            status_line(&control, Some(0.0), sizes(0.01, 0.01)),
+            "step 80 / 80 · finished (R runs it again)"
         );
         control.stop_at_step = None;
         control.paused = true;
         assert_eq!(
-            status_line(&control, Some(0.0), sizes(0.01, 0.01), None),
+            status_line(&control, Some(0.0), sizes(0.01, 0.01)),
             "step 80"
         );
         let replaying = RunInfo {
@@ -3914,8 +3994,8 @@ mod tests {
             replay_ticks: Some((120, 300)),
         };
         assert_eq!(
-            status_line(&control, Some(0.0), replaying, Some(30.0)),
-            "replay tick 120 / 300 · 30 fps"
+            status_line(&control, Some(0.0), replaying),
+            "replay tick 120 / 300"
         );
     }
 

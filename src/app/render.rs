@@ -453,9 +453,17 @@ pub fn band_edge_lines(
     bands
         .boundaries(&areas)
         .into_iter()
-        .flat_map(|(a, b)| clear_of(a, b, &titles))
+        .flat_map(|(a, b)| {
+            clear_of(a, b, &titles).into_iter().filter(move |&piece| {
+                piece == (a, b) || piece.0.distance(piece.1) >= MIN_BAND_EDGE_PIECE_PX * px
+            })
+        })
         .collect()
 }
+
+/// A piece of a line between lanes left shorter than this by the titles that break it is not drawn: on its own
+/// beside a title it read as a stray dash, not as a boundary.
+const MIN_BAND_EDGE_PIECE_PX: f32 = 40.0;
 
 /// What the selection ring needs of the selected body.
 type SelectedBody<'a> = (
@@ -735,14 +743,22 @@ mod tests {
                         "{line:?} crosses a title at {px} units/px, labels × {label_scale}"
                     );
                 }
-                // What is left of the line: all of it but the title's width and the clearance.
+                // What is left of the line: all of it but the title's width and the clearance, and the pieces
+                // beside it too short to read as a line.
                 let left: f32 = lines.iter().map(|(a, b)| a.distance(*b)).sum();
                 let title = titles.iter().map(Rect::width).fold(0.0, f32::max);
                 let (a, b) = whole[0];
+                let dropped = 2.0 * MIN_BAND_EDGE_PIECE_PX * px;
                 assert!(
-                    left >= a.distance(b) - title - 2.0 * TITLE_CLEARANCE_PX * px - 1e-3,
+                    left >= a.distance(b) - title - 2.0 * TITLE_CLEARANCE_PX * px - dropped - 1e-3,
                     "{lines:?} at {px}"
                 );
+                for &(p, q) in lines.iter().filter(|&&line| line != whole[0]) {
+                    assert!(
+                        p.distance(q) >= MIN_BAND_EDGE_PIECE_PX * px,
+                        "a dash {p:?}–{q:?} beside the title at {px} units/px"
+                    );
+                }
             }
         }
         assert!(struck > 0, "the whole line never crossed a title");
