@@ -182,6 +182,37 @@ pub struct DemoUi {
     /// The save the replay field was last set to: a newer one replaces the field's guess (the name can be taken
     /// between the guess and the save, which then numbers from the name asked for).
     replay_follows: Option<PathBuf>,
+    /// "demos on disk", as last read.
+    demos_on_disk: Listing,
+}
+
+/// How often an open "demos on disk" reads its folders again: it read them, and each file's time, on every
+/// frame, which a folder of thousands of demos would have made cost a frame.
+const LISTING_REFRESH: Duration = Duration::from_secs(1);
+
+/// A list of files read at most once per [`LISTING_REFRESH`].
+#[derive(Default, Debug, Clone)]
+struct Listing {
+    read_at: Option<std::time::Instant>,
+    paths: Vec<PathBuf>,
+}
+
+impl Listing {
+    /// The list, read again by `read` when it is older than [`LISTING_REFRESH`] at `now` (or was never read).
+    fn current(
+        &mut self,
+        now: std::time::Instant,
+        read: impl FnOnce() -> Vec<PathBuf>,
+    ) -> &[PathBuf] {
+        let stale = self
+            .read_at
+            .is_none_or(|at| now.saturating_duration_since(at) >= LISTING_REFRESH);
+        if stale {
+            self.paths = read();
+            self.read_at = Some(now);
+        }
+        &self.paths
+    }
 }
 
 impl Default for DemoUi {
@@ -195,6 +226,7 @@ impl Default for DemoUi {
             export_status: None,
             last_asked: None,
             replay_follows: None,
+            demos_on_disk: Listing::default(),
         }
     }
 }
@@ -949,14 +981,20 @@ fn recorder_controls(
         }
     });
     egui::CollapsingHeader::new("demos on disk").show(ui, |ui| {
-        let known = known_demos();
+        let known = demo_ui
+            .demos_on_disk
+            .current(std::time::Instant::now(), known_demos);
         if known.is_empty() {
             ui.small(format!("none found in assets/demos or {DEMO_DIR}"));
         }
+        let mut picked = None;
         for path in known {
             if ui.small_button(path.display().to_string()).clicked() {
-                demo_ui.replay_path = path.display().to_string();
+                picked = Some(path.display().to_string());
             }
+        }
+        if let Some(picked) = picked {
+            demo_ui.replay_path = picked;
         }
     });
     ui.separator();
@@ -1159,6 +1197,30 @@ pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls
 mod tests {
     use super::*;
     use crate::scene::Scene;
+
+    /// The list is read when first shown and again only once it is a second old.
+    #[test]
+    fn demos_on_disk_are_read_at_most_once_a_second() {
+        let mut listing = Listing::default();
+        let reads = std::cell::Cell::new(0);
+        let read = |name: &str| {
+            reads.set(reads.get() + 1);
+            vec![PathBuf::from(name)]
+        };
+        let start = std::time::Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        assert_eq!(listing.current(at(0), || read("a")), [PathBuf::from("a")]);
+        assert_eq!(listing.current(at(16), || read("b")), [PathBuf::from("a")]);
+        assert_eq!(listing.current(at(999), || read("b")), [PathBuf::from("a")]);
+        assert_eq!(reads.get(), 1);
+        assert_eq!(
+            listing.current(at(1000), || read("b")),
+            [PathBuf::from("b")]
+        );
+        // A clock read before the last read (another thread's instant) counts as no time passed.
+        assert_eq!(listing.current(at(500), || read("c")), [PathBuf::from("b")]);
+        assert_eq!(reads.get(), 2);
+    }
 
     /// A target without a format is refused in the window's words, before the exporter starts: its own refusal
     /// named an `--out` option the window does not have.
