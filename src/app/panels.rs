@@ -3658,6 +3658,50 @@ mod tests {
         );
     }
 
+    /// Three presses of Rain on the rod drop (the spawner's 10 mm, 1 kg balls) drop 30 balls that land on the slab
+    /// and on each other; they stay on the slab as the pile settles, instead of sliding off its ends and falling
+    /// for ever (its floor was frictionless).
+    #[test]
+    fn rain_on_the_rod_drop_stays_on_its_slab() {
+        let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/rod_drop.ron"))
+            .expect("the shipped scene loads");
+        let mut worlds = scene.build();
+        let bounds = crate::sim::lane_bounds(&worlds[0]);
+        let mut seed = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..3 {
+            let views: Vec<&LaneWorld> = worlds.iter().collect();
+            let (balls, missing) = rain(&views, bounds, 0.01, 1.0, &mut seed);
+            assert_eq!(missing, 0);
+            for ball in balls {
+                worlds[0]
+                    .add_ball(crate::physics::geometry::Ball {
+                        position: ball.position,
+                        velocity: ball.velocity,
+                        radius: ball.radius,
+                        mass: ball.mass,
+                    })
+                    .expect("rain is accepted");
+            }
+            for _ in 0..100 {
+                assert!(worlds[0].step().is_some(), "{:?}", worlds[0].fault);
+            }
+        }
+        for _ in 0..900 {
+            assert!(worlds[0].step().is_some(), "{:?}", worlds[0].fault);
+        }
+        assert_eq!(worlds[0].balls.len(), 3 * RAIN_BALLS);
+        assert!(worlds[0].time > 11.9, "{}", worlds[0].time);
+        let slab_top = 0.0;
+        let slab_end = 1.6;
+        for ball in &worlds[0].balls {
+            assert!(
+                ball.position.y > slab_top && ball.position.x.abs() < slab_end,
+                "a ball off the slab after 12 s: {:?}",
+                ball.position
+            );
+        }
+    }
+
     /// The limited panels, laid out as `sandbox_ui` lays them (text and a separator in each side panel; in the plots
     /// panel a legend line and three titled plots of [`plot_height`]), for one frame of a window of `size` with
     /// `events`. Returns the left panel's width, the right panel's width and the plots panel's height.

@@ -969,7 +969,7 @@ fn a_replay_in_the_ecs_follows_the_demo_and_ignores_user_input() {
 const SCENE_HASHES: [(&str, &str); 5] = [
     (WALL_THROW, "a594a483ce603a9d"),
     (BALL_PIT, "41381e30a1c9e30d"),
-    (ROD_DROP, "8602a67f4a6c830a"),
+    (ROD_DROP, "ad59701ba7dbddb5"),
     ("assets/scenes/gauntlet.ron", "2e66b75e4ecbfd65"),
     ("assets/scenes/slope.ron", "5c36118fe9b134f4"),
 ];
