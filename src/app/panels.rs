@@ -1549,6 +1549,33 @@ fn lane_panel(
                 );
             }
         }
+        if edit != settings.0
+            && let Err((field, problem)) = crate::scene::check_contact(&edit)
+        {
+            // A number the field takes but the lane cannot run (h = 0): refused here in the words of a typed
+            // refusal (`lane '…': LABEL: why; kept VALUE`), not sent for the sim to refuse in a script's words
+            // (`contact.h ("h [s]") must be …; the edit was not applied`).
+            let setting = LaneSetting::of_field(&field);
+            let message = format!(
+                "lane '{}': {}: {problem}; kept {}",
+                displayable(&w.name),
+                setting.map_or(field.clone(), |s| s.label().to_string()),
+                setting.map_or_else(
+                    || "the lane's settings".into(),
+                    |s| s.value_text(&settings.0)
+                ),
+            );
+            if log.error.as_deref() != Some(message.as_str()) {
+                log.error_about(
+                    ErrorTopic::LaneEdit {
+                        lane: lane.index,
+                        settings: setting.into_iter().collect(),
+                    },
+                    message,
+                );
+            }
+            edit = settings.0.clone();
+        }
         if edit != settings.0 {
             settings.0 = edit;
         }
@@ -2900,6 +2927,17 @@ mod tests {
     /// The lane panel as the window draws it, over the sim, typing as a user does: text the panel refuses
     /// (μ = −1) stays the shown error (`SimLog::error`, which the error banner draws) while another setting of
     /// the lane is edited and applied (k), and goes once an edit of μ applies.
+    /// Lane 0's name in `app`.
+    fn scene_lane_name(app: &App) -> String {
+        app.world()
+            .resource::<ActiveScene>()
+            .current
+            .lanes
+            .first()
+            .map(|lane| lane.name.clone())
+            .unwrap_or_default()
+    }
+
     #[test]
     fn a_refusal_in_the_lane_panel_stays_until_an_applied_edit_of_its_own_setting() {
         let mut app = App::new();
@@ -3010,6 +3048,31 @@ mod tests {
         // μ edited and applied: it goes.
         let texts = type_into(&mut app, &texts, LaneSetting::Friction.label(), "0.3");
         assert_eq!(settings(&mut app), (0.3, 2e4), "μ applied");
+        assert_eq!(error(&app), None);
+        // A number the field takes but the lane cannot run: refused in the same words as a typed refusal.
+        let h = |app: &mut App| {
+            let mut query = app.world_mut().query::<&Lane>();
+            query
+                .iter(app.world())
+                .find(|l| l.index == 0)
+                .map(|l| l.world.settings.h)
+        };
+        let before = h(&mut app);
+        let texts = type_into(&mut app, &texts, LaneSetting::H.label(), "0");
+        assert_eq!(h(&mut app), before, "h = 0 applied");
+        let refused_h = error(&app).expect("h = 0 is refused with a word");
+        let lane_name = format!("lane '{}': ", displayable(&scene_lane_name(&app)));
+        assert!(
+            refused_h.starts_with(&format!("{lane_name}h [s]: must be > 0"))
+                && refused_h.ends_with("; kept h = 0.01 s"),
+            "{refused_h}"
+        );
+        assert!(
+            refused.starts_with(&format!("{lane_name}friction μ: ")) && refused.contains("; kept "),
+            "the two refusals in one shape: {refused} / {refused_h}"
+        );
+        let texts = type_into(&mut app, &texts, LaneSetting::H.label(), "0.005");
+        assert_eq!(h(&mut app), Some(0.005), "h applied");
         assert_eq!(error(&app), None);
         // While a demo replays the fields take no edit, and say so: one typed there was silently dropped.
         editable.set(false);
