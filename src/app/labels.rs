@@ -10,7 +10,7 @@ use bevy::sprite::Anchor;
 
 use super::lane_bands::{EVERYWHERE, LaneBands, StrayBalls};
 use super::lane_color;
-use super::render::{MainCamera, camera_scale};
+use super::render::{MainCamera, STRAY_ARROW_INSET_PX, STRAY_ARROW_PX, camera_scale};
 use crate::physics::DVec2;
 use crate::physics::world::ContactMethod;
 use crate::scene::Scene;
@@ -35,6 +35,7 @@ impl Plugin for LabelsPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<LabelScale>()
             .init_resource::<HiddenTitles>()
+            .init_resource::<ShownTitles>()
             .add_systems(
                 PostUpdate,
                 // The text is laid out in the frame it changes; the strays keep clear of the titles shown.
@@ -248,7 +249,7 @@ fn crowded_titles(boxes: &[Rect]) -> Vec<bool> {
 }
 
 /// The rectangle of a title of `chars` characters drawn above `lane`'s top-left corner (render units).
-fn drawn_title_box(lane: &Lane, chars: usize, px: f32, scale: f32) -> Rect {
+pub(crate) fn drawn_title_box(lane: &Lane, chars: usize, px: f32, scale: f32) -> Rect {
     let s = scale * px;
     let corner =
         (DVec2::new(lane.bounds.0.x, lane.bounds.1.y) + lane.offset).as_vec2() * UNITS_PER_METRE;
@@ -326,6 +327,21 @@ pub fn title_box(lane: &Lane, px: f32, scale: f32) -> Rect {
     drawn_title_box(lane, chars, px, scale)
 }
 
+/// The rectangle a lane's title takes as [`label_lanes`] last drew it (`shown`, [`ShownTitles`]), or
+/// [`title_box`] for a lane not drawn yet. The room kept for ", edited" beside a title that is not edited left the
+/// line between stacked lanes only a short piece beyond it, which was dropped as a dash: no line at all beside the
+/// wall throw's IPC title at the fitted view.
+pub fn shown_title_box(lane: &Lane, shown: &[(usize, usize)], px: f32, scale: f32) -> Rect {
+    match shown.iter().find(|&&(index, _)| index == lane.index) {
+        Some(&(_, chars)) => drawn_title_box(lane, chars, px, scale),
+        None => title_box(lane, px, scale),
+    }
+}
+
+/// Each lane's title as [`label_lanes`] last laid it out: `(lane index, characters drawn)`.
+#[derive(Resource, Debug, Clone, Default, PartialEq)]
+pub struct ShownTitles(pub Vec<(usize, usize)>);
+
 /// Spawns the two lines of a new lane, despawns those of a lane that is gone, and keeps each line's text, colour
 /// and place; the text keeps its size on screen (its scale is the camera's units per pixel). A line is rebuilt
 /// only when its [`LabelInputs`] change (a zoom, an edit, a fault), not each frame of a running lane.
@@ -345,6 +361,7 @@ fn label_lanes(
     active: Option<Res<ActiveScene>>,
     replay: Option<Res<Replay>>,
     mut hidden: ResMut<HiddenTitles>,
+    shown: Option<ResMut<ShownTitles>>,
     mut labels: Query<(
         Entity,
         &LaneLabel,
@@ -378,7 +395,7 @@ fn label_lanes(
     let title = |lane: &Lane| lane_color(lane, lanes.iter().map(|(_, other)| other));
     // Each lane's context, in the lanes' order, with the titles that would cover an earlier one or another lane's
     // wall left out.
-    let mut contexts: Vec<(Entity, usize, TitleContext, Rect)> = lanes
+    let mut contexts: Vec<(Entity, usize, TitleContext, Rect, usize)> = lanes
         .iter()
         .map(|(entity, lane)| {
             // A room that does not cut the title is none: the view's edge moves with every pan, and a context
@@ -398,10 +415,14 @@ fn label_lanes(
                 lane.index,
                 context,
                 drawn_title_box(lane, chars, px, scale.0),
+                chars,
             )
         })
         .collect();
     contexts.sort_by_key(|&(entity, index, ..)| (index, entity));
+    if let Some(mut shown) = shown {
+        shown.set_if_neq(ShownTitles(contexts.iter().map(|c| (c.1, c.4)).collect()));
+    }
     let boxes: Vec<Rect> = contexts.iter().map(|c| c.3).collect();
     let crowded = crowded_titles(&boxes);
     for (context, crowded) in contexts.iter_mut().zip(crowded) {
@@ -512,7 +533,9 @@ pub struct StrayLabel;
 /// beyond the band unlabelled, past the same edge (`this_side`) and past the others (`elsewhere`): a count of
 /// every edge beside the right edge's arrows read as that many balls gone through the wall.
 fn stray_text(position: DVec2, this_side: usize, elsewhere: usize) -> String {
-    let mut text = format!("({:.3}, {:.3}) m", position.x, position.y);
+    // A coordinate that rounds to zero reads "0.000", not "-0.000".
+    let shown = |v: f64| if (v * 1e3).round() == 0.0 { 0.0 } else { v };
+    let mut text = format!("({:.3}, {:.3}) m", shown(position.x), shown(position.y));
     if this_side > 0 {
         text.push_str(&format!(", +{this_side} more this side"));
     }
@@ -597,6 +620,57 @@ fn kept_inside(at: Vec2, anchor: Anchor, size: Vec2, room: Rect) -> Vec2 {
     if shift.is_finite() { at + shift } else { at }
 }
 
+/// The rectangle a stray ball's arrow takes as `draw_gizmos` draws it (render units), with a few pixels to spare.
+fn stray_arrow_box(edge: Vec2, direction: Vec2, px: f32) -> Rect {
+    let tip = edge - direction * STRAY_ARROW_INSET_PX * px;
+    let tail = tip - direction * STRAY_ARROW_PX * px;
+    Rect::from_corners(tip, tail).inflate(4.0 * px)
+}
+
+/// The rectangle a label of `size` takes at `at` under `anchor`.
+fn label_rect(at: Vec2, anchor: Anchor, size: Vec2) -> Rect {
+    let min = at - (anchor.as_vec() + Vec2::splat(0.5)) * size;
+    Rect::from_corners(min, min + size)
+}
+
+/// Where a stray ball's label goes once its `room` (its band within the canvas) is known: placed by
+/// [`stray_place`] at `at` under `anchor`, then moved inside the room ([`kept_inside`]). A label pushed onto its
+/// own arrow (a marker in a corner of the canvas) goes to the other side of the marker instead. With no room (the
+/// band out of sight) the label stays where it was placed.
+fn stray_label_place(
+    edge: Vec2,
+    direction: Vec2,
+    (at, anchor): (Vec2, Anchor),
+    size: Vec2,
+    room: Option<Rect>,
+    px: f32,
+) -> (Vec2, Anchor) {
+    let Some(room) = room.filter(|room| !room.is_empty()) else {
+        return (at, anchor);
+    };
+    let kept = kept_inside(at, anchor, size, room);
+    let arrow = stray_arrow_box(edge, direction, px);
+    if label_rect(kept, anchor, size).intersect(arrow).is_empty() {
+        return (kept, anchor);
+    }
+    // Mirrored across the marker's line: below it beside a left or right edge, left of it beside a top or bottom one.
+    let flip = if direction.x.abs() > direction.y.abs() {
+        Vec2::new(1.0, -1.0)
+    } else {
+        Vec2::new(-1.0, 1.0)
+    };
+    let other = Anchor(anchor.as_vec() * flip);
+    let mirrored = kept_inside(edge + (at - edge) * flip, other, size, room);
+    if label_rect(mirrored, other, size)
+        .intersect(arrow)
+        .is_empty()
+    {
+        (mirrored, other)
+    } else {
+        (kept, anchor)
+    }
+}
+
 /// Labels the balls beyond their lanes' bands with their positions (at most [`STRAY_LABELS_PER_LANE`] a lane),
 /// reusing one text entity per label shown and hiding the rest.
 #[allow(clippy::type_complexity, clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
@@ -610,6 +684,7 @@ fn label_strays(
     >,
     scale: Res<LabelScale>,
     hidden: Option<Res<HiddenTitles>>,
+    shown_titles: Option<Res<ShownTitles>>,
     bands: Option<Res<LaneBands>>,
     mut labels: Query<
         (
@@ -673,7 +748,10 @@ fn label_strays(
                 .get(stray.lane)
                 .ok()
                 .filter(|lane| !hidden.as_ref().is_some_and(|h| h.0.contains(&lane.index)))
-                .map(|lane| title_box(lane, px, scale.0));
+                .map(|lane| {
+                    let drawn = shown_titles.as_ref().map_or(&[][..], |s| s.0.as_slice());
+                    shown_title_box(lane, drawn, px, scale.0)
+                });
             let (at, anchor) = stray_place(
                 stray.edge,
                 stray.direction,
@@ -682,22 +760,21 @@ fn label_strays(
                 px,
                 scale.0,
             );
-            // Inside its lane's band and the canvas, a couple of pixels clear of their edges.
+            // Inside its lane's band and the canvas, a couple of pixels clear of their edges; none for a marker out
+            // of sight, whose label stayed beside it (a label pulled into the canvas stood there with no arrow).
             let band = bands.as_ref().map_or(EVERYWHERE, |b| b.of(stray.lane));
-            let room = view
-                .map_or(band, |view| band.intersect(view))
-                .inflate(-STRAY_MARGIN_PX * px);
+            let marker_seen = view.is_none_or(|view| view.inflate(px).contains(stray.edge));
+            let room = marker_seen.then(|| {
+                view.map_or(band, |view| band.intersect(view))
+                    .inflate(-STRAY_MARGIN_PX * px)
+            });
             let s = scale.0 * px;
             let size = Vec2::new(
                 text.chars().count() as f32 * CHAR_WIDTH * STRAY_PX * s,
                 STRAY_PX * s,
             );
-            // A band out of sight leaves its label where it was placed (out of sight too).
-            let at = if room.is_empty() {
-                at
-            } else {
-                kept_inside(at, anchor, size, room)
-            };
+            let (at, anchor) =
+                stray_label_place(stray.edge, stray.direction, (at, anchor), size, room, px);
             let place =
                 Transform::from_translation(at.extend(LABEL_Z)).with_scale(Vec3::new(px, px, 1.0));
             wanted.push((text, stray.color, place, anchor));
@@ -1229,6 +1306,14 @@ mod tests {
     fn a_stray_ball_is_labelled_with_its_position_inside_its_band_and_clear_of_the_lane_title() {
         assert_eq!(stray_text(DVec2::new(0.3, 0.62), 0, 0), "(0.300, 0.620) m");
         assert_eq!(
+            stray_text(DVec2::new(-4e-4, -0.0), 0, 0),
+            "(0.000, 0.000) m"
+        );
+        assert_eq!(
+            stray_text(DVec2::new(-6e-4, 2.0), 0, 0),
+            "(-0.001, 2.000) m"
+        );
+        assert_eq!(
             stray_text(DVec2::new(-1.0, 2.5), 2, 0),
             "(-1.000, 2.500) m, +2 more this side"
         );
@@ -1280,6 +1365,44 @@ mod tests {
         assert_eq!(at, Vec2::new(10.0, -1.0));
         let anywhere = kept_inside(Vec2::new(-1e9, 1e9), Anchor::CENTER_LEFT, size, EVERYWHERE);
         assert_eq!(anywhere, Vec2::new(-1e9, 1e9));
+    }
+
+    /// A marker at the top right corner of its room: the label above it, pushed down into the room, would lie on
+    /// the arrow, so it goes below the marker; beside a top edge it goes left of the marker when the right is full.
+    /// Without a room (the band out of sight) it stays where it was placed.
+    #[test]
+    fn a_stray_ball_s_label_keeps_off_its_own_arrow() {
+        let px = 2.0;
+        let room = Rect::new(0.0, 0.0, 2000.0, 700.0);
+        let size = Vec2::new(200.0, 24.0);
+        let edge = Vec2::new(2000.0, 696.0);
+        let placed = stray_place(edge, Vec2::X, None, 15, px, 1.0);
+        let (at, anchor) = stray_label_place(edge, Vec2::X, placed, size, Some(room), px);
+        let label = label_rect(at, anchor, size);
+        assert!(
+            label
+                .intersect(stray_arrow_box(edge, Vec2::X, px))
+                .is_empty(),
+            "{label:?}"
+        );
+        assert_eq!(label.union(room), room, "{label:?} outside the room");
+        assert!(label.max.y < edge.y, "below the marker: {label:?}");
+        // Past the top edge at its right end: right of the marker there is no room, left of it there is.
+        let edge = Vec2::new(1990.0, 700.0);
+        let placed = stray_place(edge, Vec2::Y, None, 15, px, 1.0);
+        let (at, anchor) = stray_label_place(edge, Vec2::Y, placed, size, Some(room), px);
+        let label = label_rect(at, anchor, size);
+        assert!(
+            label
+                .intersect(stray_arrow_box(edge, Vec2::Y, px))
+                .is_empty(),
+            "{label:?}"
+        );
+        assert_eq!(label.union(room), room, "{label:?} outside the room");
+        assert_eq!(
+            stray_label_place(edge, Vec2::Y, placed, size, None, px),
+            placed
+        );
     }
 
     /// A ball gone past its band's right edge just below the band's top: the label above its marker would cross

@@ -766,11 +766,11 @@ fn status_row(ui: &mut egui::Ui, status: String, frames_per_second: Option<f64>)
             }
             ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
                 ui.add(egui::Label::new(status).truncate())
-            })
-            .inner
+            });
         },
     )
-    .inner
+    // The whole row, so that its explanation shows over the frame rate and the space before it too.
+    .response
 }
 
 /// What the status line reports besides the run control: the lanes' step sizes (min, max) and, while a demo

@@ -6,7 +6,7 @@
 use bevy::prelude::*;
 use bevy::render::renderer::RenderAdapterInfo;
 
-use super::labels::{HiddenTitles, LabelScale, title_box};
+use super::labels::{HiddenTitles, LabelScale, ShownTitles, shown_title_box};
 use super::lane_bands::{
     self, LaneBands, StrayBalls, clear_of, clip_segment, edge_towards, lane_area,
 };
@@ -38,8 +38,8 @@ pub struct RodGizmos;
 
 /// The marker of a ball beyond its lane's band: an arrow this long [px] pointing at the band's edge, its tip
 /// this far inside [px].
-const STRAY_ARROW_PX: f32 = 14.0;
-const STRAY_ARROW_INSET_PX: f32 = 2.0;
+pub(crate) const STRAY_ARROW_PX: f32 = 14.0;
+pub(crate) const STRAY_ARROW_INSET_PX: f32 = 2.0;
 
 /// The faint line where one lane's band ends and the next begins.
 const BAND_EDGE_COLOR: Color = Color::srgba(0.6, 0.62, 0.7, 0.25);
@@ -443,12 +443,13 @@ pub fn band_edge_lines(
     px: f32,
     label_scale: f32,
     hidden: &[usize],
+    shown: &[(usize, usize)],
 ) -> Vec<(Vec2, Vec2)> {
     let areas: Vec<Rect> = lanes.iter().map(|lane| lane_area(lane)).collect();
     let titles: Vec<Rect> = lanes
         .iter()
         .filter(|lane| !hidden.contains(&lane.index))
-        .map(|lane| title_box(lane, px, label_scale).inflate(TITLE_CLEARANCE_PX * px))
+        .map(|lane| shown_title_box(lane, shown, px, label_scale).inflate(TITLE_CLEARANCE_PX * px))
         .collect();
     bands
         .boundaries(&areas)
@@ -489,6 +490,7 @@ fn draw_gizmos(
     strays: Res<StrayBalls>,
     label_scale: Option<Res<LabelScale>>,
     hidden_titles: Option<Res<HiddenTitles>>,
+    shown_titles: Option<Res<ShownTitles>>,
 ) {
     let Ok(projection) = camera.single() else {
         return;
@@ -511,7 +513,8 @@ fn draw_gizmos(
     let all: Vec<&Lane> = lanes.iter().collect();
     let label_scale = label_scale.map_or(1.0, |s| s.0);
     let hidden = hidden_titles.as_ref().map_or(&[][..], |h| h.0.as_slice());
-    for (a, b) in band_edge_lines(&all, &bands, px, label_scale, hidden) {
+    let shown = shown_titles.as_ref().map_or(&[][..], |s| s.0.as_slice());
+    for (a, b) in band_edge_lines(&all, &bands, px, label_scale, hidden, shown) {
         gizmos.line_2d(a, b, BAND_EDGE_COLOR);
     }
     for stray in &strays.0 {
@@ -722,7 +725,7 @@ mod tests {
             ] {
                 let titles: Vec<Rect> = all
                     .iter()
-                    .map(|lane| title_box(lane, px, label_scale))
+                    .map(|lane| super::super::labels::title_box(lane, px, label_scale))
                     .collect();
                 let crosses = |(a, b): (Vec2, Vec2)| {
                     titles
@@ -730,11 +733,11 @@ mod tests {
                         .any(|&title| clip_segment(a, b, title).is_some())
                 };
                 struck += usize::from(crosses(whole[0]));
-                let lines = band_edge_lines(&all, &bands, px, label_scale, &[]);
+                let lines = band_edge_lines(&all, &bands, px, label_scale, &[], &[]);
                 // With every title left out (zoomed far out, crowded), nothing breaks the line.
                 let indices: Vec<usize> = all.iter().map(|lane| lane.index).collect();
                 assert_eq!(
-                    band_edge_lines(&all, &bands, px, label_scale, &indices),
+                    band_edge_lines(&all, &bands, px, label_scale, &indices, &[]),
                     whole
                 );
                 for &line in &lines {
@@ -762,5 +765,67 @@ mod tests {
             }
         }
         assert!(struck > 0, "the whole line never crossed a title");
+    }
+
+    /// With the titles as drawn (not edited: no room kept for ", edited"), the line between the wall throw's lanes
+    /// runs on beside the IPC title wherever 40 px are left there: at the fitted view the box kept for ", edited"
+    /// left only a dash, which was dropped, so no line was drawn at all.
+    #[test]
+    fn the_line_between_stacked_lanes_runs_beside_the_title_as_drawn() {
+        let lanes = lane_bands::laid_out_lanes("assets/scenes/wall_throw.ron");
+        let all: Vec<&Lane> = lanes.iter().collect();
+        let areas: Vec<Rect> = all.iter().map(|lane| lane_area(lane)).collect();
+        let entities = [Entity::from_raw_u32(1), Entity::from_raw_u32(2)];
+        let bands = LaneBands(
+            entities
+                .into_iter()
+                .flatten()
+                .zip(lane_bands::lane_bands(&areas))
+                .collect(),
+        );
+        let (start, end) = bands.boundaries(&areas)[0];
+        let shown: Vec<(usize, usize)> = all
+            .iter()
+            .map(|lane| {
+                let title = format!(
+                    "{} [{}]",
+                    lane.world.name,
+                    lane.world.settings.method.label()
+                );
+                (lane.index, title.chars().count())
+            })
+            .collect();
+        let mut beside = 0;
+        for px in [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0] {
+            // The title the line runs through, as drawn, with its clearance.
+            let Some(title) = all
+                .iter()
+                .zip(&shown)
+                .map(|(lane, &(_, chars))| {
+                    super::super::labels::drawn_title_box(lane, chars, px, 1.0)
+                        .inflate(TITLE_CLEARANCE_PX * px)
+                })
+                .find(|title| clip_segment(start, end, *title).is_some())
+            else {
+                continue;
+            };
+            let lines = band_edge_lines(&all, &bands, px, 1.0, &[], &shown);
+            // What is drawn right of the title.
+            let right: f32 = lines
+                .iter()
+                .map(|(a, b)| (b.x.max(a.x) - a.x.min(b.x).max(title.max.x)).max(0.0))
+                .sum();
+            let room = end.x - title.max.x;
+            if room >= MIN_BAND_EDGE_PIECE_PX * px {
+                assert!(
+                    (right - room).abs() < 1e-2 * px,
+                    "{right} of {room} at {px} units/px"
+                );
+                beside += 1;
+            } else {
+                assert_eq!(right, 0.0, "a dash at {px} units/px");
+            }
+        }
+        assert!(beside > 0, "never any room beside the title");
     }
 }
