@@ -10,7 +10,7 @@ use bevy::sprite::Anchor;
 
 use super::lane_bands::{EVERYWHERE, LaneBands, StrayBalls};
 use super::lane_color;
-use super::render::{MainCamera, STRAY_ARROW_INSET_PX, STRAY_ARROW_PX, camera_scale};
+use super::render::{MainCamera, camera_scale, stray_arrow};
 use crate::physics::DVec2;
 use crate::physics::world::ContactMethod;
 use crate::scene::Scene;
@@ -41,11 +41,17 @@ impl Plugin for LabelsPlugin {
                 // The text is laid out in the frame it changes; the strays keep clear of the titles shown.
                 (label_lanes, label_strays)
                     .chain()
+                    .in_set(LabelSystems)
                     .before(bevy::transform::TransformSystems::Propagate)
                     .before(bevy::sprite::update_text2d_layout),
             );
     }
 }
+
+/// The systems that lay out the lanes' titles and the stray balls' labels (in `PostUpdate`): what keeps clear of
+/// the titles as drawn ([`ShownTitles`]) runs after them.
+#[derive(SystemSet, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LabelSystems;
 
 /// How large the labels are drawn, as a multiple of their sizes in the window (the exporter scales them with its
 /// frame, as it does its overlay, so that small clips are not covered in text). Read when a lane's labels are
@@ -372,20 +378,9 @@ fn label_lanes(
         &mut Visibility,
     )>,
 ) {
-    let (px, view_right) = match camera.single() {
-        Ok((projection, view, at)) => {
-            let px = camera_scale(projection);
-            // The canvas's right edge [m], where the camera draws into a known viewport.
-            let right = view
-                .and_then(Camera::logical_viewport_size)
-                .zip(at)
-                .map(|(size, at)| {
-                    f64::from((at.translation.x + size.x / 2.0 * px) / UNITS_PER_METRE)
-                });
-            (px, right)
-        }
-        Err(_) => (1.0, None),
-    };
+    let (px, canvas) = camera_view(camera.single().ok());
+    // The canvas's right edge [m].
+    let view_right = canvas.map(|canvas| f64::from(canvas.max.x / UNITS_PER_METRE));
     let title_m = f64::from(TITLE_PX * scale.0 * px / UNITS_PER_METRE);
     let room = |lane: &Lane| {
         let beside = title_room(lane, lanes.iter().map(|(_, other)| other), title_m);
@@ -534,8 +529,11 @@ pub struct StrayLabel;
 /// every edge beside the right edge's arrows read as that many balls gone through the wall.
 fn stray_text(position: DVec2, this_side: usize, elsewhere: usize) -> String {
     // A coordinate that rounds to zero reads "0.000", not "-0.000".
-    let shown = |v: f64| if (v * 1e3).round() == 0.0 { 0.0 } else { v };
-    let mut text = format!("({:.3}, {:.3}) m", shown(position.x), shown(position.y));
+    let shown = |v: f64| match format!("{v:.3}") {
+        zero if zero == "-0.000" => "0.000".to_string(),
+        text => text,
+    };
+    let mut text = format!("({}, {}) m", shown(position.x), shown(position.y));
     if this_side > 0 {
         text.push_str(&format!(", +{this_side} more this side"));
     }
@@ -605,7 +603,7 @@ fn stray_place(
 /// label beside a marker near a band's corner crossed into the next lane, or past the canvas's edge, where it was
 /// cut. A label wider (or taller) than the room keeps its left (or top) edge inside it.
 fn kept_inside(at: Vec2, anchor: Anchor, size: Vec2, room: Rect) -> Vec2 {
-    let min = at - (anchor.as_vec() + Vec2::splat(0.5)) * size;
+    let min = label_rect(at, anchor, size).min;
     let shift_x = if size.x > room.width() {
         room.min.x - min.x
     } else {
@@ -620,10 +618,25 @@ fn kept_inside(at: Vec2, anchor: Anchor, size: Vec2, room: Rect) -> Vec2 {
     if shift.is_finite() { at + shift } else { at }
 }
 
+/// The main camera's world units per pixel (1 without a camera) and the canvas it shows (render units), where it
+/// draws into a known viewport.
+fn camera_view(
+    camera: Option<(&Projection, Option<&Camera>, Option<&Transform>)>,
+) -> (f32, Option<Rect>) {
+    let Some((projection, view, at)) = camera else {
+        return (1.0, None);
+    };
+    let px = camera_scale(projection);
+    let canvas = view
+        .and_then(Camera::logical_viewport_size)
+        .zip(at)
+        .map(|(size, at)| Rect::from_center_size(at.translation.truncate(), size * px));
+    (px, canvas)
+}
+
 /// The rectangle a stray ball's arrow takes as `draw_gizmos` draws it (render units), with a few pixels to spare.
 fn stray_arrow_box(edge: Vec2, direction: Vec2, px: f32) -> Rect {
-    let tip = edge - direction * STRAY_ARROW_INSET_PX * px;
-    let tail = tip - direction * STRAY_ARROW_PX * px;
+    let (tail, tip) = stray_arrow(edge, direction, px);
     Rect::from_corners(tip, tail).inflate(4.0 * px)
 }
 
@@ -698,18 +711,7 @@ fn label_strays(
     >,
     mut wanted: Local<Vec<(String, Color, Transform, Anchor)>>,
 ) {
-    let (px, view) = match camera.single() {
-        Ok((projection, view, at)) => {
-            let px = camera_scale(projection);
-            // The canvas (render units), where the camera draws into a known viewport.
-            let view = view
-                .and_then(Camera::logical_viewport_size)
-                .zip(at)
-                .map(|(size, at)| Rect::from_center_size(at.translation.truncate(), size * px));
-            (px, view)
-        }
-        Err(_) => (1.0, None),
-    };
+    let (px, view) = camera_view(camera.single().ok());
     wanted.clear();
     if let Some(strays) = strays {
         let mut seen: Vec<(Entity, usize)> = Vec::new();
@@ -742,8 +744,8 @@ fn label_strays(
             };
             *shown += 1;
             let text = stray_text(stray.position, this_side, elsewhere);
-            // The whole title, with room for an ", edited": the rectangle the stray label keeps clear of, the
-            // same the line between stacked lanes keeps clear of; none where the title is left out.
+            // The title as last drawn: the rectangle the stray label keeps clear of, the same the line between
+            // stacked lanes keeps clear of; none where the title is left out.
             let title = lanes
                 .get(stray.lane)
                 .ok()
@@ -769,9 +771,10 @@ fn label_strays(
                     .inflate(-STRAY_MARGIN_PX * px)
             });
             let s = scale.0 * px;
+            // One line as Bevy lays it out (and as its backdrop covers it): `LINE_HEIGHT` times the font size.
             let size = Vec2::new(
                 text.chars().count() as f32 * CHAR_WIDTH * STRAY_PX * s,
-                STRAY_PX * s,
+                LINE_HEIGHT * STRAY_PX * s,
             );
             let (at, anchor) =
                 stray_label_place(stray.edge, stray.direction, (at, anchor), size, room, px);
@@ -1430,7 +1433,7 @@ mod tests {
         let (text, place, anchor) = found.single(app.world()).expect("one label");
         let size = Vec2::new(
             text.0.chars().count() as f32 * CHAR_WIDTH * STRAY_PX * 2.0,
-            STRAY_PX * 2.0,
+            LINE_HEIGHT * STRAY_PX * 2.0,
         );
         let min = place.translation.truncate() - (anchor.as_vec() + Vec2::splat(0.5)) * size;
         let label = Rect::from_corners(min, min + size);

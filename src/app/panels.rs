@@ -1498,7 +1498,8 @@ struct PanelHead<'a> {
     editable: bool,
 }
 
-/// Lane settings (edited live; the sim validates and reports) and the seed's pre-flight numbers.
+/// Lane settings (edited live; a value the lane cannot run is refused here, the sim checks the rest and reports)
+/// and the seed's pre-flight numbers.
 fn lane_panel(
     ui: &mut egui::Ui,
     lane: &Lane,
@@ -1551,19 +1552,24 @@ fn lane_panel(
         }
         if edit != settings.0
             && let Err((field, problem)) = crate::scene::check_contact(&edit)
+            && LaneSetting::of_field(&field)
+                .is_some_and(|s| LaneSetting::changed(&settings.0, &edit).contains(&s))
         {
             // A number the field takes but the lane cannot run (h = 0): refused here in the words of a typed
             // refusal (`lane '…': LABEL: why; kept VALUE`), not sent for the sim to refuse in a script's words
             // (`contact.h ("h [s]") must be …; the edit was not applied`).
+            // Only for the setting edited: a lane whose other setting fails (from an older demo) is not locked.
             let setting = LaneSetting::of_field(&field);
+            // The value kept, as a typed refusal quotes it: "0.01 s" of "h = 0.01 s".
+            let kept = setting.map_or_else(String::new, |s| {
+                let text = s.value_text(&settings.0);
+                text.split_once(" = ")
+                    .map_or(text.clone(), |(_, value)| value.to_string())
+            });
             let message = format!(
-                "lane '{}': {}: {problem}; kept {}",
+                "lane '{}': {}: {problem}; kept {kept}",
                 displayable(&w.name),
                 setting.map_or(field.clone(), |s| s.label().to_string()),
-                setting.map_or_else(
-                    || "the lane's settings".into(),
-                    |s| s.value_text(&settings.0)
-                ),
             );
             if log.error.as_deref() != Some(message.as_str()) {
                 log.error_about(
@@ -1966,8 +1972,8 @@ fn settings_labelled(label: &str) -> Vec<LaneSetting> {
 ///
 /// Text that is no number, not finite, not whole for a whole-number setting, or outside `allowed` keeps the old
 /// value and is put in `refused` (egui would revert it silently, clamp it into the range, or read "nan" as ∞);
-/// the lane panel reports it. A number inside `allowed` goes to the sim, which checks it against the scene
-/// limits and reports a refusal itself.
+/// the lane panel reports it. A number inside `allowed` is checked against the scene limits by the lane panel
+/// (`lane_panel`, in the same words) before it goes to the sim.
 fn setting_field<'a, Num: egui::emath::Numeric>(
     value: &'a mut Num,
     setting: &'static str,
@@ -2924,9 +2930,6 @@ mod tests {
         out
     }
 
-    /// The lane panel as the window draws it, over the sim, typing as a user does: text the panel refuses
-    /// (μ = −1) stays the shown error (`SimLog::error`, which the error banner draws) while another setting of
-    /// the lane is edited and applied (k), and goes once an edit of μ applies.
     /// Lane 0's name in `app`.
     fn scene_lane_name(app: &App) -> String {
         app.world()
@@ -2938,6 +2941,9 @@ mod tests {
             .unwrap_or_default()
     }
 
+    /// The lane panel as the window draws it, over the sim, typing as a user does: text the panel refuses
+    /// (μ = −1) stays the shown error (`SimLog::error`, which the error banner draws) while another setting of
+    /// the lane is edited and applied (k), and goes once an edit of μ applies.
     #[test]
     fn a_refusal_in_the_lane_panel_stays_until_an_applied_edit_of_its_own_setting() {
         let mut app = App::new();
@@ -3064,7 +3070,7 @@ mod tests {
         let lane_name = format!("lane '{}': ", displayable(&scene_lane_name(&app)));
         assert!(
             refused_h.starts_with(&format!("{lane_name}h [s]: must be > 0"))
-                && refused_h.ends_with("; kept h = 0.01 s"),
+                && refused_h.ends_with("; kept 0.01 s"),
             "{refused_h}"
         );
         assert!(

@@ -6,7 +6,7 @@
 use bevy::prelude::*;
 use bevy::render::renderer::RenderAdapterInfo;
 
-use super::labels::{HiddenTitles, LabelScale, ShownTitles, shown_title_box};
+use super::labels::{HiddenTitles, LabelScale, LabelSystems, ShownTitles, shown_title_box};
 use super::lane_bands::{
     self, LaneBands, StrayBalls, clear_of, clip_segment, edge_towards, lane_area,
 };
@@ -38,8 +38,14 @@ pub struct RodGizmos;
 
 /// The marker of a ball beyond its lane's band: an arrow this long [px] pointing at the band's edge, its tip
 /// this far inside [px].
-pub(crate) const STRAY_ARROW_PX: f32 = 14.0;
-pub(crate) const STRAY_ARROW_INSET_PX: f32 = 2.0;
+const STRAY_ARROW_PX: f32 = 14.0;
+const STRAY_ARROW_INSET_PX: f32 = 2.0;
+
+/// The `(tail, tip)` of the marker arrow pointing at `edge` along `direction`, at `px` world units per pixel.
+pub(crate) fn stray_arrow(edge: Vec2, direction: Vec2, px: f32) -> (Vec2, Vec2) {
+    let tip = edge - direction * STRAY_ARROW_INSET_PX * px;
+    (tip - direction * STRAY_ARROW_PX * px, tip)
+}
 
 /// The faint line where one lane's band ends and the next begins.
 const BAND_EDGE_COLOR: Color = Color::srgba(0.6, 0.62, 0.7, 0.25);
@@ -95,7 +101,8 @@ impl Plugin for RenderPlugin {
                 )
                     .after(SimSet::Interpolate),
             )
-            .add_systems(Update, antialiasing_for_the_adapter);
+            .add_systems(Update, antialiasing_for_the_adapter)
+            .add_systems(PostUpdate, draw_band_edges.after(LabelSystems));
     }
 }
 
@@ -433,10 +440,12 @@ fn collect_impulses(
     });
 }
 
-/// The lines between the lanes' bands ([`LaneBands::boundaries`]), broken where a lane's title is drawn
-/// ([`title_box`], at `px` world units per pixel and the labels' `label_scale`) with [`TITLE_CLEARANCE_PX`] to
-/// spare; the lanes whose index is in `hidden` have no title drawn ([`HiddenTitles`]). The line between lanes one above the other runs half the gap above the lower lane's top, where that
-/// lane's title is drawn whenever half the gap is between 4 and 23 px on screen: it struck the title through.
+/// The lines between the lanes' bands ([`LaneBands::boundaries`]), broken where a lane's title is drawn (its box
+/// as [`shown_title_box`] gives it, at `px` world units per pixel and the labels' `label_scale`, `shown` from
+/// [`ShownTitles`]) with [`TITLE_CLEARANCE_PX`] to spare, leaving out pieces shorter than
+/// [`MIN_BAND_EDGE_PIECE_PX`]; the lanes whose index is in `hidden` have no title drawn ([`HiddenTitles`]). The
+/// line between lanes one above the other runs half the gap above the lower lane's top, where that lane's title is
+/// drawn whenever half the gap is between 4 and 23 px on screen: it struck the title through.
 pub fn band_edge_lines(
     lanes: &[&Lane],
     bands: &LaneBands,
@@ -466,6 +475,31 @@ pub fn band_edge_lines(
 /// beside a title it read as a stray dash, not as a boundary.
 const MIN_BAND_EDGE_PIECE_PX: f32 = 40.0;
 
+/// The lines between the lanes' bands ([`band_edge_lines`]), drawn once the labels are laid out
+/// ([`LabelSystems`]) so that they keep clear of the titles of this frame: a title grown this frame (an edit's
+/// ", edited", a new scene) was struck through for a frame, which an export may show.
+fn draw_band_edges(
+    mut gizmos: Gizmos,
+    camera: Query<&Projection, With<MainCamera>>,
+    lanes: Query<&Lane>,
+    bands: Res<LaneBands>,
+    label_scale: Option<Res<LabelScale>>,
+    hidden_titles: Option<Res<HiddenTitles>>,
+    shown_titles: Option<Res<ShownTitles>>,
+) {
+    let Ok(projection) = camera.single() else {
+        return;
+    };
+    let px = camera_scale(projection);
+    let all: Vec<&Lane> = lanes.iter().collect();
+    let label_scale = label_scale.map_or(1.0, |s| s.0);
+    let hidden = hidden_titles.as_ref().map_or(&[][..], |h| h.0.as_slice());
+    let shown = shown_titles.as_ref().map_or(&[][..], |s| s.0.as_slice());
+    for (a, b) in band_edge_lines(&all, &bands, px, label_scale, hidden, shown) {
+        gizmos.line_2d(a, b, BAND_EDGE_COLOR);
+    }
+}
+
 /// What the selection ring needs of the selected body.
 type SelectedBody<'a> = (
     &'a Transform,
@@ -488,9 +522,6 @@ fn draw_gizmos(
     ui: Res<UiState>,
     bands: Res<LaneBands>,
     strays: Res<StrayBalls>,
-    label_scale: Option<Res<LabelScale>>,
-    hidden_titles: Option<Res<HiddenTitles>>,
-    shown_titles: Option<Res<ShownTitles>>,
 ) {
     let Ok(projection) = camera.single() else {
         return;
@@ -511,15 +542,8 @@ fn draw_gizmos(
         }
     }
     let all: Vec<&Lane> = lanes.iter().collect();
-    let label_scale = label_scale.map_or(1.0, |s| s.0);
-    let hidden = hidden_titles.as_ref().map_or(&[][..], |h| h.0.as_slice());
-    let shown = shown_titles.as_ref().map_or(&[][..], |s| s.0.as_slice());
-    for (a, b) in band_edge_lines(&all, &bands, px, label_scale, hidden, shown) {
-        gizmos.line_2d(a, b, BAND_EDGE_COLOR);
-    }
     for stray in &strays.0 {
-        let tip = stray.edge - stray.direction * STRAY_ARROW_INSET_PX * px;
-        let tail = tip - stray.direction * STRAY_ARROW_PX * px;
+        let (tail, tip) = stray_arrow(stray.edge, stray.direction, px);
         gizmos
             .arrow_2d(tail, tip, stray.color)
             .with_tip_length(6.0 * px);
@@ -549,10 +573,8 @@ fn draw_gizmos(
         }
         if !band.contains(centre) {
             let (edge, direction) = edge_towards(centre, band);
-            let tip = edge - direction * STRAY_ARROW_INSET_PX * px;
-            gizmos
-                .arrow_2d(tip - direction * STRAY_ARROW_PX * px, tip, color)
-                .with_tip_length(6.0 * px);
+            let (tail, tip) = stray_arrow(edge, direction, px);
+            gizmos.arrow_2d(tail, tip, color).with_tip_length(6.0 * px);
             continue;
         }
         gizmos.circle_2d(Isometry2d::from_translation(centre), 3.0 * px, color);
