@@ -2234,14 +2234,17 @@ fn plots_panel(
             ui.vertical(|ui| {
                 ui.set_width(width);
                 let title_top = ui.cursor().min.y;
-                if title.starts_with("min gap") && span.is_none() {
+                let heading = if title.starts_with("min gap") && span.is_none() {
                     // Not "nothing measured" before the first step: the scene may well have balls and walls.
-                    ui.small("min gap: no step taken yet");
+                    "min gap: no step taken yet"
                 } else if title.starts_with("min gap") && !any_gap {
-                    ui.small("min gap: nothing measured (no ball with a wall or another ball)");
+                    "min gap: nothing measured (no ball with a wall or another ball)"
                 } else {
-                    ui.small(title);
-                }
+                    title
+                };
+                // One line, cut with "…" (whole on hover): wrapped in a narrow plot (800 px), its second line ran
+                // into the top label of the plot's axis.
+                ui.add(egui::Label::new(egui::RichText::new(heading).small()).truncate());
                 let mut chart = Plot::new(title);
                 chart = match span {
                     Some((t0, t1)) => chart.include_x(t0).include_x(t1),
