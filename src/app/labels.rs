@@ -1274,13 +1274,17 @@ mod tests {
         assert_eq!(fonts[1].1, FontSize::Px(8.75));
     }
 
-    #[test]
-    fn a_stray_ball_s_label_has_the_canvas_s_backdrop() {
+    /// The wall throw's penalty lane at 2 units per pixel with one ball past its band's right edge at (2000, 700),
+    /// in `band` when given, after one update of the labels.
+    fn one_stray_app(band: Option<Rect>) -> App {
         use super::super::lane_bands::{StrayBall, StrayBalls};
         let mut app = labelling_app(LabelScale::default(), 2.0);
         app.add_systems(Update, label_strays.after(label_lanes));
         let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
         let lane = app.world_mut().spawn(lane).id();
+        if let Some(band) = band {
+            app.insert_resource(LaneBands(vec![(lane, band)]));
+        }
         app.insert_resource(StrayBalls(vec![StrayBall {
             lane,
             edge: Vec2::new(2000.0, 700.0),
@@ -1289,6 +1293,12 @@ mod tests {
             color: Color::WHITE,
         }]));
         app.update();
+        app
+    }
+
+    #[test]
+    fn a_stray_ball_s_label_has_the_canvas_s_backdrop() {
+        let mut app = one_stray_app(None);
         let mut found = app
             .world_mut()
             .query_filtered::<(&Text2d, &bevy::text::TextBackgroundColor), With<StrayLabel>>();
@@ -1378,55 +1388,32 @@ mod tests {
         let px = 2.0;
         let room = Rect::new(0.0, 0.0, 2000.0, 700.0);
         let size = Vec2::new(200.0, 24.0);
-        let edge = Vec2::new(2000.0, 696.0);
-        let placed = stray_place(edge, Vec2::X, None, 15, px, 1.0);
-        let (at, anchor) = stray_label_place(edge, Vec2::X, placed, size, Some(room), px);
-        let label = label_rect(at, anchor, size);
-        assert!(
-            label
-                .intersect(stray_arrow_box(edge, Vec2::X, px))
-                .is_empty(),
-            "{label:?}"
-        );
-        assert_eq!(label.union(room), room, "{label:?} outside the room");
-        assert!(label.max.y < edge.y, "below the marker: {label:?}");
-        // Past the top edge at its right end: right of the marker there is no room, left of it there is.
-        let edge = Vec2::new(1990.0, 700.0);
-        let placed = stray_place(edge, Vec2::Y, None, 15, px, 1.0);
-        let (at, anchor) = stray_label_place(edge, Vec2::Y, placed, size, Some(room), px);
-        let label = label_rect(at, anchor, size);
-        assert!(
-            label
-                .intersect(stray_arrow_box(edge, Vec2::Y, px))
-                .is_empty(),
-            "{label:?}"
-        );
-        assert_eq!(label.union(room), room, "{label:?} outside the room");
-        assert_eq!(
-            stray_label_place(edge, Vec2::Y, placed, size, None, px),
-            placed
-        );
+        // Past the right edge at its top, and past the top edge at its right end (right of the marker there is no
+        // room, left of it there is).
+        for (edge, direction) in [
+            (Vec2::new(2000.0, 696.0), Vec2::X),
+            (Vec2::new(1990.0, 700.0), Vec2::Y),
+        ] {
+            let placed = stray_place(edge, direction, None, 15, px, 1.0);
+            let (at, anchor) = stray_label_place(edge, direction, placed, size, Some(room), px);
+            let label = label_rect(at, anchor, size);
+            let arrow = stray_arrow_box(edge, direction, px);
+            assert!(label.intersect(arrow).is_empty(), "{label:?} on {arrow:?}");
+            assert_eq!(label.union(room), room, "{label:?} outside the room");
+            if direction == Vec2::X {
+                assert!(label.max.y < edge.y, "below the marker: {label:?}");
+            }
+            let unmoved = stray_label_place(edge, direction, placed, size, None, px);
+            assert_eq!(unmoved, placed);
+        }
     }
 
     /// A ball gone past its band's right edge just below the band's top: the label above its marker would cross
     /// into the band above; it is kept inside its own band, clear of its edge.
     #[test]
     fn a_stray_ball_s_label_stays_inside_its_band() {
-        use super::super::lane_bands::{StrayBall, StrayBalls};
-        let mut app = labelling_app(LabelScale::default(), 2.0);
-        app.add_systems(Update, label_strays.after(label_lanes));
-        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
-        let lane = app.world_mut().spawn(lane).id();
         let band = Rect::new(-1000.0, 0.0, 2000.0, 710.0);
-        app.insert_resource(LaneBands(vec![(lane, band)]));
-        app.insert_resource(StrayBalls(vec![StrayBall {
-            lane,
-            edge: Vec2::new(2000.0, 700.0),
-            direction: Vec2::X,
-            position: DVec2::new(2.5, 0.7),
-            color: Color::WHITE,
-        }]));
-        app.update();
+        let mut app = one_stray_app(Some(band));
         let mut found = app
             .world_mut()
             .query_filtered::<(&Text2d, &Transform, &Anchor), With<StrayLabel>>();

@@ -722,14 +722,10 @@ mod tests {
         }
     }
 
-    /// The line between the wall throw's lanes (penalty above, IPC below) runs half their gap, 39 mm, above the
-    /// IPC lane's top, through its title at the scales a window shows them at: it is broken around the title at
-    /// every zoom, and still runs across the rest of the lanes.
-    #[test]
-    fn the_line_between_stacked_lanes_keeps_clear_of_the_titles() {
+    /// The wall throw's lanes as laid out, their areas and their bands.
+    fn wall_throw_bands() -> (Vec<Lane>, Vec<Rect>, LaneBands) {
         let lanes = lane_bands::laid_out_lanes("assets/scenes/wall_throw.ron");
-        let all: Vec<&Lane> = lanes.iter().collect();
-        let areas: Vec<Rect> = all.iter().map(|lane| lane_area(lane)).collect();
+        let areas: Vec<Rect> = lanes.iter().map(lane_area).collect();
         let entities = [Entity::from_raw_u32(1), Entity::from_raw_u32(2)];
         let bands = LaneBands(
             entities
@@ -738,6 +734,16 @@ mod tests {
                 .zip(lane_bands::lane_bands(&areas))
                 .collect(),
         );
+        (lanes, areas, bands)
+    }
+
+    /// The line between the wall throw's lanes (penalty above, IPC below) runs half their gap, 39 mm, above the
+    /// IPC lane's top, through its title at the scales a window shows them at: it is broken around the title at
+    /// every zoom, and still runs across the rest of the lanes.
+    #[test]
+    fn the_line_between_stacked_lanes_keeps_clear_of_the_titles() {
+        let (lanes, areas, bands) = wall_throw_bands();
+        let all: Vec<&Lane> = lanes.iter().collect();
         let whole = bands.boundaries(&areas);
         assert_eq!(whole.len(), 1, "{whole:?}");
         let mut struck = 0;
@@ -794,17 +800,8 @@ mod tests {
     /// left only a dash, which was dropped, so no line was drawn at all.
     #[test]
     fn the_line_between_stacked_lanes_runs_beside_the_title_as_drawn() {
-        let lanes = lane_bands::laid_out_lanes("assets/scenes/wall_throw.ron");
+        let (lanes, areas, bands) = wall_throw_bands();
         let all: Vec<&Lane> = lanes.iter().collect();
-        let areas: Vec<Rect> = all.iter().map(|lane| lane_area(lane)).collect();
-        let entities = [Entity::from_raw_u32(1), Entity::from_raw_u32(2)];
-        let bands = LaneBands(
-            entities
-                .into_iter()
-                .flatten()
-                .zip(lane_bands::lane_bands(&areas))
-                .collect(),
-        );
         let (start, end) = bands.boundaries(&areas)[0];
         let shown: Vec<(usize, usize)> = all
             .iter()
