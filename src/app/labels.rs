@@ -678,10 +678,23 @@ fn stray_label_place(
         .intersect(arrow)
         .is_empty()
     {
-        (mirrored, other)
-    } else {
-        (kept, anchor)
+        return (mirrored, other);
     }
+    // Both lie on it (a slanting arrow in a corner of the canvas): the label moved just clear of the arrow's box,
+    // the shortest way that stays in the room.
+    let rect = label_rect(kept, anchor, size);
+    let moves = [
+        Vec2::new(arrow.min.x - rect.max.x, 0.0),
+        Vec2::new(arrow.max.x - rect.min.x, 0.0),
+        Vec2::new(0.0, arrow.min.y - rect.max.y),
+        Vec2::new(0.0, arrow.max.y - rect.min.y),
+    ];
+    moves
+        .into_iter()
+        .map(|shift| kept_inside(kept + shift, anchor, size, room))
+        .filter(|&moved| label_rect(moved, anchor, size).intersect(arrow).is_empty())
+        .min_by(|a, b| a.distance(kept).total_cmp(&b.distance(kept)))
+        .map_or((kept, anchor), |moved| (moved, anchor))
 }
 
 /// Labels the balls beyond their lanes' bands with their positions (at most [`STRAY_LABELS_PER_LANE`] a lane),
@@ -1381,8 +1394,9 @@ mod tests {
     }
 
     /// A marker at the top right corner of its room: the label above it, pushed down into the room, would lie on
-    /// the arrow, so it goes below the marker; beside a top edge it goes left of the marker when the right is full.
-    /// Without a room (the band out of sight) it stays where it was placed.
+    /// the arrow, so it goes below the marker; beside a top edge it goes left of the marker when the right is full;
+    /// in a corner with a slanting arrow, just clear of the arrow. Without a room (the band out of sight) it stays
+    /// where it was placed.
     #[test]
     fn a_stray_ball_s_label_keeps_off_its_own_arrow() {
         let px = 2.0;
@@ -1390,9 +1404,13 @@ mod tests {
         let size = Vec2::new(200.0, 24.0);
         // Past the right edge at its top, and past the top edge at its right end (right of the marker there is no
         // room, left of it there is).
+        let slanting = Vec2::new(1.0, -1.0).normalize();
         for (edge, direction) in [
             (Vec2::new(2000.0, 696.0), Vec2::X),
             (Vec2::new(1990.0, 700.0), Vec2::Y),
+            // Into the bottom right corner, slanting: the label beside the marker and its mirror image both lay
+            // on the arrow.
+            (Vec2::new(2000.0, 0.0), slanting),
         ] {
             let placed = stray_place(edge, direction, None, 15, px, 1.0);
             let (at, anchor) = stray_label_place(edge, direction, placed, size, Some(room), px);

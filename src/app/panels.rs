@@ -755,22 +755,31 @@ fn status_line(
 /// control below it up and down several times a second in a narrow panel), with the frame rate at its right end
 /// and the run's text cut before it with "…" when the row is too narrow for both (at 960 px the end of the line,
 /// the frame rate, was what was cut).
-fn status_row(ui: &mut egui::Ui, status: String, frames_per_second: Option<f64>) -> egui::Response {
+fn status_row(
+    ui: &mut egui::Ui,
+    status: String,
+    frames_per_second: Option<f64>,
+    explanation: &str,
+) -> egui::Response {
     let row = egui::vec2(ui.available_width(), ui.spacing().interact_size.y);
     ui.allocate_ui_with_layout(
         row,
         egui::Layout::right_to_left(egui::Align::Center),
         |ui| {
+            // Over each label too: a label under the pointer takes the hover from the row it sits in.
             if let Some(fps) = frames_per_second {
-                ui.label(format!("· {fps:.0} fps"));
+                ui.label(format!("· {fps:.0} fps"))
+                    .on_hover_text(explanation);
             }
             ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
                 ui.add(egui::Label::new(status).truncate())
+                    .on_hover_text(explanation)
             });
         },
     )
-    // The whole row, so that its explanation shows over the frame rate and the space before it too.
+    // The whole row, so that its explanation shows over the space between the two labels too.
     .response
+    .on_hover_text(explanation)
 }
 
 /// What the status line reports besides the run control: the lanes' step sizes (min, max) and, while a demo
@@ -844,12 +853,14 @@ fn run_controls(
             .record(clocks.real.elapsed_secs_f64(), u64::from(frames.0));
     }
     let status = status_line(control, ui_state.step_rate.steps_per_second(), info);
-    status_row(ui, status, ui_state.frame_rate.steps_per_second())
-        .on_hover_text(
-            "Simulated seconds per real second, and frames drawn per second. The physics steps on its own \
-             thread: when the steps cost more than the frame budget (a large pile landing), the simulation runs \
-             in slow motion while the window keeps its frame rate.",
-        );
+    status_row(
+        ui,
+        status,
+        ui_state.frame_rate.steps_per_second(),
+        "Steps taken per second and how fast that runs against real time (1.00× is real time), and frames drawn \
+         per second. The physics steps on its own thread: when the steps cost more than the frame budget (a large \
+         pile landing), the simulation runs in slow motion while the window keeps its frame rate.",
+    );
     let refused = Refusals::default();
     let mut applied = false;
     if ui
@@ -4023,7 +4034,7 @@ mod tests {
                     let rect =
                         egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(width, 900.0));
                     ui.scope_builder(egui::UiBuilder::new().max_rect(rect), |ui| {
-                        row = status_row(ui, status.clone(), Some(59.6)).rect;
+                        row = status_row(ui, status.clone(), Some(59.6), "explained").rect;
                     });
                 }));
             }
@@ -4068,6 +4079,38 @@ mod tests {
             widths[0] < widths[1] && widths[1] < widths[2],
             "the run's text is what gives way: {widths:?}"
         );
+        // The explanation shows with the pointer resting on the frame rate, on the run's text, or between them.
+        for x in [235.0, 60.0, 150.0] {
+            let ctx = egui::Context::default();
+            let mut explained = false;
+            for frame in 0..40 {
+                let input = egui::RawInput {
+                    screen_rect: Some(egui::Rect::from_min_size(
+                        egui::Pos2::ZERO,
+                        egui::vec2(1600.0, 900.0),
+                    )),
+                    time: Some(f64::from(frame) * 0.05),
+                    // Moved there once, then resting: a tooltip waits for the pointer to stay still.
+                    events: if frame == 0 {
+                        vec![egui::Event::PointerMoved(egui::pos2(x, 9.0))]
+                    } else {
+                        Vec::new()
+                    },
+                    ..Default::default()
+                };
+                let output = ctx.run_ui(input, |ui| {
+                    let rect =
+                        egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(250.0, 900.0));
+                    ui.scope_builder(egui::UiBuilder::new().max_rect(rect), |ui| {
+                        status_row(ui, "step 80 / 80".into(), Some(59.6), "explained");
+                    });
+                });
+                explained |= drawn_texts(&output.shapes)
+                    .iter()
+                    .any(|(text, _)| text == "explained");
+            }
+            assert!(explained, "no explanation with the pointer at x = {x}");
+        }
     }
 
     #[test]
