@@ -648,8 +648,9 @@ fn label_rect(at: Vec2, anchor: Anchor, size: Vec2) -> Rect {
 
 /// Where a stray ball's label goes once its `room` (its band within the canvas) is known: placed by
 /// [`stray_place`] at `at` under `anchor`, then moved inside the room ([`kept_inside`]). A label pushed onto its
-/// own arrow (a marker in a corner of the canvas) goes to the other side of the marker instead. With no room (the
-/// band out of sight) the label stays where it was placed.
+/// own arrow (a marker in a corner of the canvas) goes to the other side of the marker instead, or, where that
+/// lies on the arrow too (a slanting one), just clear of the arrow. With no room (the band out of sight) the label
+/// stays where it was placed.
 fn stray_label_place(
     edge: Vec2,
     direction: Vec2,
