@@ -4023,13 +4023,7 @@ mod tests {
             let mut row = egui::Rect::NOTHING;
             let mut output = None;
             for _ in 0..2 {
-                let input = egui::RawInput {
-                    screen_rect: Some(egui::Rect::from_min_size(
-                        egui::Pos2::ZERO,
-                        egui::vec2(1600.0, 900.0),
-                    )),
-                    ..Default::default()
-                };
+                let input = crate::app::test_events::input(Vec::new(), egui::vec2(1600.0, 900.0));
                 output = Some(ctx.run_ui(input, |ui| {
                     let rect =
                         egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(width, 900.0));
@@ -4084,19 +4078,15 @@ mod tests {
             let ctx = egui::Context::default();
             let mut explained = false;
             for frame in 0..40 {
+                // Moved there once, then resting: a tooltip waits for the pointer to stay still.
+                let moved = if frame == 0 {
+                    vec![egui::Event::PointerMoved(egui::pos2(x, 9.0))]
+                } else {
+                    Vec::new()
+                };
                 let input = egui::RawInput {
-                    screen_rect: Some(egui::Rect::from_min_size(
-                        egui::Pos2::ZERO,
-                        egui::vec2(1600.0, 900.0),
-                    )),
                     time: Some(f64::from(frame) * 0.05),
-                    // Moved there once, then resting: a tooltip waits for the pointer to stay still.
-                    events: if frame == 0 {
-                        vec![egui::Event::PointerMoved(egui::pos2(x, 9.0))]
-                    } else {
-                        Vec::new()
-                    },
-                    ..Default::default()
+                    ..crate::app::test_events::input(moved, egui::vec2(1600.0, 900.0))
                 };
                 let output = ctx.run_ui(input, |ui| {
                     let rect =
