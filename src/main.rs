@@ -67,6 +67,13 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Ctrl-C closed the window: the status a shell gives an interrupted command, and nothing to report.
+        Err(e)
+            if e.downcast_ref::<contact_sandbox::app::Interrupted>()
+                .is_some() =>
+        {
+            ExitCode::from(130)
+        }
         Err(e) => match StdoutError::find(&e) {
             Some(error) => stdout_failed(error),
             None => {

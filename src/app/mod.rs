@@ -276,9 +276,39 @@ pub fn run_gui() -> anyhow::Result<()> {
     if let Some(plan) = screenshot {
         app.add_plugins(screenshot::ScreenshotPlugin { plan });
     }
-    match app.run() {
+    gui_exit(app.run())
+}
+
+/// The window was closed by Ctrl-C in the terminal that started it: Bevy's handler exits the app with status 130
+/// (the shell's code for an interrupted command), after the last frame saved a recording in progress. The user
+/// asked for it, so `main` exits with that status and no error line.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted by Ctrl-C")]
+pub struct Interrupted;
+
+/// What the window's exit means to `main`: a close is a success, Ctrl-C is [`Interrupted`], any other code an
+/// error that names it.
+fn gui_exit(exit: AppExit) -> anyhow::Result<()> {
+    match exit {
         AppExit::Success => Ok(()),
+        AppExit::Error(code) if code.get() == 130 => Err(Interrupted.into()),
         AppExit::Error(code) => anyhow::bail!("the sandbox exited with code {code}"),
+    }
+}
+
+#[cfg(test)]
+mod exit_tests {
+    use super::*;
+
+    /// Ctrl-C (Bevy's handler exits with 130) is told apart from a failure, which keeps its code in the message.
+    #[test]
+    fn ctrl_c_is_an_interruption_and_other_codes_are_errors() {
+        assert!(gui_exit(AppExit::Success).is_ok());
+        let interrupted = gui_exit(AppExit::from_code(130)).expect_err("an interruption");
+        assert!(interrupted.downcast_ref::<Interrupted>().is_some());
+        let failed = gui_exit(AppExit::from_code(3)).expect_err("a failure");
+        assert!(failed.downcast_ref::<Interrupted>().is_none());
+        assert_eq!(failed.to_string(), "the sandbox exited with code 3");
     }
 }
 

@@ -1062,6 +1062,9 @@ fn wall_throw_panel(
         applied = true;
     }
     applied |= method_sliders(ui, ui_state, &worlds, &refused).0;
+    if let Some(note) = lanes_differ_note(&worlds) {
+        ui.label(egui::RichText::new(note).weak());
+    }
     report_run_controls(refused.take(), applied, log);
     if ui.button("Throw").clicked() {
         actions.throw.write(throw_from_sliders(ui_state));
@@ -1114,6 +1117,55 @@ fn follow_lane_settings(ui_state: &mut UiState, lanes: &[&LaneWorld]) {
     if let Some(dhat) = now.2 {
         ui_state.throw_dhat_mm = dhat * 1e3;
     }
+}
+
+/// Where the lanes run different values of a throw slider's setting, what each runs: a slider shows only the
+/// first such lane's value ([`follow_lane_settings`]), and Throw keeps every lane's own unless the slider is
+/// moved ([`throw_from_sliders`]). The wall throw's two penalty lanes always differ in k.
+fn lanes_differ_note(lanes: &[&LaneWorld]) -> Option<String> {
+    // Three decimals at most, as the sliders show them: 1/60 s reads "16.667 ms".
+    let short = |v: f64| {
+        let text = format!("{v:.3}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    let values = |method: Option<ContactMethod>, value: &dyn Fn(&LaneWorld) -> String| {
+        let mut seen: Vec<String> = Vec::new();
+        for w in lanes {
+            let text = value(w);
+            if method.is_none_or(|m| w.settings.method == m) && !seen.contains(&text) {
+                seen.push(text);
+            }
+        }
+        seen
+    };
+    let parts: Vec<String> = [
+        (
+            "h",
+            values(None, &|w| format!("{} ms", short(w.settings.h * 1e3))),
+        ),
+        (
+            "k",
+            values(Some(ContactMethod::Penalty), &|w| {
+                format!("{:e} N/m", w.settings.stiffness)
+            }),
+        ),
+        (
+            "d\u{302}",
+            values(Some(ContactMethod::Ipc), &|w| {
+                format!("{} mm", short(w.dhat() * 1e3))
+            }),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, values)| values.len() > 1)
+    .map(|(name, values)| format!("{name} {}", values.join(" / ")))
+    .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "Lanes run {}. A slider shows the first; Throw keeps each lane's own unless it is moved.",
+            parts.join("; ")
+        )
+    })
 }
 
 /// The v0 slider follows the scene's throw speed (its first ball's) when that changes: a scene picked again
@@ -4642,6 +4694,38 @@ mod tests {
 
     /// The throw sliders show what the lanes run: an edit of a lane's d̂ or k (or h) moves them, while a slider
     /// moved by hand keeps its value until the lanes change again (a Throw took the slider's 1 mm back).
+    #[test]
+    fn lanes_that_differ_in_a_throw_setting_are_named_beside_its_slider() {
+        let lane = |method: ContactMethod, h: f64, k: f64, dhat: f64| {
+            let settings = crate::physics::world::ContactSettings {
+                method,
+                h,
+                stiffness: k,
+                dhat: Some(dhat),
+                ..crate::physics::world::ContactSettings::default()
+            };
+            LaneWorld::new("lane", settings, vec![], vec![])
+        };
+        let pen_a = lane(ContactMethod::Penalty, 0.01, 1e4, 1e-3);
+        let pen_b = lane(ContactMethod::Penalty, 0.01, 1e6, 2e-3);
+        let ipc = lane(ContactMethod::Ipc, 0.01, 1e6, 1e-3);
+        // Only the penalty lanes' k counts for k, only the IPC lanes' d̂ for d̂.
+        assert_eq!(
+            lanes_differ_note(&[&pen_a, &pen_b, &ipc]).as_deref(),
+            Some(
+                "Lanes run k 1e4 N/m / 1e6 N/m. A slider shows the first; Throw keeps each lane's own unless \
+                 it is moved."
+            )
+        );
+        assert_eq!(lanes_differ_note(&[&pen_a, &ipc]), None);
+        let ipc_fine = lane(ContactMethod::Ipc, 0.005, 1e6, 0.5e-3);
+        let note = lanes_differ_note(&[&pen_a, &ipc, &ipc_fine]).expect("a note");
+        assert!(
+            note.starts_with("Lanes run h 10 ms / 5 ms; d\u{302} 1 mm / 0.5 mm."),
+            "{note}"
+        );
+    }
+
     #[test]
     fn the_throw_sliders_follow_the_lanes_settings_and_keep_a_hand_set_value() {
         let scene = crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))

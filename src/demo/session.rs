@@ -255,6 +255,13 @@ pub fn apply_settings(lane: &mut LaneWorld, settings: &ContactSettings) -> Resul
         )
     })?;
     let switched = lane.settings.method != settings.method;
+    // An edit before the first step is as good as a start with it; after, the run's records mix the two.
+    if lane.stats.steps > 0 && lane.stats.run_began_with.is_none() {
+        lane.stats.run_began_with = Some(lane.settings.clone());
+    }
+    if lane.stats.run_began_with.as_ref() == Some(settings) {
+        lane.stats.run_began_with = None;
+    }
     lane.settings = settings.clone();
     if switched {
         // The closest gap, the deepest overlap and the Newton counts so far were measured under the other method:

@@ -154,6 +154,9 @@ pub struct LaneStats {
     /// Fastest any ball moved, at the start of the lane or a spawn and at the end of every step [m/s]: a throw
     /// that IPC stopped still counts.
     pub max_speed: f64,
+    /// The settings the run began with, once an edit after its first step changed them (`None` while the lane
+    /// runs what it began with, or was edited back to it): the records above then mix two settings' steps.
+    pub run_began_with: Option<ContactSettings>,
 }
 
 impl LaneStats {

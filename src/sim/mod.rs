@@ -211,7 +211,22 @@ pub fn lane_outcome(world: &LaneWorld) -> String {
 
 /// [`lane_outcome`], for a run that may be over (`run_over`: the lane took all the steps it was given): a single
 /// ball that never came into contact then "never reached the wall", as `throw` says, rather than "flying".
+///
+/// After a settings edit part-way through the run, the outcome is that run's, begun under other settings, and it
+/// says so (", in a run begun with k = 1e4 N/m"): under a title that reads "(edited: k = 1e6 N/m)" a bare
+/// "through" would pass for the edited setting's result.
 pub fn lane_outcome_of_run(world: &LaneWorld, run_over: bool) -> String {
+    let outcome = outcome_of_run(world, run_over);
+    match &world.stats.run_began_with {
+        Some(began) => format!(
+            "{outcome}, in a run begun with {}",
+            settings_changes(&world.settings, began).join(", ")
+        ),
+        None => outcome,
+    }
+}
+
+fn outcome_of_run(world: &LaneWorld, run_over: bool) -> String {
     let flying = || {
         if run_over && !world.walls.is_empty() {
             "never reached the wall".to_string()

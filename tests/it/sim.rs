@@ -163,6 +163,64 @@ fn a_settings_edit_takes_effect_on_the_next_step() {
     assert!(app.world().resource::<SimLog>().error.is_none());
 }
 
+/// Sets lane `index`'s penalty k through its settings component, as the lane panel does.
+fn edit_stiffness(app: &mut App, index: usize, k: f64) {
+    let mut query = app.world_mut().query::<(&Lane, &mut LaneSettings)>();
+    for (lane, mut settings) in query.iter_mut(app.world_mut()) {
+        if lane.index == index {
+            settings.0.stiffness = k;
+        }
+    }
+}
+
+/// After an edit part-way through a run, the lane's outcome is the run's, begun under other settings, and says
+/// so; an edit before the first step, an edit back, and a restart leave the bare outcome.
+#[test]
+fn an_outcome_after_a_mid_run_edit_names_the_settings_its_run_began_with() {
+    let mut app = headless(WALL_THROW);
+    app.world_mut().resource_mut::<SimControl>().paused = true;
+    run_updates(&mut app, 1);
+    assert_eq!(lanes(&mut app)[0].3, 0, "no step taken yet");
+    edit_stiffness(&mut app, 0, 2e4);
+    run_updates(&mut app, 1);
+    assert_eq!(with_lane(&mut app, 0, |l| l.world.settings.stiffness), 2e4);
+    app.world_mut().resource_mut::<SimControl>().paused = false;
+    run_updates(&mut app, 1);
+    let outcome = with_lane(&mut app, 0, |l| lane_outcome(&l.world));
+    assert!(
+        !outcome.contains("begun"),
+        "edited before its first step: {outcome}"
+    );
+    run_updates(&mut app, 79);
+    assert_eq!(lanes(&mut app)[0].3, 80, "the run is over");
+    let before = with_lane(&mut app, 0, |l| lane_outcome(&l.world));
+    assert_eq!(before, "through");
+    edit_stiffness(&mut app, 0, 1e6);
+    run_updates(&mut app, 1);
+    let after = with_lane(&mut app, 0, |l| lane_outcome(&l.world));
+    assert_eq!(after, "through, in a run begun with k = 20000 N/m");
+    // A second edit: the run still began with the first settings.
+    edit_stiffness(&mut app, 0, 1e5);
+    run_updates(&mut app, 1);
+    let again = with_lane(&mut app, 0, |l| lane_outcome(&l.world));
+    assert_eq!(again, "through, in a run begun with k = 20000 N/m");
+    edit_stiffness(&mut app, 0, 2e4);
+    run_updates(&mut app, 1);
+    assert_eq!(
+        with_lane(&mut app, 0, |l| lane_outcome(&l.world)),
+        "through"
+    );
+    edit_stiffness(&mut app, 0, 1e6);
+    run_updates(&mut app, 1);
+    app.world_mut().write_message(RestartScene);
+    run_updates(&mut app, 2);
+    let restarted = with_lane(&mut app, 0, |l| lane_outcome(&l.world));
+    assert!(
+        !restarted.contains("begun"),
+        "a restart runs the edit from the start: {restarted}"
+    );
+}
+
 #[test]
 fn an_invalid_settings_edit_is_reported_and_not_applied() {
     let mut app = headless(WALL_THROW);
