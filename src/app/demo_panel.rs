@@ -931,7 +931,13 @@ fn recorder_controls(
         } else {
             "● Record (F5)"
         };
-        if ui.button(label).clicked() {
+        let hover = if recorder.is_recording() {
+            "Saves the demo (atomically) under demos/ or where \"save as\" says."
+        } else {
+            "Restarts the scene from its start (with the lanes' settings as edited) and records from there, so the \
+             demo replays from a state a file can give: the balls rained or thrown so far are not kept."
+        };
+        if ui.button(label).on_hover_text(hover).clicked() {
             toggle_recording(
                 recorder,
                 demo_ui,

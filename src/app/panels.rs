@@ -78,21 +78,37 @@ fn record_rod_impacts(
         }
         for (r, report) in last.rods.iter().enumerate() {
             for impact in &report.impacts {
-                let line = format!(
-                    "step {} rod {r} {}: c⁻ {:+.3} → c⁺ {:+.3} m/s, j = ({:.3}, {:.3}) N·s, ΔK {:.4} J",
-                    last.step,
-                    impact.end_words(),
-                    impact.normal_velocity_before,
-                    impact.normal_velocity_after,
-                    impact.impulse.x,
-                    impact.impulse.y,
-                    impact.kinetic_energy_change
-                );
-                log.0.insert(0, line);
+                log.0
+                    .insert(0, rod_impact_line(last.step, r, impact, &report.impacts));
             }
         }
     }
     log.0.truncate(8);
+}
+
+/// One line of the rod impact log. ΔK belongs to the whole resolution an impact was part of: when both ends hit
+/// at once, each end's line says so, since the two lines' ΔK are one loss, not two to add.
+fn rod_impact_line(
+    step: u64,
+    rod: usize,
+    impact: &crate::physics::rod_flight::RodImpact,
+    impacts: &[crate::physics::rod_flight::RodImpact],
+) -> String {
+    let shared = impacts
+        .iter()
+        .filter(|other| other.time == impact.time)
+        .count()
+        > 1;
+    format!(
+        "step {step} rod {rod} {}: c⁻ {:+.3} → c⁺ {:+.3} m/s, j = ({:.3}, {:.3}) N·s, ΔK {:.4} J{}",
+        impact.end_words(),
+        impact.normal_velocity_before,
+        impact.normal_velocity_after,
+        impact.impulse.x,
+        impact.impulse.y,
+        impact.kinetic_energy_change,
+        if shared { " (both ends together)" } else { "" }
+    )
 }
 
 /// The colour of a method in egui.
@@ -671,8 +687,13 @@ fn scene_menu(
                 actions.cycle.write(CycleScene(-1));
                 view.auto_fit = true;
             }
+            // One width whatever the scene's name, so that "] ▶" stays put under the pointer while cycling (a
+            // long name pushed it away, and the next click opened the menu); a long name is cut, whole on hover.
+            let next_button = 44.0 + ui.spacing().item_spacing.x;
             egui::ComboBox::from_id_salt("scene")
                 .selected_text(shown_name)
+                .width((ui.available_width() - next_button).clamp(80.0, 200.0))
+                .truncate()
                 .show_ui(ui, |ui| {
                     // By the scenes' names, as the button shows the one picked; the file on hover.
                     for (path, name) in menu.paths.iter().zip(&menu.labels) {
@@ -1063,7 +1084,7 @@ fn wall_throw_panel(
     }
     applied |= method_sliders(ui, ui_state, &worlds, &refused).0;
     if let Some(note) = lanes_differ_note(&worlds) {
-        ui.label(egui::RichText::new(note).weak());
+        ui.label(egui::RichText::new(displayable(&note)).weak());
     }
     report_run_controls(refused.take(), applied, log);
     if ui.button("Throw").clicked() {
@@ -1081,7 +1102,7 @@ fn wall_throw_panel(
             format!(
                 "{} — {}",
                 colors.title(entity),
-                crate::sim::lane_outcome_of_run(w, run_over)
+                displayable(&crate::sim::lane_outcome_of_run(w, run_over))
             ),
         );
         ui.label(format!(
@@ -1936,7 +1957,7 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
         "tunnelled {} · {} · {}",
         w.stats.tunneled,
         crate::sim::lane_summary(w),
-        crate::sim::lane_outcome(w)
+        displayable(&crate::sim::lane_outcome(w))
     ));
     fault_line(ui, w);
 }
@@ -4694,6 +4715,39 @@ mod tests {
 
     /// The throw sliders show what the lanes run: an edit of a lane's d̂ or k (or h) moves them, while a slider
     /// moved by hand keeps its value until the lanes change again (a Throw took the slider's 1 mm back).
+    /// Both ends of a rod hitting at once share one resolution and one ΔK: each line says so (a reader adding
+    /// the lines counted the loss twice); a lone end's line does not.
+    #[test]
+    fn a_rod_s_two_simultaneous_impacts_say_their_energy_change_is_one() {
+        use crate::physics::rod_flight::{RodEnd, RodImpact};
+        let impact = |time: f64, end: RodEnd, x: f64| RodImpact {
+            time,
+            end,
+            contact_point: DVec2::new(x, 0.0),
+            center: DVec2::ZERO,
+            impulse: DVec2::new(0.0, 0.5),
+            normal_velocity_before: -1.0,
+            normal_velocity_after: 0.5,
+            restitution_used: 0.5,
+            kinetic_energy_change: -0.7231,
+        };
+        let both = [
+            impact(0.25, RodEnd::Minus, -0.5),
+            impact(0.25, RodEnd::Plus, 0.5),
+        ];
+        assert_eq!(
+            rod_impact_line(69, 2, &both[0], &both),
+            "step 69 rod 2 left end: c⁻ -1.000 → c⁺ +0.500 m/s, j = (0.000, 0.500) N·s, ΔK -0.7231 J (both ends \
+             together)"
+        );
+        assert!(rod_impact_line(69, 2, &both[1], &both).ends_with("(both ends together)"));
+        let apart = [
+            impact(0.25, RodEnd::Minus, -0.5),
+            impact(0.5, RodEnd::Plus, 0.5),
+        ];
+        assert!(rod_impact_line(69, 2, &apart[0], &apart).ends_with("ΔK -0.7231 J"));
+    }
+
     #[test]
     fn lanes_that_differ_in_a_throw_setting_are_named_beside_its_slider() {
         let lane = |method: ContactMethod, h: f64, k: f64, dhat: f64| {
@@ -4768,7 +4822,8 @@ mod tests {
         // v0 follows the scene: a throw at 1 m/s, then the file picked again at its 5 m/s.
         follow_scene_speed(&mut ui_state, &scene);
         assert_eq!(ui_state.throw_v0, 5.0);
-        let thrown = crate::demo::thrown_scene(&scene, 1.0, None, None, None, "t").expect("throws");
+        let thrown =
+            crate::demo::thrown_scene(&scene, &scene, 1.0, None, None, None, "t").expect("throws");
         follow_scene_speed(&mut ui_state, &thrown);
         assert_eq!(ui_state.throw_v0, 1.0);
         ui_state.throw_v0 = 3.0;

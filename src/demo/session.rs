@@ -9,7 +9,9 @@ use crate::physics::broad_phase::BroadPhase;
 use crate::physics::geometry::ball_wall_gap;
 use crate::physics::spawn_grid::SpawnGrid;
 use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld, SpawnError};
-use crate::scene::{BallSpec, MAX_RODS_PER_LANE, RodSpec, Scene, SceneError, check_contact};
+use crate::scene::{
+    BallSpec, MAX_RODS_PER_LANE, MAX_RUN_STEPS, RodSpec, Scene, SceneError, check_contact,
+};
 
 /// One user action that changes the simulation. Demo files and scripts hold these; the GUI's messages map
 /// onto them one to one. Unknown fields in a variant (`Throw(v0: 1, dhar: …)`) are errors, as in scenes: a typo
@@ -83,10 +85,12 @@ pub enum Effect {
     InPlace,
 }
 
-/// The scene a throw produces from `current`: every ball's velocity `(v0, 0)`, with the optional overrides.
+/// The scene a throw produces from `current`: every ball's velocity `(v0, 0)`, with the optional overrides, and
+/// the run's length in steps from `loaded` (the scene as loaded, before any throw; see [`thrown_steps`]).
 /// `file` names the scene in a validation error.
 pub fn thrown_scene(
     current: &Scene,
+    loaded: &Scene,
     v0: f64,
     h: Option<f64>,
     stiffness: Option<f64>,
@@ -114,8 +118,54 @@ pub fn thrown_scene(
             }
         }
     }
+    scene.steps = thrown_steps(loaded, &scene, v0);
     scene.validate(file)?;
     Ok(scene)
+}
+
+/// How many steps a throw runs, for a scene whose run is limited. A run keeps the loaded scene's length in
+/// seconds (its `steps` at its first lane's h) at the smallest h a lane now has: the wall throw's 80 steps of
+/// 10 ms are 160 of 5 ms, so a smaller step still reaches the wall (with 80 steps of 1 ms the ball stopped
+/// 80 mm out, "never reached the wall"). A throw too slow to reach the nearest wall in that time runs 1.5 times
+/// as long as its widest gap takes at `v0`, to see it arrive and turn. At most [`MAX_RUN_STEPS`].
+pub fn thrown_steps(loaded: &Scene, thrown: &Scene, v0: f64) -> Option<u64> {
+    let steps = loaded.steps?;
+    let seconds = steps as f64 * loaded.lanes.first()?.contact.h;
+    let h = thrown
+        .lanes
+        .iter()
+        .map(|lane| lane.contact.h)
+        .fold(f64::INFINITY, f64::min);
+    // The gap each lane's thrown ball has to close, to its nearest wall; the widest of them.
+    let gap = thrown
+        .lanes
+        .iter()
+        .filter_map(|lane| {
+            let ball = lane.balls.first()?.to_ball();
+            lane.walls
+                .iter()
+                .map(|wall| ball_wall_gap(ball.position, ball.radius, &wall.to_wall()))
+                .reduce(f64::min)
+        })
+        .fold(0.0, f64::max);
+    let reach = 1.5 * gap / v0.abs();
+    let seconds = if reach.is_finite() && reach > seconds {
+        reach
+    } else {
+        seconds
+    };
+    let count = seconds / h;
+    if !count.is_finite() {
+        return Some(steps);
+    }
+    // 0.8 s / 0.01 s is 80.00000000000001: a count within rounding of a whole number is that number.
+    let whole = count.round();
+    let count = if (count - whole).abs() <= 1e-9 * whole.max(1.0) {
+        whole
+    } else {
+        count.ceil()
+    };
+    Some((count as u64).clamp(1, MAX_RUN_STEPS))
 }
 
 /// The `Throw` field behind a refusal of the scene it produced: `lanes[0].balls[3].velocity.x` is `v0`,
@@ -527,10 +577,16 @@ impl Session {
                 stiffness,
                 dhat,
             } => {
-                let scene = thrown_scene(&self.scene, *v0, *h, *stiffness, *dhat, "the throw")
-                    .map_err(|e| {
-                        format!("throw refused: {}: {}", throw_field(&e.place), e.problem)
-                    })?;
+                let scene = thrown_scene(
+                    &self.scene,
+                    &self.loaded,
+                    *v0,
+                    *h,
+                    *stiffness,
+                    *dhat,
+                    "the throw",
+                )
+                .map_err(|e| format!("throw refused: {}: {}", throw_field(&e.place), e.problem))?;
                 return Ok(Effect::Rebuild(scene));
             }
             Action::Restart => return Ok(Effect::Rebuild(self.scene.clone())),
@@ -616,6 +672,56 @@ mod tests {
         assert_eq!(session.loaded, other);
         session.apply(&Action::Restart).expect("restarts");
         assert_eq!(session.loaded, other);
+    }
+
+    /// A throw keeps the scene's run length in seconds at its h, and a throw too slow to reach the wall in that
+    /// time runs long enough to arrive and turn; neither compounds over throws.
+    #[test]
+    fn a_throw_runs_the_scene_s_seconds_at_its_h_and_long_enough_to_reach_the_wall() {
+        let loaded = Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped scene");
+        assert_eq!(loaded.steps, Some(80));
+        assert!(loaded.lanes.iter().all(|lane| lane.contact.h == 0.01));
+        let steps = |current: &Scene, v0: f64, h: Option<f64>| {
+            thrown_scene(current, &loaded, v0, h, None, None, "t")
+                .expect("a valid throw")
+                .steps
+        };
+        // The seed's throws, 1 to 50 m/s at 10 ms, keep its 80 steps.
+        for v0 in [1.0, 2.0, 5.0, 10.0, 20.0, 50.0] {
+            assert_eq!(steps(&loaded, v0, None), Some(80), "v0 = {v0}");
+        }
+        assert_eq!(steps(&loaded, 5.0, Some(0.005)), Some(160));
+        assert_eq!(steps(&loaded, 5.0, Some(0.001)), Some(800));
+        assert_eq!(
+            steps(&loaded, 5.0, Some(0.003)),
+            Some(267),
+            "0.8 s / 3 ms, rounded up"
+        );
+        assert_eq!(steps(&loaded, 5.0, Some(0.02)), Some(40));
+        // 0.5 m/s: the point ball's 0.503 m to the wall take 1.006 s; 1.5 times that is 150.9 steps.
+        assert_eq!(steps(&loaded, 0.5, None), Some(151));
+        // Thrown again from the thrown scene: the run length comes from the loaded one.
+        let slow =
+            thrown_scene(&loaded, &loaded, 0.5, Some(0.005), None, None, "t").expect("valid");
+        assert_eq!(slow.steps, Some(302));
+        assert_eq!(
+            steps(&slow, 5.0, None),
+            Some(160),
+            "h stays at 5 ms, the length at 0.8 s"
+        );
+        assert_eq!(steps(&slow, 5.0, Some(0.01)), Some(80));
+        // A scene that runs without a limit still does.
+        let mut open = loaded.clone();
+        open.steps = None;
+        assert_eq!(
+            thrown_scene(&open, &open, 5.0, Some(0.001), None, None, "t")
+                .expect("valid")
+                .steps,
+            None
+        );
+        // A tiny step keeps to the limit on a run's steps.
+        assert_eq!(steps(&loaded, 1e-3, Some(1e-6)), Some(MAX_RUN_STEPS));
     }
 
     #[test]

@@ -198,8 +198,9 @@ impl SimControl {
     }
 }
 
-/// What a lane's balls did, in the words of the wall-throw panel: "through", "stopped at X mm short" (the closest
-/// approach once contact has ended and the wall turned the ball back), "left contact after coming within X, moving
+/// What a lane's balls did, in the words of the wall-throw panel: "through", "turned back X mm short" (the closest
+/// approach once contact has ended and the wall turned the ball back; the seed's table calls it "stop"; "stopped"
+/// for a ball left at rest), "turned back at X mm depth" (penalty), "left contact after coming within X, moving
 /// at v m/s" (a ball falling past the wall or off a slope), "in contact, moving at v m/s, gap X" (a ball sliding
 /// along a wall),
 /// "at rest in contact, gap X" or "flying"; for a lane of many balls "in contact, …", "contact ended, …" (every
@@ -266,7 +267,7 @@ fn outcome_of_run(world: &LaneWorld, run_over: bool) -> String {
             } else if now > 0.0 {
                 format!("at rest in contact, overlap {}", length_text(now))
             } else if turned_back(world) {
-                format!("stopped at {depth} depth")
+                format!("{} at {depth} depth", stopped_or_turned_back(world))
             } else {
                 format!("left contact after reaching {depth} depth, moving at {speed:.3} m/s")
             }
@@ -295,7 +296,11 @@ fn outcome_of_run(world: &LaneWorld, run_over: bool) -> String {
                         format!("at rest in contact, gap {}", length_text(now.max(0.0)))
                     }
                     _ if turned_back(world) => {
-                        format!("stopped at {} short", length_text(gap.max(0.0)))
+                        format!(
+                            "{} {} short",
+                            stopped_or_turned_back(world),
+                            length_text(gap.max(0.0))
+                        )
                     }
                     _ => format!(
                         "left contact after coming within {}, moving at {speed:.3} m/s",
@@ -335,6 +340,15 @@ fn turned_back(world: &LaneWorld) -> bool {
         .map(|wall| crate::physics::geometry::ball_wall_distance(ball.position, ball.radius, wall))
         .min_by(|a, b| a.value.total_cmp(&b.value))
         .is_none_or(|nearest| within_45_degrees(nearest.gradient))
+}
+
+/// How a [`turned_back`] ball ended: "stopped" about at rest, "turned back" moving away (the seed's throw, whose
+/// table calls its closest approach "stop"; a teacher's class sees the ball leave the wall).
+fn stopped_or_turned_back(world: &LaneWorld) -> &'static str {
+    match world.balls.first() {
+        Some(ball) if ball.velocity.length() > RESTING_SPEED => "turned back",
+        _ => "stopped",
+    }
 }
 
 /// Below this speed a ball in contact is called at rest [m/s]: a sticking ball under the smoothed friction
@@ -1097,6 +1111,7 @@ fn apply_messages(
         let file = a.path.display().to_string();
         match thrown_scene(
             &a.current,
+            &a.loaded,
             throw.v0,
             throw.h,
             throw.stiffness,

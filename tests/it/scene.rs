@@ -569,11 +569,11 @@ fn a_pile_reports_its_contacts_and_a_single_throw_where_it_stopped() {
     let lanes = run_scene(&throw, 80);
     assert_eq!(lane_outcome(&lanes[0]), "through");
     assert!(
-        lane_outcome(&lanes[1]).starts_with("stopped at "),
+        lane_outcome(&lanes[1]).starts_with("turned back "),
         "{}",
         lane_outcome(&lanes[1])
     );
-    // Under gravity the IPC ball meets the wall, then falls past it: it left contact, it was not stopped (the
+    // Under gravity the IPC ball meets the wall, then falls past it: it left contact, it was not turned back (the
     // lane said "stopped at 24.0 µm short" while the ball fell away). The penalty ball at 1 m/s bounces back.
     let mut falling = throw.clone();
     for lane in &mut falling.lanes {
@@ -586,18 +586,19 @@ fn a_pile_reports_its_contacts_and_a_single_throw_where_it_stopped() {
         "{ipc}"
     );
     assert!(ipc.contains(", moving at "), "{ipc}");
-    let slow = contact_sandbox::demo::thrown_scene(&throw, 1.0, None, None, None, "t")
+    let slow = contact_sandbox::demo::thrown_scene(&throw, &throw, 1.0, None, None, None, "t")
         .expect("a throw at 1 m/s");
     let lanes = run_scene(&slow, 80);
     assert!(
-        lane_outcome(&lanes[0]).starts_with("stopped at "),
+        lane_outcome(&lanes[0]).starts_with("turned back "),
         "{}",
         lane_outcome(&lanes[0])
     );
-    // At 1 m/s with h = 5 ms the 80 steps end 0.1 m short of the wall: "flying" while the run goes on, and
-    // "never reached the wall" (as `throw` says) once it is over.
-    let short = contact_sandbox::demo::thrown_scene(&throw, 1.0, Some(0.005), None, None, "t")
-        .expect("a throw at 1 m/s");
+    // At 1 m/s with h = 5 ms, 80 steps end 0.1 m short of the wall (the throw itself runs 160): "flying" while
+    // the run goes on, and "never reached the wall" (as `throw` says) once it is over.
+    let short =
+        contact_sandbox::demo::thrown_scene(&throw, &throw, 1.0, Some(0.005), None, None, "t")
+            .expect("a throw at 1 m/s");
     let lanes = run_scene(&short, 80);
     for lane in &lanes {
         assert_eq!(lane_outcome(lane), "flying");
