@@ -184,7 +184,7 @@ fn spawn_ball_batch(mut commands: Commands, mut materials: ResMut<Assets<BallMat
 }
 
 /// What [`draw_balls`] needs of a lane to draw its balls.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct LaneLook {
     lane: Entity,
     color: Color,
@@ -192,6 +192,69 @@ pub struct LaneLook {
     vertex_color: [f32; 4],
     band: Rect,
     offset: DVec2,
+    /// The lane's axis-aligned walls in render units, for [`clear_of_walls`].
+    walls: Vec<Rect>,
+}
+
+/// The lane's walls that are axis-aligned (a quarter turn swaps the extents), in render units; a tilted wall (the
+/// slope's ramp) is left out, and a ball's disc is not cut at it.
+fn axis_aligned_walls(lane: &Lane) -> Vec<Rect> {
+    lane.world
+        .walls
+        .iter()
+        .filter_map(|wall| {
+            let (sin, cos) = wall.angle.sin_cos();
+            let half = if sin.abs() < 1e-9 {
+                wall.half_extents
+            } else if cos.abs() < 1e-9 {
+                DVec2::new(wall.half_extents.y, wall.half_extents.x)
+            } else {
+                return None;
+            };
+            let centre = (wall.center + lane.offset) * f64::from(UNITS_PER_METRE);
+            let half = half * f64::from(UNITS_PER_METRE);
+            Some(Rect::from_center_half_size(
+                centre.as_vec2(),
+                half.as_vec2(),
+            ))
+        })
+        .collect()
+}
+
+/// `clip` cut so that a ball drawn larger than it is (`drawn` against its true `radius`, render units: the seed's
+/// point ball is drawn 6 px wide, a 5 cm ball far out at least 2 px) shows nothing inside a wall its body is clear
+/// of. Otherwise the IPC ball that stopped 24 µm short of its wall was drawn a third into it, and read as a
+/// penetration. A body that does reach into a wall (a penalty ball) is drawn whole, over the wall, as it is.
+/// Each wall cuts along the axis on which the centre lies farthest outside it.
+pub fn clear_of_walls(centre: Vec2, radius: f32, drawn: f32, walls: &[Rect], clip: Rect) -> Rect {
+    let mut clip = clip;
+    if drawn <= radius {
+        return clip;
+    }
+    for wall in walls {
+        let outside = Vec2::new(
+            (wall.min.x - centre.x).max(centre.x - wall.max.x),
+            (wall.min.y - centre.y).max(centre.y - wall.max.y),
+        );
+        let nearest = centre.clamp(wall.min, wall.max);
+        let body_clear = centre.distance(nearest) > radius;
+        let drawn_reaches = outside.x < drawn && outside.y < drawn;
+        if !body_clear || !drawn_reaches {
+            continue;
+        }
+        if outside.x >= outside.y {
+            if centre.x < wall.min.x {
+                clip.max.x = clip.max.x.min(wall.min.x);
+            } else {
+                clip.min.x = clip.min.x.max(wall.max.x);
+            }
+        } else if centre.y < wall.min.y {
+            clip.max.y = clip.max.y.min(wall.min.y);
+        } else {
+            clip.min.y = clip.min.y.max(wall.max.y);
+        }
+    }
+    clip
 }
 
 /// Rebuilds the balls' mesh: each ball's centre is its (interpolated) translation, its radius the render
@@ -244,6 +307,7 @@ pub fn draw_balls(
             vertex_color: color.to_linear().to_f32_array(),
             band: bands.of(entity),
             offset: lane.offset,
+            walls: axis_aligned_walls(lane),
         }
     }));
     let px = camera_scale(projection);
@@ -254,6 +318,7 @@ pub fn draw_balls(
         vertex_color: [1.0; 4],
         band: lane_bands::EVERYWHERE,
         offset: DVec2::ZERO,
+        walls: Vec::new(),
     };
     for (ball, transform, member) in &balls {
         let centre = transform.translation.truncate();
@@ -262,7 +327,14 @@ pub fn draw_balls(
             .find(|look| look.lane == member.0)
             .unwrap_or(&unknown);
         let radius = drawn_radius(ball.radius, px);
-        let drawn = discs.push_clipped(centre, radius, margin, look.vertex_color, look.band);
+        let clip = clear_of_walls(
+            centre,
+            ball.radius as f32 * UNITS_PER_METRE,
+            radius,
+            &look.walls,
+            look.band,
+        );
+        let drawn = discs.push_clipped(centre, radius, margin, look.vertex_color, clip);
         // Beyond its band, or in it but out of sight (the penalty ball that went through the wall and on): marked
         // on the edge of what can be seen of its band.
         let seen = view.map_or(look.band, |view| view.intersect(look.band));
@@ -318,6 +390,33 @@ mod tests {
 
     use super::*;
     use crate::physics::world::ContactMethod;
+
+    /// A ball drawn larger than it is shows nothing inside a wall its body is clear of; a body inside the wall
+    /// (penalty), a ball drawn at its true size, and a wall out of reach change nothing.
+    #[test]
+    fn a_ball_drawn_larger_than_it_is_is_cut_at_the_face_of_a_wall_it_is_clear_of() {
+        let wall = Rect::new(10.0, 0.0, 12.0, 100.0);
+        let band = Rect::new(-1e3, -1e3, 1e3, 1e3);
+        let cut = |centre: Vec2, radius: f32, drawn: f32| {
+            clear_of_walls(centre, radius, drawn, &[wall], band)
+        };
+        // The seed's point ball 24 µm (here 0.01 units) before the face: cut there.
+        assert_eq!(
+            cut(Vec2::new(9.99, 50.0), 0.0, 2.0),
+            Rect::new(-1e3, -1e3, 10.0, 1e3)
+        );
+        // Beyond the back face, and above the top: cut at those faces.
+        assert_eq!(cut(Vec2::new(12.5, 50.0), 0.0, 2.0).min.x, 12.0);
+        assert_eq!(cut(Vec2::new(11.0, 101.0), 0.0, 2.0).min.y, 100.0);
+        // A ball of radius 1 drawn 3 wide whose body is 0.5 clear: cut; whose body overlaps: whole.
+        assert_eq!(cut(Vec2::new(8.5, 50.0), 1.0, 3.0).max.x, 10.0);
+        assert_eq!(cut(Vec2::new(9.5, 50.0), 1.0, 3.0), band);
+        // A point inside the wall (a penalty ball sunk into it) is drawn whole, over the wall.
+        assert_eq!(cut(Vec2::new(10.5, 50.0), 0.0, 2.0), band);
+        // Drawn at its true size, or out of the wall's reach: nothing to cut.
+        assert_eq!(cut(Vec2::new(9.5, 50.0), 0.4, 0.4), band);
+        assert_eq!(cut(Vec2::new(5.0, 50.0), 0.0, 2.0), band);
+    }
 
     /// The lanes of a shipped scene, laid out as the sim lays them out, without their bodies.
     fn lanes_of(path: &str) -> Vec<Lane> {
