@@ -1706,7 +1706,7 @@ fn settings_grid(
             // greyed out, since they do nothing in this lane now.
             let penalty = edit.method == ContactMethod::Penalty;
             let ipc = edit.method == ContactMethod::Ipc;
-            ui.label(LaneSetting::Method.label());
+            setting_label(ui, LaneSetting::Method, true);
             egui::ComboBox::from_id_salt(("method", lane_index))
                 .selected_text(edit.method.label())
                 .width(70.0)
@@ -1715,7 +1715,7 @@ fn settings_grid(
                     ui.selectable_value(&mut edit.method, ContactMethod::Ipc, "ipc");
                 });
             next_setting(ui);
-            ui.label(LaneSetting::Friction.label());
+            setting_label(ui, LaneSetting::Friction, true);
             ui.add(
                 setting_field(
                     &mut edit.friction,
@@ -1728,7 +1728,7 @@ fn settings_grid(
             )
             .on_hover_text("Coulomb coefficient (0: frictionless, the seed's setting)");
             ui.end_row();
-            ui.add_enabled(penalty, egui::Label::new(LaneSetting::Stiffness.label()));
+            setting_label(ui, LaneSetting::Stiffness, penalty);
             ui.add_enabled(
                 penalty,
                 setting_field(
@@ -1740,14 +1740,14 @@ fn settings_grid(
                 .speed(100.0),
             );
             next_setting(ui);
-            ui.label(LaneSetting::H.label());
+            setting_label(ui, LaneSetting::H, true);
             ui.add(
                 setting_field(&mut edit.h, LaneSetting::H.label(), any::<f64>(), refused)
                     .speed(1e-4)
                     .max_decimals(5),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new(LaneSetting::Dhat.label()));
+            setting_label(ui, LaneSetting::Dhat, ipc);
             ui.add_enabled_ui(ipc, |ui| {
                 ui.horizontal(|ui| {
                     let mut auto = edit.dhat.is_none();
@@ -1771,8 +1771,7 @@ fn settings_grid(
                 })
             });
             next_setting(ui);
-            ui.label(LaneSetting::Gravity.label())
-                .on_hover_text("vertical gravity [m/s²]");
+            setting_label(ui, LaneSetting::Gravity, true);
             ui.add(
                 setting_field(
                     &mut edit.gravity.y,
@@ -1783,7 +1782,7 @@ fn settings_grid(
                 .speed(0.1),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new(LaneSetting::Kappa.label()));
+            setting_label(ui, LaneSetting::Kappa, ipc);
             ui.add_enabled(
                 ipc,
                 setting_field(
@@ -1795,7 +1794,7 @@ fn settings_grid(
                 .speed(100.0),
             );
             next_setting(ui);
-            ui.label(LaneSetting::NewtonTolerance.label());
+            setting_label(ui, LaneSetting::NewtonTolerance, true);
             ui.add(
                 // In scientific notation, every digit kept (a value re-read from its text must not change): 1e-10 m
                 // read "0.00000000010" with fixed decimals.
@@ -1809,10 +1808,10 @@ fn settings_grid(
                 .custom_formatter(|v, _| format!("{v:e}")),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new(LaneSetting::AdaptiveKappa.label()));
+            setting_label(ui, LaneSetting::AdaptiveKappa, ipc);
             ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
             next_setting(ui);
-            ui.label(LaneSetting::NewtonMaxIterations.label());
+            setting_label(ui, LaneSetting::NewtonMaxIterations, true);
             ui.add(
                 setting_field(
                     &mut edit.newton_max_iterations,
@@ -1823,7 +1822,7 @@ fn settings_grid(
                 .speed(1.0),
             );
             ui.end_row();
-            ui.add_enabled(ipc, egui::Label::new(LaneSetting::CcdFactor.label()));
+            setting_label(ui, LaneSetting::CcdFactor, ipc);
             ui.add_enabled(
                 ipc,
                 setting_field(
@@ -1929,7 +1928,10 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
     if let Some(warning) = resolution_warning(w.settings.newton_tolerance, h) {
         ui.colored_label(egui::Color32::from_rgb(255, 180, 60), warning);
     }
-    show(ui, newton);
+    show(ui, newton).on_hover_text(
+        "Newton directions per step: the last step's, the most and the mean so far. A spike is a step that took \
+         more than twice the median count of the steps in the plots: a contact that cost many clamped directions.",
+    );
     // How the solves end (issue 8): a capped or stalled solve still returns a feasible state, but say so.
     let stop = w.last.as_ref().map(|d| match &d.stop {
         StopReason::Converged => "converged".to_string(),
@@ -1948,11 +1950,15 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
         w.stats.iteration_caps,
         w.stats.stalled_line_searches
     );
-    if troubled {
-        ui.colored_label(egui::Color32::from_rgb(255, 180, 60), solves);
+    let solves = if troubled {
+        ui.colored_label(egui::Color32::from_rgb(255, 180, 60), solves)
     } else {
-        ui.label(solves);
-    }
+        ui.label(solves)
+    };
+    solves.on_hover_text(
+        "How the last Newton solve ended. caps: steps that stopped at the Newton cap (their state is free of \
+         overlaps but not converged); stalls: steps whose line search found no decrease down to α = 1e-12.",
+    );
     ui.label(format!(
         "tunnelled {} · {} · {}",
         w.stats.tunneled,
@@ -2012,6 +2018,15 @@ fn contact_preflight(w: &LaneWorld, spikes: u32) -> [PreflightLine; 2] {
             newton(counts),
         ],
     }
+}
+
+/// A lane setting's label, greyed when the lane's method does not use it, with what it does on hover (greyed or
+/// not: the other method's settings are what a switch would use).
+fn setting_label(ui: &mut egui::Ui, setting: LaneSetting, enabled: bool) -> egui::Response {
+    let help = displayable(setting.help());
+    ui.add_enabled(enabled, egui::Label::new(setting.label()))
+        .on_hover_text(help.as_ref())
+        .on_disabled_hover_text(help.as_ref())
 }
 
 /// What the run controls say after a frame: a refused typed value (`refusal`) is an error about them, which a

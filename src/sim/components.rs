@@ -341,6 +341,56 @@ impl LaneSetting {
         }
     }
 
+    /// What the setting does, in a sentence or two: the lane panel's hover text on its label.
+    pub fn help(self) -> &'static str {
+        match self {
+            LaneSetting::Method => {
+                "How contact is resolved: penalty (a spring ½ k p² on every overlap p; a fast ball can tunnel) \
+                 or ipc (the log barrier of SPEC §1.2 with CCD-clamped steps; nothing ever overlaps)."
+            }
+            LaneSetting::Friction => {
+                "Coulomb friction coefficient μ (IPC's lagged smoothed friction, SPEC §1.5); 0 is frictionless."
+            }
+            LaneSetting::Stiffness => {
+                "Penalty stiffness: the push is k times the overlap depth. A larger k stops a ball shallower, but a \
+                 ball that crosses half the wall within one step (v·h) still goes through."
+            }
+            LaneSetting::H => {
+                "The time step. Penalty can tunnel when v·h exceeds half the thinnest wall; IPC's CCD never lets \
+                 a ball through, at any h."
+            }
+            LaneSetting::Dhat => {
+                "IPC's contact distance d̂: the barrier acts only on gaps below it, so a ball stops within d̂ of \
+                 what it meets. auto: 10⁻³ × the scene's bounding-box diagonal (SPEC §1.4)."
+            }
+            LaneSetting::Gravity => "Vertical gravity [m/s²]; negative pulls down.",
+            LaneSetting::Kappa => {
+                "Barrier stiffness κ (B = κ Σ b(d, d̂)): a larger κ stops a ball farther from what it meets, \
+                 within d̂."
+            }
+            LaneSetting::AdaptiveKappa => {
+                "Starts κ from the gradient balance and doubles it while a contact keeps closing (SPEC §1.4)."
+            }
+            LaneSetting::CcdFactor => {
+                "IPC's first trial step goes s × the way to the first contact along Newton's direction (0.9: 90 %), \
+                 so that every iterate stays free of overlaps."
+            }
+            LaneSetting::NewtonTolerance => {
+                "Newton stops when its direction's largest component is below this many metres."
+            }
+            LaneSetting::NewtonMaxIterations => {
+                "Most Newton directions per step. A step that reaches it keeps its last iterate, free of overlaps \
+                 but not converged, and counts in \"caps\"."
+            }
+            LaneSetting::FrictionEpsilonV => {
+                "Friction's smoothing speed ε_v: below it a sliding contact is treated as sticking (SPEC §1.5)."
+            }
+            LaneSetting::FrictionIterations => {
+                "Passes of lagged friction per step: each solves again with the contact forces of the last."
+            }
+        }
+    }
+
     /// The setting a scene field path names (`contact.newton_max_iterations`, `contact.gravity.y`), as the
     /// scene checks report it.
     pub fn of_field(path: &str) -> Option<LaneSetting> {
