@@ -1105,10 +1105,12 @@ fn wall_throw_panel(
                 displayable(&crate::sim::lane_outcome_of_run(w, run_over))
             ),
         );
+        // The lane's own clock: lanes of different h take a step each tick, so their times part.
         ui.label(format!(
-            "   {}  (step {}/{stop})",
+            "   {}  (step {}/{stop}, t = {:.3} s)",
             crate::sim::lane_summary(w),
-            w.stats.steps
+            w.stats.steps,
+            w.time
         ));
     }
     gap_inset(ui, lanes, sorted, colors);
@@ -1960,7 +1962,8 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
          overlaps but not converged); stalls: steps whose line search found no decrease down to α = 1e-12.",
     );
     ui.label(format!(
-        "tunnelled {} · {} · {}",
+        "t = {:.3} s · tunnelled {} · {} · {}",
+        w.time,
         w.stats.tunneled,
         crate::sim::lane_summary(w),
         displayable(&crate::sim::lane_outcome(w))
