@@ -1107,7 +1107,7 @@ fn wall_throw_panel(
         );
         // The lane's own clock: lanes of different h take a step each tick, so their times part.
         ui.label(format!(
-            "   {}  (step {}/{stop}, t = {:.3} s)",
+            "   {}  (step {}/{stop}, {:.3} s)",
             crate::sim::lane_summary(w),
             w.stats.steps,
             w.time
@@ -2312,16 +2312,6 @@ fn plots_panel(
     let spacing = ui.spacing().item_spacing.x;
     let width = ((ui.available_width() - 2.0 * spacing) / 3.0 - 1.0).max(60.0);
     let below_legend = ui.available_height();
-    type Extract = fn(&crate::sim::DiagnosticSample) -> Option<f64>;
-    let charts: [(&str, Extract); 3] = [
-        ("min gap, log scale (negative = penetration)", |s| {
-            s.min_gap.map(signed_log_micrometres)
-        }),
-        ("Newton iterations per step", |s| {
-            Some(s.newton_iterations as f64)
-        }),
-        ("energy [J]", |s| Some(s.energy)),
-    ];
     // One time span for the three plots (`shared_time_span`).
     let histories = || {
         sorted
@@ -2329,6 +2319,17 @@ fn plots_panel(
             .filter_map(|&e| lanes.get(e).ok())
             .map(|(_, _, _, d)| &d.history)
     };
+    let scale = gap_scale(histories().flat_map(|h| h.iter().filter_map(|s| s.min_gap)));
+    type Extract<'a> = &'a dyn Fn(&crate::sim::DiagnosticSample) -> Option<f64>;
+    let charts: [(&str, Extract); 3] = [
+        ("min gap, log scale (negative = penetration)", &|s| {
+            s.min_gap.map(|gap| signed_log_gap(gap, scale))
+        }),
+        ("Newton iterations per step", &|s| {
+            Some(s.newton_iterations as f64)
+        }),
+        ("energy [J]", &|s| Some(s.energy)),
+    ];
     let span = shared_time_span(histories());
     let any_gap = histories().any(|h| h.iter().any(|s| s.min_gap.is_some()));
     ui.horizontal(|ui| {
@@ -2359,8 +2360,8 @@ fn plots_panel(
                 };
                 if title.starts_with("min gap") {
                     chart = chart
-                        .y_grid_spacer(gap_grid_marks)
-                        .y_axis_formatter(|mark, _| gap_axis_text(mark.value));
+                        .y_grid_spacer(move |input| gap_grid_marks(input, scale))
+                        .y_axis_formatter(move |mark, _| gap_axis_text(mark.value, scale));
                     if !any_gap {
                         // No gap axis over no gaps: its ±1 µm, ±10 µm, … labels crowded one another round an
                         // empty zero line.
@@ -2462,20 +2463,31 @@ fn shared_time_span<'a>(
         .reduce(|(a0, a1), (b0, b1)| (a0.min(b0), a1.max(b1)))
 }
 
-/// A gap on the min-gap plot's axis: sign(g)·log₁₀(1 + |g| / 1 µm). IPC's micrometre gaps, a penalty ball's
-/// millimetre overlap and a ball 40 m off all stay readable on one axis (a linear µm axis ran to 4·10⁷ and put
-/// every contact on its zero line).
-fn signed_log_micrometres(gap: f64) -> f64 {
-    gap.signum() * (gap.abs() * 1e6).ln_1p() / std::f64::consts::LN_10
+/// A gap on the min-gap plot's axis: sign(g)·log₁₀(1 + |g| / s), linear within `scale` s of zero and
+/// logarithmic beyond. IPC's micrometre gaps, a penalty ball's millimetre overlap and a ball 40 m off all stay
+/// readable on one axis (a linear µm axis ran to 4·10⁷ and put every contact on its zero line).
+fn signed_log_gap(gap: f64, scale: f64) -> f64 {
+    gap.signum() * (gap.abs() / scale).ln_1p() / std::f64::consts::LN_10
 }
 
-/// The axis label at `value` of [`signed_log_micrometres`]: the gap itself, in the unit that suits it.
-fn gap_axis_text(value: f64) -> String {
+/// The min-gap plot's `scale` for [`signed_log_gap`]: 1 µm, or the decade at or below the smallest gap or overlap
+/// in `gaps` when that is less (down to 1 pm). With a fixed 1 µm, an IPC lane of d̂ = 0.05 mm that stopped
+/// 53.8 nm short was drawn on the zero line, as if in contact.
+fn gap_scale(gaps: impl Iterator<Item = f64>) -> f64 {
+    let least = gaps
+        .map(f64::abs)
+        .filter(|g| *g > 0.0 && g.is_finite())
+        .fold(1e-6, f64::min);
+    10f64.powf(least.log10().floor()).clamp(1e-12, 1e-6)
+}
+
+/// The axis label at `value` of [`signed_log_gap`] with `scale`: the gap itself, in the unit that suits it.
+fn gap_axis_text(value: f64, scale: f64) -> String {
     if value == 0.0 {
         // The zero line, not "0.0 µm": a length of no unit in particular.
         return "0".into();
     }
-    let metres = (value.abs() * std::f64::consts::LN_10).exp_m1() * 1e-6;
+    let metres = (value.abs() * std::f64::consts::LN_10).exp_m1() * scale;
     // A grid line at 1 mm comes back as 0.99999999… mm ("1000.0 µm"): snap to the decade it stands for, and
     // write a decade without decimals ("100 mm", not "100.00 mm"): the axis's widest label sets how much of a
     // narrow plot is left for the curves, and "10.000 m" left the min-gap plot a third of its neighbours' width.
@@ -2678,9 +2690,9 @@ fn one_two_five_below(step: f64) -> f64 {
     }
 }
 
-/// Grid lines of the min-gap plot at round gaps: 0 and ±1 µm, ±10 µm, … ±1 km, every decade or, over a tall range,
-/// every second or third, so the labels do not crowd.
-fn gap_grid_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
+/// Grid lines of the min-gap plot at round gaps: 0 and ±`scale` (1 µm, or less for smaller gaps), ±10 `scale`, …
+/// ±1 km, every decade or, over a tall range, every second or third, so the labels do not crowd.
+fn gap_grid_marks(input: egui_plot::GridInput, scale: f64) -> Vec<egui_plot::GridMark> {
     let (lo, hi) = input.bounds;
     let every = match hi - lo {
         span if span > 9.0 => 3,
@@ -2695,9 +2707,10 @@ fn gap_grid_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
         });
     }
     // Sparser grids start further from zero, so the first labels do not sit on the zero line's.
-    for decade in (-7 + every as i32..=3).step_by(every) {
+    let first = scale.log10().round() as i32 - 1 + every as i32;
+    for decade in (first..=3).step_by(every) {
         for sign in [1.0, -1.0] {
-            let value = signed_log_micrometres(sign * 10f64.powi(decade));
+            let value = signed_log_gap(sign * 10f64.powi(decade), scale);
             if (lo..=hi).contains(&value) {
                 marks.push(egui_plot::GridMark {
                     value,
@@ -4239,6 +4252,26 @@ mod tests {
         );
     }
 
+    /// The gap axis is linear within its scale of zero: 1 µm, or the decade below a smaller gap, so that IPC's
+    /// 53.8 nm stop (d̂ = 0.05 mm) stands well above the zero line and reads back as itself.
+    #[test]
+    fn a_gap_below_a_micrometre_is_drawn_clear_of_the_zero_line() {
+        assert_eq!(gap_scale([].into_iter()), 1e-6);
+        assert_eq!(gap_scale([24e-6, -5e-3, 0.0].into_iter()), 1e-6);
+        assert_eq!(gap_scale([24e-6, 53.8e-9].into_iter()), 1e-8);
+        assert_eq!(
+            gap_scale([-2e-7].into_iter()),
+            1e-7,
+            "an overlap counts too"
+        );
+        assert_eq!(gap_scale([1e-15, f64::NAN].into_iter()), 1e-12);
+        let fixed = signed_log_gap(53.8e-9, 1e-6);
+        let scaled = signed_log_gap(53.8e-9, 1e-8);
+        assert!(fixed < 0.03 && scaled > 0.8, "{fixed} {scaled}");
+        assert_eq!(gap_axis_text(scaled, 1e-8), "53.8 nm");
+        assert_eq!(gap_axis_text(signed_log_gap(1e-8, 1e-8), 1e-8), "10 nm");
+    }
+
     #[test]
     fn the_gap_plot_reads_micrometres_and_metres_on_one_axis() {
         // The grid's decades, without decimals.
@@ -4255,11 +4288,15 @@ mod tests {
             (1e3, "1000 m"),
         ];
         for (gap, text) in decades {
-            assert_eq!(gap_axis_text(signed_log_micrometres(gap)), text, "{gap}");
+            assert_eq!(
+                gap_axis_text(signed_log_gap(gap, 1e-6), 1e-6),
+                text,
+                "{gap}"
+            );
         }
-        assert_eq!(gap_axis_text(signed_log_micrometres(0.0)), "0");
+        assert_eq!(gap_axis_text(signed_log_gap(0.0, 1e-6), 1e-6), "0");
         for gap in [24e-6, -11.46e-3, 3e-3, 40.0] {
-            let back = gap_axis_text(signed_log_micrometres(gap));
+            let back = gap_axis_text(signed_log_gap(gap, 1e-6), 1e-6);
             let sign = if gap < 0.0 { "-" } else { "" };
             assert_eq!(
                 back,
@@ -4267,9 +4304,9 @@ mod tests {
             );
         }
         // Ordered like the gaps, and compact: 40 m is under 8 units, 1 µm is 0.3.
-        assert!(signed_log_micrometres(40.0) < 8.0);
-        assert!((signed_log_micrometres(1e-6) - 2f64.log10()).abs() < 1e-12);
-        assert!(signed_log_micrometres(-1e-3) < 0.0 && signed_log_micrometres(1e-9) > 0.0);
+        assert!(signed_log_gap(40.0, 1e-6) < 8.0);
+        assert!((signed_log_gap(1e-6, 1e-6) - 2f64.log10()).abs() < 1e-12);
+        assert!(signed_log_gap(-1e-3, 1e-6) < 0.0 && signed_log_gap(1e-9, 1e-6) > 0.0);
     }
 
     #[test]
