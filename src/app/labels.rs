@@ -114,7 +114,7 @@ fn line_text(lane: &Lane, line: LabelLine, edited: bool) -> Option<String> {
         LabelLine::Title => Some(format!(
             "{} [{}{}]",
             lane.world.name,
-            lane.world.settings.method.label(),
+            method_tag(lane),
             if edited { ", edited" } else { "" }
         )),
         LabelLine::Fault => lane
@@ -123,6 +123,22 @@ fn line_text(lane: &Lane, line: LabelLine, edited: bool) -> Option<String> {
             .as_ref()
             .map(|fault| format!("paused: {fault}")),
     }
+}
+
+/// The contact method a lane's title names: "ipc", or "balls: ipc" in a lane of rods alone, whose rods meet the
+/// floor through the impulse law whatever the method (the rod drop read "[ipc]", as if its rods ran IPC).
+fn method_tag(lane: &Lane) -> String {
+    let method = lane.world.settings.method.label();
+    if rods_alone(lane) {
+        format!("balls: {method}")
+    } else {
+        method.to_string()
+    }
+}
+
+/// Whether a lane holds rods and no ball.
+fn rods_alone(lane: &Lane) -> bool {
+    lane.world.balls.is_empty() && !lane.world.rods.is_empty()
 }
 
 /// The room a lane's title has to its right [m]: up to the left edge of the nearest lane beside it whose extent
@@ -219,7 +235,7 @@ fn title_text(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: bool)
 fn title_chars(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: bool) -> usize {
     let whole = lane.world.name.chars().count()
         + " [".len()
-        + lane.world.settings.method.label().chars().count()
+        + method_tag(lane).chars().count()
         + if edited { ", edited".len() } else { 0 }
         + "]".len();
     match room {
@@ -274,6 +290,7 @@ pub(crate) fn drawn_title_box(lane: &Lane, chars: usize, px: f32, scale: f32) ->
 pub struct LabelInputs {
     name: String,
     method: ContactMethod,
+    rods_alone: bool,
     fault: Option<String>,
     bounds: (DVec2, DVec2),
     offset: DVec2,
@@ -297,6 +314,7 @@ impl LabelInputs {
         LabelInputs {
             name: lane.world.name.clone(),
             method: lane.world.settings.method,
+            rods_alone: rods_alone(lane),
             fault: lane.world.fault.clone(),
             bounds: lane.bounds,
             offset: lane.offset,
@@ -310,6 +328,7 @@ impl LabelInputs {
     fn are(&self, lane: &Lane, px: f32, scale: f32, context: TitleContext) -> bool {
         self.name == lane.world.name
             && self.method == lane.world.settings.method
+            && self.rods_alone == rods_alone(lane)
             && self.fault == lane.world.fault
             && self.bounds == lane.bounds
             && self.offset == lane.offset
@@ -328,7 +347,7 @@ const LINE_HEIGHT: f32 = 1.2;
 pub fn title_box(lane: &Lane, px: f32, scale: f32) -> Rect {
     let chars = lane.world.name.chars().count()
         + " [".len()
-        + lane.world.settings.method.label().chars().count()
+        + method_tag(lane).chars().count()
         + ", edited]".len();
     drawn_title_box(lane, chars, px, scale)
 }
@@ -1183,6 +1202,40 @@ mod tests {
         assert_eq!(
             labels_of(&mut app, lane)[0].1,
             "penalty k=1e4 [penalty, edited]"
+        );
+    }
+
+    /// A lane of rods alone names the method its dropped balls would use, not its rods' ("[ipc]" read as if the
+    /// rods ran IPC); once a ball is in it, the method alone.
+    #[test]
+    fn a_lane_of_rods_alone_names_the_method_of_its_balls() {
+        let mut app = labelling_app(LabelScale::default(), 1.0);
+        app.insert_resource(
+            ActiveScene::load(std::path::Path::new("assets/scenes/rod_drop.ron")).expect("loads"),
+        );
+        let lane = lane_from("assets/scenes/rod_drop.ron", 0, DVec2::ZERO);
+        let lane = app.world_mut().spawn(lane).id();
+        app.update();
+        assert_eq!(
+            labels_of(&mut app, lane)[0].1,
+            "rods: exact impulse law [balls: ipc]"
+        );
+        let ball = crate::physics::geometry::Ball {
+            position: DVec2::new(0.0, 3.0),
+            velocity: DVec2::ZERO,
+            radius: 0.05,
+            mass: 1.0,
+        };
+        app.world_mut()
+            .get_mut::<Lane>(lane)
+            .expect("the lane")
+            .world
+            .balls
+            .push(ball);
+        app.update();
+        assert_eq!(
+            labels_of(&mut app, lane)[0].1,
+            "rods: exact impulse law [ipc]"
         );
     }
 
