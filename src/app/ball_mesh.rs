@@ -225,7 +225,7 @@ fn axis_aligned_walls(lane: &Lane) -> Vec<Rect> {
 /// point ball is drawn 6 px wide, a 5 cm ball far out at least 2 px) shows nothing inside a wall its body is clear
 /// of. Otherwise the IPC ball that stopped 24 µm short of its wall was drawn a third into it, and read as a
 /// penetration. A body that does reach into a wall (a penalty ball) is drawn whole, over the wall, as it is.
-/// Each wall cuts along the axis on which the centre lies farthest outside it.
+/// A wall cuts at the face the centre lies beside; a centre beyond a corner is not cut there.
 pub fn clear_of_walls(centre: Vec2, radius: f32, drawn: f32, walls: &[Rect], clip: Rect) -> Rect {
     let mut clip = clip;
     if drawn <= radius {
@@ -242,16 +242,20 @@ pub fn clear_of_walls(centre: Vec2, radius: f32, drawn: f32, walls: &[Rect], cli
         if !body_clear || !drawn_reaches {
             continue;
         }
-        if outside.x >= outside.y {
+        // Beside a face (the centre within the wall's span along it), cut at that face; beyond a corner, a cut
+        // would take open air beside the wall's end, so the ball is drawn whole.
+        if outside.y <= 0.0 {
             if centre.x < wall.min.x {
                 clip.max.x = clip.max.x.min(wall.min.x);
             } else {
                 clip.min.x = clip.min.x.max(wall.max.x);
             }
-        } else if centre.y < wall.min.y {
-            clip.max.y = clip.max.y.min(wall.min.y);
-        } else {
-            clip.min.y = clip.min.y.max(wall.max.y);
+        } else if outside.x <= 0.0 {
+            if centre.y < wall.min.y {
+                clip.max.y = clip.max.y.min(wall.min.y);
+            } else {
+                clip.min.y = clip.min.y.max(wall.max.y);
+            }
         }
     }
     clip
@@ -411,6 +415,8 @@ mod tests {
         // A ball of radius 1 drawn 3 wide whose body is 0.5 clear: cut; whose body overlaps: whole.
         assert_eq!(cut(Vec2::new(8.5, 50.0), 1.0, 3.0).max.x, 10.0);
         assert_eq!(cut(Vec2::new(9.5, 50.0), 1.0, 3.0), band);
+        // Beyond a corner (above the top and left of the front face): open air both ways, drawn whole.
+        assert_eq!(cut(Vec2::new(9.5, 100.5), 0.0, 2.0), band);
         // A point inside the wall (a penalty ball sunk into it) is drawn whole, over the wall.
         assert_eq!(cut(Vec2::new(10.5, 50.0), 0.0, 2.0), band);
         // Drawn at its true size, or out of the wall's reach: nothing to cut.

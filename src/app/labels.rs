@@ -1186,16 +1186,8 @@ mod tests {
         // A throw with k = 10⁶ makes it the scene's value, but the name still quotes the file's.
         let thrown = {
             let active = app.world().resource::<ActiveScene>();
-            crate::demo::thrown_scene(
-                &active.current,
-                &active.loaded,
-                1.0,
-                None,
-                Some(1e6),
-                None,
-                "throw",
-            )
-            .expect("a valid throw")
+            crate::demo::thrown_scene(&active.current, 1.0, (None, Some(1e6), None), None, "throw")
+                .expect("a valid throw")
         };
         app.world_mut().resource_mut::<ActiveScene>().current = thrown;
         app.update();

@@ -1897,7 +1897,7 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
         ui.label(format!(
             "{} · {}",
             crate::sim::lane_summary(w),
-            crate::sim::lane_outcome(w)
+            displayable(&crate::sim::lane_outcome(w))
         ));
         fault_line(ui, w);
         return;
@@ -4878,7 +4878,7 @@ mod tests {
         follow_scene_speed(&mut ui_state, &scene);
         assert_eq!(ui_state.throw_v0, 5.0);
         let thrown =
-            crate::demo::thrown_scene(&scene, &scene, 1.0, None, None, None, "t").expect("throws");
+            crate::demo::thrown_scene(&scene, 1.0, (None, None, None), None, "t").expect("throws");
         follow_scene_speed(&mut ui_state, &thrown);
         assert_eq!(ui_state.throw_v0, 1.0);
         ui_state.throw_v0 = 3.0;

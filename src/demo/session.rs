@@ -31,6 +31,10 @@ pub enum Action {
         stiffness: Option<f64>,
         #[serde(default)]
         dhat: Option<f64>,
+        /// The run's length in steps (the window records what [`thrown_steps`] gave it); without it, the current
+        /// scene's, as demos recorded before this field replay.
+        #[serde(default)]
+        steps: Option<u64>,
     },
     /// Drop a rod into every lane.
     Rod(RodSpec),
@@ -86,15 +90,12 @@ pub enum Effect {
 }
 
 /// The scene a throw produces from `current`: every ball's velocity `(v0, 0)`, with the optional overrides, and
-/// the run's length in steps from `loaded` (the scene as loaded, before any throw; see [`thrown_steps`]).
-/// `file` names the scene in a validation error.
+/// `steps` as its run's length when given (else `current`'s). `file` names the scene in a validation error.
 pub fn thrown_scene(
     current: &Scene,
-    loaded: &Scene,
     v0: f64,
-    h: Option<f64>,
-    stiffness: Option<f64>,
-    dhat: Option<f64>,
+    (h, stiffness, dhat): (Option<f64>, Option<f64>, Option<f64>),
+    steps: Option<u64>,
     file: &str,
 ) -> Result<Scene, SceneError> {
     let mut scene = current.clone();
@@ -118,24 +119,34 @@ pub fn thrown_scene(
             }
         }
     }
-    scene.steps = thrown_steps(loaded, &scene, v0);
+    if steps.is_some() {
+        scene.steps = steps;
+    }
     scene.validate(file)?;
     Ok(scene)
 }
 
-/// How many steps a throw runs, for a scene whose run is limited. A run keeps the loaded scene's length in
-/// seconds (its `steps` at its first lane's h) at the smallest h a lane now has: the wall throw's 80 steps of
-/// 10 ms are 160 of 5 ms, so a smaller step still reaches the wall (with 80 steps of 1 ms the ball stopped
-/// 80 mm out, "never reached the wall"). A throw too slow to reach the nearest wall in that time runs 1.5 times
-/// as long as its widest gap takes at `v0`, to see it arrive and turn. At most [`MAX_RUN_STEPS`].
-pub fn thrown_steps(loaded: &Scene, thrown: &Scene, v0: f64) -> Option<u64> {
+/// How many steps the window's throw runs, for a scene whose run is limited; the throw's action records it, so
+/// a replay runs what the window ran. A run keeps the loaded scene's length in seconds (its `steps` at its
+/// smallest h) at the smallest h a lane runs after the throw (`lane_h`, with the lane panel's edits): the wall
+/// throw's 80 steps of 10 ms are 160 of 5 ms, so a smaller step still reaches the wall (with 80 steps of 1 ms
+/// the ball stopped 80 mm out, "never reached the wall"). A run shorter than 1.5 times the time the widest of
+/// the thrown balls' gaps to their nearest walls takes at `v0` runs that long instead, to see a slow ball
+/// arrive and turn. At most [`MAX_RUN_STEPS`].
+pub fn thrown_steps(
+    loaded: &Scene,
+    thrown: &Scene,
+    lane_h: impl Iterator<Item = f64>,
+    v0: f64,
+) -> Option<u64> {
     let steps = loaded.steps?;
-    let seconds = steps as f64 * loaded.lanes.first()?.contact.h;
-    let h = thrown
+    let loaded_h = loaded
         .lanes
         .iter()
         .map(|lane| lane.contact.h)
         .fold(f64::INFINITY, f64::min);
+    let seconds = steps as f64 * loaded_h;
+    let h = lane_h.fold(f64::INFINITY, f64::min);
     // The gap each lane's thrown ball has to close, to its nearest wall; the widest of them.
     let gap = thrown
         .lanes
@@ -576,14 +587,13 @@ impl Session {
                 h,
                 stiffness,
                 dhat,
+                steps,
             } => {
                 let scene = thrown_scene(
                     &self.scene,
-                    &self.loaded,
                     *v0,
-                    *h,
-                    *stiffness,
-                    *dhat,
+                    (*h, *stiffness, *dhat),
+                    *steps,
                     "the throw",
                 )
                 .map_err(|e| format!("throw refused: {}: {}", throw_field(&e.place), e.problem))?;
@@ -660,6 +670,7 @@ mod tests {
                 h: None,
                 stiffness: Some(1e6),
                 dhat: None,
+                steps: None,
             })
             .expect("a valid throw");
         assert_eq!(session.scene.lanes[1].contact.stiffness, 1e6);
@@ -674,54 +685,62 @@ mod tests {
         assert_eq!(session.loaded, other);
     }
 
-    /// A throw keeps the scene's run length in seconds at its h, and a throw too slow to reach the wall in that
-    /// time runs long enough to arrive and turn; neither compounds over throws.
+    /// The window's throw keeps the scene's run length in seconds at the smallest h a lane runs, and a throw too
+    /// slow to reach the wall in that time runs long enough to arrive and turn; the run length comes from the
+    /// loaded scene, so it does not compound over throws; a replay runs the steps its action holds.
     #[test]
     fn a_throw_runs_the_scene_s_seconds_at_its_h_and_long_enough_to_reach_the_wall() {
         let loaded = Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
             .expect("the shipped scene");
         assert_eq!(loaded.steps, Some(80));
         assert!(loaded.lanes.iter().all(|lane| lane.contact.h == 0.01));
-        let steps = |current: &Scene, v0: f64, h: Option<f64>| {
-            thrown_scene(current, &loaded, v0, h, None, None, "t")
-                .expect("a valid throw")
-                .steps
+        let steps = |current: &Scene, v0: f64, h: f64| {
+            let thrown =
+                thrown_scene(current, v0, (Some(h), None, None), None, "t").expect("a valid throw");
+            thrown_steps(
+                &loaded,
+                &thrown,
+                thrown.lanes.iter().map(|l| l.contact.h),
+                v0,
+            )
         };
         // The seed's throws, 1 to 50 m/s at 10 ms, keep its 80 steps.
         for v0 in [1.0, 2.0, 5.0, 10.0, 20.0, 50.0] {
-            assert_eq!(steps(&loaded, v0, None), Some(80), "v0 = {v0}");
+            assert_eq!(steps(&loaded, v0, 0.01), Some(80), "v0 = {v0}");
         }
-        assert_eq!(steps(&loaded, 5.0, Some(0.005)), Some(160));
-        assert_eq!(steps(&loaded, 5.0, Some(0.001)), Some(800));
+        assert_eq!(steps(&loaded, 5.0, 0.005), Some(160));
+        assert_eq!(steps(&loaded, 5.0, 0.001), Some(800));
         assert_eq!(
-            steps(&loaded, 5.0, Some(0.003)),
+            steps(&loaded, 5.0, 0.003),
             Some(267),
             "0.8 s / 3 ms, rounded up"
         );
-        assert_eq!(steps(&loaded, 5.0, Some(0.02)), Some(40));
+        assert_eq!(steps(&loaded, 5.0, 0.02), Some(40));
         // 0.5 m/s: the point ball's 0.503 m to the wall take 1.006 s; 1.5 times that is 150.9 steps.
-        assert_eq!(steps(&loaded, 0.5, None), Some(151));
-        // Thrown again from the thrown scene: the run length comes from the loaded one.
-        let slow =
-            thrown_scene(&loaded, &loaded, 0.5, Some(0.005), None, None, "t").expect("valid");
-        assert_eq!(slow.steps, Some(302));
+        assert_eq!(steps(&loaded, 0.5, 0.01), Some(151));
+        // Thrown again from a thrown scene: the run length comes from the loaded one.
+        let slow = thrown_scene(&loaded, 0.5, (None, None, None), Some(151), "t").expect("valid");
+        assert_eq!(slow.steps, Some(151), "the action's steps");
+        assert_eq!(steps(&slow, 5.0, 0.01), Some(80));
+        // A lane edited to 1 ms in the panel (not the throw's h) sets the steps too.
+        let thrown = thrown_scene(&loaded, 5.0, (None, None, None), None, "t").expect("valid");
         assert_eq!(
-            steps(&slow, 5.0, None),
-            Some(160),
-            "h stays at 5 ms, the length at 0.8 s"
+            thrown_steps(&loaded, &thrown, [0.01, 0.001].into_iter(), 5.0),
+            Some(800)
         );
-        assert_eq!(steps(&slow, 5.0, Some(0.01)), Some(80));
+        // Without steps in the action (a demo recorded before them), the current scene's run length.
+        assert_eq!(
+            thrown_scene(&loaded, 5.0, (Some(0.001), None, None), None, "t")
+                .expect("valid")
+                .steps,
+            Some(80)
+        );
         // A scene that runs without a limit still does.
         let mut open = loaded.clone();
         open.steps = None;
-        assert_eq!(
-            thrown_scene(&open, &open, 5.0, Some(0.001), None, None, "t")
-                .expect("valid")
-                .steps,
-            None
-        );
+        assert_eq!(thrown_steps(&open, &open, [0.001].into_iter(), 5.0), None);
         // A tiny step keeps to the limit on a run's steps.
-        assert_eq!(steps(&loaded, 1e-3, Some(1e-6)), Some(MAX_RUN_STEPS));
+        assert_eq!(steps(&loaded, 1e-3, 1e-6), Some(MAX_RUN_STEPS));
     }
 
     #[test]

@@ -1111,16 +1111,12 @@ fn apply_messages(
         let file = a.path.display().to_string();
         match thrown_scene(
             &a.current,
-            &a.loaded,
             throw.v0,
-            throw.h,
-            throw.stiffness,
-            throw.dhat,
+            (throw.h, throw.stiffness, throw.dhat),
+            None,
             &file,
         ) {
-            Ok(scene) => {
-                a.current = scene.clone();
-                rebuild = Some(scene);
+            Ok(mut scene) => {
                 if keep.is_none() && !scene_loaded {
                     keep = Some(KeptSettings {
                         lanes: edited(),
@@ -1135,6 +1131,23 @@ fn apply_messages(
                     keep.stiffness = throw.stiffness.or(keep.stiffness);
                     keep.dhat = throw.dhat.or(keep.dhat);
                 }
+                // The run's length from the h each lane will run, the lane panel's edits included; the action
+                // holds it, so the replay runs as many steps whatever scene its recording started from.
+                let lane_h: Vec<f64> = match keep.as_ref() {
+                    Some(keep) if keep.lanes.len() == scene.lanes.len() => keep
+                        .lanes
+                        .iter()
+                        .map(|edited| keep.over(edited).h)
+                        .collect(),
+                    _ => scene.lanes.iter().map(|lane| lane.contact.h).collect(),
+                };
+                let steps =
+                    crate::demo::thrown_steps(&a.loaded, &scene, lane_h.into_iter(), throw.v0);
+                if steps.is_some() {
+                    scene.steps = steps;
+                }
+                a.current = scene.clone();
+                rebuild = Some(scene);
                 c.log.info(format!("throw at {} m/s", throw.v0));
                 c.recorder.record(
                     tick,
@@ -1143,6 +1156,7 @@ fn apply_messages(
                         h: throw.h,
                         stiffness: throw.stiffness,
                         dhat: throw.dhat,
+                        steps,
                     },
                 );
             }

@@ -1177,6 +1177,53 @@ fn verdicts_count_one_hash_in_the_singular() {
     );
 }
 
+/// A throw's run length is recorded with it, so a recording started from a thrown scene replays as the window
+/// ran: a slow throw (151 steps), F5, a throw at 5 m/s and 1 ms (800 steps in the window, from the scene file's
+/// 0.8 s). Before, the replay took its length from the scene the demo started from and ran 151 × 10 ms worth.
+#[test]
+fn a_throw_recorded_from_a_thrown_scene_replays_its_own_run_length() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    let throw = |app: &mut App, v0: f64, h: Option<f64>| {
+        app.world_mut().write_message(ThrowBall {
+            v0,
+            h,
+            stiffness: None,
+            dhat: None,
+        });
+        app.update();
+    };
+    throw(&mut app, 0.5, None);
+    assert_eq!(app.world().resource::<SimControl>().stop_at_step, Some(151));
+    app.world_mut().write_message(StartRecording);
+    app.update();
+    throw(&mut app, 5.0, Some(0.001));
+    assert_eq!(app.world().resource::<SimControl>().stop_at_step, Some(800));
+    // Past the window's 800 steps: a replay running longer ends on another state.
+    for _ in 0..820 {
+        app.update();
+    }
+    let path = scratch("thrown_run_length.demo.ron");
+    let _ = std::fs::remove_file(&path);
+    app.world_mut().write_message(StopRecording(path.clone()));
+    app.update();
+    let demo = Demo::load(&path).expect("saved");
+    assert!(
+        demo.actions.iter().any(|a| matches!(
+            a.action,
+            Action::Throw {
+                steps: Some(800),
+                ..
+            }
+        )),
+        "{:?}",
+        demo.actions
+    );
+    let mut player = Player::new(demo.clone(), path.display().to_string());
+    let verdict = player.run_to_end(false).expect("replays").clone();
+    assert_eq!(verdict.mismatch, None, "{verdict}");
+}
+
 /// A ball thrown after the scene's run has finished (wall throw stops at 80 steps) starts the run over from
 /// there, in the window and in the replay of its recording; it used to hang in the air.
 #[test]

@@ -586,7 +586,7 @@ fn a_pile_reports_its_contacts_and_a_single_throw_where_it_stopped() {
         "{ipc}"
     );
     assert!(ipc.contains(", moving at "), "{ipc}");
-    let slow = contact_sandbox::demo::thrown_scene(&throw, &throw, 1.0, None, None, None, "t")
+    let slow = contact_sandbox::demo::thrown_scene(&throw, 1.0, (None, None, None), None, "t")
         .expect("a throw at 1 m/s");
     let lanes = run_scene(&slow, 80);
     assert!(
@@ -594,10 +594,10 @@ fn a_pile_reports_its_contacts_and_a_single_throw_where_it_stopped() {
         "{}",
         lane_outcome(&lanes[0])
     );
-    // At 1 m/s with h = 5 ms, 80 steps end 0.1 m short of the wall (the throw itself runs 160): "flying" while
+    // At 1 m/s with h = 5 ms, 80 steps end 0.1 m short of the wall (the window's throw runs 160): "flying" while
     // the run goes on, and "never reached the wall" (as `throw` says) once it is over.
     let short =
-        contact_sandbox::demo::thrown_scene(&throw, &throw, 1.0, Some(0.005), None, None, "t")
+        contact_sandbox::demo::thrown_scene(&throw, 1.0, (Some(0.005), None, None), None, "t")
             .expect("a throw at 1 m/s");
     let lanes = run_scene(&short, 80);
     for lane in &lanes {
