@@ -98,24 +98,38 @@ pub(crate) fn named_scene<'a>(
         .or(active.map(|a| &a.loaded))
 }
 
-/// Whether a lane's settings differ from its scene's (`scene`): its title then says "edited", for its name often
-/// quotes a setting ("penalty k=1e4") that an edit has changed.
-fn is_edited(lane: &Lane, scene: Option<&Scene>) -> bool {
-    scene
-        .and_then(|scene| scene.lanes.get(lane.index))
-        .is_some_and(|spec| {
-            !crate::sim::settings_changes(&spec.contact, &lane.world.settings).is_empty()
+/// What a lane's title adds when its settings differ from its scene's (`scene`), for its name often quotes a
+/// setting ("penalty k=1e4") that an edit has changed: ", now k = 1e6 N/m" (the settings changed, as they read
+/// now; the method is named before it anyway), ", edited" when only the method changed. With the panels hidden
+/// (a projector) the titles are all that names the lanes, and "edited" alone did not say to what.
+fn edit_suffix(lane: &Lane, scene: Option<&Scene>) -> Option<String> {
+    let spec = scene.and_then(|scene| scene.lanes.get(lane.index))?;
+    let changed = crate::sim::LaneSetting::changed(&spec.contact, &lane.world.settings);
+    if changed.is_empty() {
+        return None;
+    }
+    let values: Vec<String> = changed
+        .into_iter()
+        .filter(|setting| *setting != crate::sim::LaneSetting::Method)
+        .map(|setting| {
+            super::fonts::displayable(&setting.value_text(&lane.world.settings)).into_owned()
         })
+        .collect();
+    Some(if values.is_empty() {
+        ", edited".into()
+    } else {
+        format!(", now {}", values.join(", "))
+    })
 }
 
-/// The text a line shows for a lane, if any; `edited` as [`is_edited`] tells.
-fn line_text(lane: &Lane, line: LabelLine, edited: bool) -> Option<String> {
+/// The text a line shows for a lane, if any; `edited` as [`edit_suffix`] gives it.
+fn line_text(lane: &Lane, line: LabelLine, edited: Option<&str>) -> Option<String> {
     match line {
         LabelLine::Title => Some(format!(
             "{} [{}{}]",
             lane.world.name,
             method_tag(lane),
-            if edited { ", edited" } else { "" }
+            edited.unwrap_or("")
         )),
         LabelLine::Fault => lane
             .world
@@ -195,7 +209,7 @@ fn line_look(
     line: LabelLine,
     px: f32,
     scale: f32,
-    context: TitleContext,
+    context: &TitleContext,
 ) -> Option<(String, Color, Transform)> {
     let TitleContext {
         edited,
@@ -203,8 +217,9 @@ fn line_look(
         title,
         crowded,
     } = context;
+    let (edited, room, title) = (edited.as_deref(), *room, *title);
     let text = match line {
-        LabelLine::Title if crowded => return None,
+        LabelLine::Title if *crowded => return None,
         LabelLine::Title => title_text(lane, px, scale, room, edited),
         LabelLine::Fault => line_text(lane, line, edited)?,
     };
@@ -223,7 +238,7 @@ fn line_look(
 }
 
 /// A lane's title as drawn: cut short where it would run into the lane beside it (`room`, see [`title_room`]).
-fn title_text(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: bool) -> String {
+fn title_text(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: Option<&str>) -> String {
     let text = line_text(lane, LabelLine::Title, edited).unwrap_or_default();
     match room {
         Some(room) => elided(text, title_fits(room, px, scale)),
@@ -232,11 +247,11 @@ fn title_text(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: bool)
 }
 
 /// The length in characters of [`title_text`], counted without making it.
-fn title_chars(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: bool) -> usize {
+fn title_chars(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: Option<&str>) -> usize {
     let whole = lane.world.name.chars().count()
         + " [".len()
         + method_tag(lane).chars().count()
-        + if edited { ", edited".len() } else { 0 }
+        + edited.map_or(0, |suffix| suffix.chars().count())
         + "]".len();
     match room {
         // As `elided` cuts it.
@@ -301,16 +316,17 @@ pub struct LabelInputs {
 
 /// What a lane's labels depend on beyond the lane and the camera: whether it is edited, its title's room and
 /// colour, and whether the title is left out for another's or for another lane's wall ([`crowded_titles`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct TitleContext {
-    edited: bool,
+    /// [`edit_suffix`].
+    edited: Option<String>,
     room: Option<f64>,
     title: Color,
     crowded: bool,
 }
 
 impl LabelInputs {
-    fn of(lane: &Lane, px: f32, scale: f32, context: TitleContext) -> Self {
+    fn of(lane: &Lane, px: f32, scale: f32, context: &TitleContext) -> Self {
         LabelInputs {
             name: lane.world.name.clone(),
             method: lane.world.settings.method,
@@ -320,12 +336,12 @@ impl LabelInputs {
             offset: lane.offset,
             px,
             scale,
-            context,
+            context: context.clone(),
         }
     }
 
     /// Whether these are the inputs [`LabelInputs::of`] would make, compared in place (no copy of the strings).
-    fn are(&self, lane: &Lane, px: f32, scale: f32, context: TitleContext) -> bool {
+    fn are(&self, lane: &Lane, px: f32, scale: f32, context: &TitleContext) -> bool {
         self.name == lane.world.name
             && self.method == lane.world.settings.method
             && self.rods_alone == rods_alone(lane)
@@ -334,7 +350,7 @@ impl LabelInputs {
             && self.offset == lane.offset
             && self.px == px
             && self.scale == scale
-            && self.context == context
+            && self.context == *context
     }
 }
 
@@ -414,10 +430,10 @@ fn label_lanes(
         .map(|(entity, lane)| {
             // A room that does not cut the title is none: the view's edge moves with every pan, and a context
             // that changed with it laid every title out again each frame.
-            let edited = is_edited(lane, scene);
-            let whole = title_chars(lane, px, scale.0, None, edited);
+            let edited = edit_suffix(lane, scene);
+            let whole = title_chars(lane, px, scale.0, None, edited.as_deref());
             let room = room(lane).filter(|&room| title_fits(room, px, scale.0) < whole);
-            let chars = title_chars(lane, px, scale.0, room, edited);
+            let chars = title_chars(lane, px, scale.0, room, edited.as_deref());
             let context = TitleContext {
                 edited,
                 room,
@@ -453,7 +469,7 @@ fn label_lanes(
     let contexts: std::collections::HashMap<Entity, TitleContext> =
         contexts.into_iter().map(|c| (c.0, c.2)).collect();
     // Every lane has its context: the lanes queried are the same.
-    let context_of = |entity: Entity| contexts.get(&entity).copied();
+    let context_of = |entity: Entity| contexts.get(&entity);
     for (lane_entity, lane) in &new_lanes {
         let Some(context) = context_of(lane_entity) else {
             continue;
@@ -980,8 +996,8 @@ mod tests {
         assert_eq!(room_in_view(None, Some(left - 1.0), &lane), Some(0.0));
         // 1 mm per pixel: 0.2 m is 200 px, room for 19 characters of 9.6 px after the gap.
         let room = room_in_view(None, Some(left + 0.2), &lane);
-        let whole = title_text(&lane, 1.0, 1.0, None, false);
-        let cut = title_text(&lane, 1.0, 1.0, room, false);
+        let whole = title_text(&lane, 1.0, 1.0, None, None);
+        let cut = title_text(&lane, 1.0, 1.0, room, None);
         assert!(whole.chars().count() > 19, "{whole}");
         assert_eq!(
             cut.chars().count(),
@@ -998,7 +1014,7 @@ mod tests {
                 1.0,
                 1.0,
                 room_in_view(None, Some(left + 5.0), &lane),
-                false
+                None
             ),
             whole
         );
@@ -1116,12 +1132,12 @@ mod tests {
             Some(1.0),
             Some(100.0),
         ] {
-            for edited in [false, true] {
+            for edited in [None, Some(", edited"), Some(", now k = 1e6 N/m")] {
                 for px in [0.5, 2.0, 20.0] {
                     assert_eq!(
                         title_chars(&lane, px, 1.0, room, edited),
                         title_text(&lane, px, 1.0, room, edited).chars().count(),
-                        "{room:?} {edited} {px}"
+                        "{room:?} {edited:?} {px}"
                     );
                 }
             }
@@ -1161,7 +1177,9 @@ mod tests {
         assert_eq!(title_room(&lane, [&left], title_m), None);
     }
 
-    /// A lane whose settings an edit has changed says so in its title, whose name may quote the old value.
+    /// A lane whose settings an edit has changed says so in its title, whose name may quote the old value, and
+    /// what they are now (with the panels hidden the titles are all that names the lanes); a method switched
+    /// alone shows in the method it names.
     #[test]
     fn a_lane_edited_away_from_its_scene_says_edited_in_its_title() {
         let mut app = labelling_app(LabelScale::default(), 1.0);
@@ -1181,8 +1199,36 @@ mod tests {
         app.update();
         assert_eq!(
             labels_of(&mut app, lane)[0].1,
-            "penalty k=1e4 [penalty, edited]"
+            "penalty k=1e4 [penalty, now k = 1e6 N/m]"
         );
+        fn lane_settings(
+            app: &mut App,
+            lane: Entity,
+        ) -> Mut<'_, crate::physics::world::ContactSettings> {
+            app.world_mut()
+                .get_mut::<Lane>(lane)
+                .expect("the lane")
+                .map_unchanged(|lane| &mut lane.world.settings)
+        }
+        lane_settings(&mut app, lane).stiffness = 2e4;
+        lane_settings(&mut app, lane).h = 0.005;
+        app.update();
+        assert_eq!(
+            labels_of(&mut app, lane)[0].1,
+            "penalty k=1e4 [penalty, now k = 20000 N/m, h = 0.005 s]",
+            "a second edit is drawn too"
+        );
+        lane_settings(&mut app, lane).stiffness = 1e4;
+        lane_settings(&mut app, lane).h = 0.01;
+        lane_settings(&mut app, lane).method = ContactMethod::Ipc;
+        app.update();
+        assert_eq!(
+            labels_of(&mut app, lane)[0].1,
+            "penalty k=1e4 [ipc, edited]"
+        );
+        lane_settings(&mut app, lane).method = ContactMethod::Penalty;
+        lane_settings(&mut app, lane).stiffness = 1e6;
+        app.update();
         // A throw with k = 10⁶ makes it the scene's value, but the name still quotes the file's.
         let thrown = {
             let active = app.world().resource::<ActiveScene>();
@@ -1193,7 +1239,7 @@ mod tests {
         app.update();
         assert_eq!(
             labels_of(&mut app, lane)[0].1,
-            "penalty k=1e4 [penalty, edited]"
+            "penalty k=1e4 [penalty, now k = 1e6 N/m]"
         );
     }
 
