@@ -109,24 +109,7 @@ fn badge_text(
             if error { RECORDING_RGB } else { rgb },
         ),
     };
-    Some((scene_font_text(&text), rgb))
-}
-
-/// `text` in the characters the scene's font has: "..." for "…", "-" for dashes, "x" for "×", "?" for the rest.
-fn scene_font_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '…' => out.push_str("..."),
-            '·' => out.push(','),
-            '–' | '—' | '−' => out.push('-'),
-            '×' => out.push('x'),
-            '\n' => out.push('\n'),
-            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
-            _ => out.push('?'),
-        }
-    }
-    out
+    Some((super::fonts::scene_font_text(&text), rgb))
 }
 
 /// PostUpdate: the badge in the canvas's bottom-left corner, spawned the first time it is wanted and hidden while it
@@ -326,7 +309,7 @@ mod tests {
     #[test]
     fn the_badge_writes_only_what_the_scene_font_draws() {
         assert_eq!(
-            scene_font_text("checking… (3 hashes match) · 1–2 × 10 é\nnext"),
+            super::super::fonts::scene_font_text("checking… (3 hashes match) · 1–2 × 10 é\nnext"),
             "checking... (3 hashes match) , 1-2 x 10 ?\nnext"
         );
     }

@@ -48,6 +48,31 @@ fn install_fonts(mut contexts: EguiContexts, mut installed: Local<bool>) -> Resu
     Ok(())
 }
 
+/// `text` in the characters the scene's font has (Bevy's default font: printable ASCII): d̂ and x̃ spelt out as
+/// [`displayable`] does, "..." for "…", "," for "·", "-" for dashes, "x" for "×", the settings' Greek letters
+/// and "²" spelt out ("mu", "kappa", "eps", "^2"), "?" for the rest. Text drawn in the scene (the badge, the
+/// lanes' titles) goes through it: the font drew a box for every other character.
+pub fn scene_font_text(text: &str) -> String {
+    let text = displayable(text);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '…' => out.push_str("..."),
+            '·' => out.push(','),
+            '–' | '—' | '−' => out.push('-'),
+            '×' => out.push('x'),
+            'μ' | 'µ' => out.push_str("mu"),
+            'κ' => out.push_str("kappa"),
+            'ε' => out.push_str("eps"),
+            '²' => out.push_str("^2"),
+            '\n' => out.push('\n'),
+            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
+            _ => out.push('?'),
+        }
+    }
+    out
+}
+
 /// `text` with the combining circumflex and tilde spelt out (`d̂` → `dhat`, `x̃` → `x~`), since no font the
 /// panels use can draw them.
 pub fn displayable(text: &str) -> Cow<'_, str> {

@@ -111,9 +111,7 @@ fn edit_suffix(lane: &Lane, scene: Option<&Scene>) -> Option<String> {
     let values: Vec<String> = changed
         .into_iter()
         .filter(|setting| *setting != crate::sim::LaneSetting::Method)
-        .map(|setting| {
-            super::fonts::displayable(&setting.value_text(&lane.world.settings)).into_owned()
-        })
+        .map(|setting| super::fonts::scene_font_text(&setting.value_text(&lane.world.settings)))
         .collect();
     Some(if values.is_empty() {
         ", edited".into()
@@ -359,7 +357,8 @@ const LINE_HEIGHT: f32 = 1.2;
 
 /// The rectangle a lane's title may take (render units) at `px` world units per pixel and the labels' `scale`:
 /// from its place above the lane's top-left corner (as [`line_look`] puts it), one line tall, and as wide as the
-/// whole title with ", edited". What keeps clear of it keeps clear of the title, cut short or not, edited or not.
+/// whole title with ", edited" (an edit that names its values, ", now k = 1e6 N/m", is longer: the titles as
+/// drawn, [`shown_title_box`], are what the layout reads once a frame has laid them out).
 pub fn title_box(lane: &Lane, px: f32, scale: f32) -> Rect {
     let chars = lane.world.name.chars().count()
         + " [".len()
@@ -1241,6 +1240,36 @@ mod tests {
             labels_of(&mut app, lane)[0].1,
             "penalty k=1e4 [penalty, now k = 1e6 N/m]"
         );
+    }
+
+    /// Every setting an edited title may name is written in the scene font's characters (printable ASCII):
+    /// κ, μ, ε and "m/s²" drew as boxes.
+    #[test]
+    fn an_edited_title_writes_every_setting_in_the_scene_font_s_characters() {
+        use crate::sim::LaneSetting;
+        let settings = crate::physics::world::ContactSettings::default();
+        for setting in [
+            LaneSetting::Method,
+            LaneSetting::Stiffness,
+            LaneSetting::Dhat,
+            LaneSetting::Kappa,
+            LaneSetting::AdaptiveKappa,
+            LaneSetting::CcdFactor,
+            LaneSetting::H,
+            LaneSetting::Gravity,
+            LaneSetting::NewtonTolerance,
+            LaneSetting::NewtonMaxIterations,
+            LaneSetting::Friction,
+            LaneSetting::FrictionEpsilonV,
+            LaneSetting::FrictionIterations,
+        ] {
+            let text = super::super::fonts::scene_font_text(&setting.value_text(&settings));
+            assert!(
+                text.chars()
+                    .all(|c| c.is_ascii() && !c.is_ascii_control() && c != '?'),
+                "{setting:?}: {text}"
+            );
+        }
     }
 
     /// A lane of rods alone names the method its dropped balls would use, not its rods' ("[ipc]" read as if the

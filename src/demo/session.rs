@@ -32,8 +32,8 @@ pub enum Action {
         #[serde(default)]
         dhat: Option<f64>,
         /// The run's length in steps (the window records what [`thrown_steps`] gave it); without it, the current
-        /// scene's, as demos recorded before this field replay.
-        #[serde(default)]
+        /// scene's, as demos recorded before this field and scripts that leave it out run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         steps: Option<u64>,
     },
     /// Drop a rod into every lane.
