@@ -135,6 +135,20 @@ mod tests {
         }
     }
 
+    /// The lane panel's hover help names κ, Σ, d̂, 10⁻³ …: every character of it has a glyph.
+    #[test]
+    fn every_setting_s_help_has_a_glyph() {
+        use crate::sim::LaneSetting;
+        let ctx = context(font_definitions());
+        for setting in LaneSetting::ALL {
+            assert_eq!(
+                drawable(&ctx, &displayable(setting.help())),
+                Vec::<char>::new(),
+                "{setting:?}"
+            );
+        }
+    }
+
     #[test]
     fn egui_alone_would_draw_boxes_for_some_of_them() {
         // Guards the test above: with egui's defaults the arrows and signs are missing.

@@ -1248,21 +1248,7 @@ mod tests {
     fn an_edited_title_writes_every_setting_in_the_scene_font_s_characters() {
         use crate::sim::LaneSetting;
         let settings = crate::physics::world::ContactSettings::default();
-        for setting in [
-            LaneSetting::Method,
-            LaneSetting::Stiffness,
-            LaneSetting::Dhat,
-            LaneSetting::Kappa,
-            LaneSetting::AdaptiveKappa,
-            LaneSetting::CcdFactor,
-            LaneSetting::H,
-            LaneSetting::Gravity,
-            LaneSetting::NewtonTolerance,
-            LaneSetting::NewtonMaxIterations,
-            LaneSetting::Friction,
-            LaneSetting::FrictionEpsilonV,
-            LaneSetting::FrictionIterations,
-        ] {
+        for setting in LaneSetting::ALL {
             let text = super::super::fonts::scene_font_text(&setting.value_text(&settings));
             assert!(
                 text.chars()

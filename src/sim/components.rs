@@ -322,6 +322,23 @@ pub enum LaneSetting {
 }
 
 impl LaneSetting {
+    /// Every setting, in the order of the enum.
+    pub const ALL: [LaneSetting; 13] = [
+        LaneSetting::Method,
+        LaneSetting::Stiffness,
+        LaneSetting::Dhat,
+        LaneSetting::Kappa,
+        LaneSetting::AdaptiveKappa,
+        LaneSetting::CcdFactor,
+        LaneSetting::H,
+        LaneSetting::Gravity,
+        LaneSetting::NewtonTolerance,
+        LaneSetting::NewtonMaxIterations,
+        LaneSetting::Friction,
+        LaneSetting::FrictionEpsilonV,
+        LaneSetting::FrictionIterations,
+    ];
+
     /// The label of this setting's field in the lane panel.
     pub fn label(self) -> &'static str {
         match self {
