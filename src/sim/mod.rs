@@ -266,8 +266,8 @@ fn outcome_of_run(world: &LaneWorld, run_over: bool) -> String {
                 )
             } else if now > 0.0 {
                 format!("at rest in contact, overlap {}", length_text(now))
-            } else if turned_back(world) {
-                format!("{} at {depth} depth", stopped_or_turned_back(world))
+            } else if let Some(ended) = turned_back(world) {
+                format!("{ended} at {depth} depth")
             } else {
                 format!("left contact after reaching {depth} depth, moving at {speed:.3} m/s")
             }
@@ -295,12 +295,8 @@ fn outcome_of_run(world: &LaneWorld, run_over: bool) -> String {
                     Some(now) if now < world.dhat() => {
                         format!("at rest in contact, gap {}", length_text(now.max(0.0)))
                     }
-                    _ if turned_back(world) => {
-                        format!(
-                            "{} {} short",
-                            stopped_or_turned_back(world),
-                            length_text(gap.max(0.0))
-                        )
+                    _ if let Some(ended) = turned_back(world) => {
+                        format!("{ended} {} short", length_text(gap.max(0.0)))
                     }
                     _ => format!(
                         "left contact after coming within {}, moving at {speed:.3} m/s",
@@ -316,23 +312,24 @@ fn outcome_of_run(world: &LaneWorld, run_over: bool) -> String {
     }
 }
 
-/// Whether a lane's only ball, out of contact now, was turned back: it is about at rest, or it moves away from the
-/// nearest wall mostly along that wall's normal (within 45°) and is not falling (moving within 45° of gravity),
-/// as the seed's throw does after the wall stops it. A ball that falls past a wall's end or slides off a slope
-/// has not been "stopped" by it.
-fn turned_back(world: &LaneWorld) -> bool {
+/// How a lane's only ball, out of contact now, ended if the wall turned it back: "stopped" about at rest,
+/// "turned back" moving away from the nearest wall mostly along that wall's normal (within 45°) and not falling
+/// (moving within 45° of gravity), as the seed's throw does (its table calls the closest approach "stop"; a class
+/// sees the ball leave the wall). `None` for a ball that falls past a wall's end or slides off a slope: no wall
+/// turned it back.
+fn turned_back(world: &LaneWorld) -> Option<&'static str> {
     let Some(ball) = world.balls.first() else {
-        return true;
+        return Some("stopped");
     };
     let speed = ball.velocity.length();
     if speed <= RESTING_SPEED {
-        return true;
+        return Some("stopped");
     }
     let within_45_degrees =
         |direction: DVec2| ball.velocity.dot(direction) >= std::f64::consts::FRAC_1_SQRT_2 * speed;
     let gravity = world.settings.gravity.normalize_or_zero();
     if gravity != DVec2::ZERO && within_45_degrees(gravity) {
-        return false;
+        return None;
     }
     world
         .walls
@@ -340,15 +337,7 @@ fn turned_back(world: &LaneWorld) -> bool {
         .map(|wall| crate::physics::geometry::ball_wall_distance(ball.position, ball.radius, wall))
         .min_by(|a, b| a.value.total_cmp(&b.value))
         .is_none_or(|nearest| within_45_degrees(nearest.gradient))
-}
-
-/// How a [`turned_back`] ball ended: "stopped" about at rest, "turned back" moving away (the seed's throw, whose
-/// table calls its closest approach "stop"; a teacher's class sees the ball leave the wall).
-fn stopped_or_turned_back(world: &LaneWorld) -> &'static str {
-    match world.balls.first() {
-        Some(ball) if ball.velocity.length() > RESTING_SPEED => "turned back",
-        _ => "stopped",
-    }
+        .then_some("turned back")
 }
 
 /// Below this speed a ball in contact is called at rest [m/s]: a sticking ball under the smoothed friction
