@@ -191,6 +191,8 @@ pub struct LaneLook {
     /// `color` as the mesh's vertices hold it (linear RGBA).
     vertex_color: [f32; 4],
     band: Rect,
+    /// The area the lane was laid out in ([`lane_bands::lane_area`]).
+    area: Rect,
     offset: DVec2,
     /// The lane's axis-aligned walls in render units, for [`clear_of_walls`].
     walls: Vec<Rect>,
@@ -310,6 +312,7 @@ pub fn draw_balls(
             color,
             vertex_color: color.to_linear().to_f32_array(),
             band: bands.of(entity),
+            area: lane_bands::lane_area(lane),
             offset: lane.offset,
             walls: axis_aligned_walls(lane),
         }
@@ -321,6 +324,7 @@ pub fn draw_balls(
         color: Color::WHITE,
         vertex_color: [1.0; 4],
         band: lane_bands::EVERYWHERE,
+        area: lane_bands::EVERYWHERE,
         offset: DVec2::ZERO,
         walls: Vec::new(),
     };
@@ -340,12 +344,20 @@ pub fn draw_balls(
         );
         let drawn = discs.push_clipped(centre, radius, margin, look.vertex_color, clip);
         // Beyond its band, or in it but out of sight (the penalty ball that went through the wall and on): marked
-        // on the edge of what can be seen of its band.
+        // on the edge of what can be seen of its band. A ball beyond its band is marked there too, not on the
+        // band's own edge level with the ball: a penalty ball that left the ball pit through its side wall and
+        // fell for ever was marked far below the view, so nothing showed where it went.
         let seen = view.map_or(look.band, |view| view.intersect(look.band));
         let disc = Rect::from_center_half_size(centre, Vec2::splat(radius));
-        let out_of_sight = drawn && !seen.is_empty() && disc.intersect(seen).is_empty();
+        // A ball out of sight inside its lane's own area is not marked: zoomed into the 2 000-ball pit, every ball
+        // of the pile outside the view was, 1 800 arrows along the view's edges.
+        let out_of_sight = drawn
+            && !seen.is_empty()
+            && disc.intersect(seen).is_empty()
+            && disc.intersect(look.area).is_empty();
         if !drawn || out_of_sight {
-            let (edge, direction) = edge_towards(centre, if drawn { seen } else { look.band });
+            let (edge, direction) =
+                edge_towards(centre, if seen.is_empty() { look.band } else { seen });
             strays.0.push(StrayBall {
                 lane: member.0,
                 edge,
@@ -706,6 +718,90 @@ mod tests {
         );
         assert_eq!(stray.direction, Vec2::X);
         assert!((stray.position - gone).length() < 1e-6, "{stray:?}");
+    }
+
+    /// The ball pit's lanes stand side by side. A penalty ball that went out through its box's right wall and
+    /// fell on is beyond its band and far below the view: it is marked inside the view, at the corner of what is
+    /// seen of its band nearest it, pointing its way (it was marked on the band's edge level with the ball, 50 m
+    /// below the view, so nothing showed where it went).
+    #[test]
+    fn a_ball_beyond_its_band_and_out_of_sight_is_marked_inside_the_view() {
+        let (mut app, lanes) = ball_batch_app("assets/scenes/ball_pit.ron");
+        let offset = app.world().get::<Lane>(lanes[0]).expect("a lane").offset;
+        let drawn = |local: DVec2| ((local + offset) * f64::from(UNITS_PER_METRE)).as_vec2();
+        let seen = Rect::from_corners(drawn(DVec2::new(-1.0, -0.5)), drawn(DVec2::new(3.5, 1.5)));
+        let mut projection = OrthographicProjection::default_2d();
+        projection.area = Rect::from_center_size(Vec2::ZERO, seen.size());
+        let mut cameras = app.world_mut().query_filtered::<Entity, With<MainCamera>>();
+        let camera = cameras.single(app.world()).expect("the camera");
+        app.world_mut().entity_mut(camera).insert((
+            Projection::Orthographic(projection),
+            GlobalTransform::from_translation(seen.center().extend(0.0)),
+        ));
+        let gone = DVec2::new(2.0, -50.0);
+        let p = drawn(gone);
+        app.world_mut().spawn((
+            Ball {
+                index: 0,
+                radius: 0.05,
+                mass: 0.5,
+            },
+            Transform::from_xyz(p.x, p.y, 1.0),
+            LaneMember(lanes[0]),
+        ));
+        app.update();
+        let band = app.world().resource::<LaneBands>().of(lanes[0]);
+        assert!(!band.contains(p), "the ball is beyond its band");
+        let strays = &app.world().resource::<StrayBalls>().0;
+        assert_eq!(strays.len(), 1, "{strays:?}");
+        let stray = strays[0];
+        let view = seen.intersect(band);
+        assert!(
+            (stray.edge - Vec2::new(view.max.x, view.min.y)).length() < 1e-3,
+            "{stray:?} against the seen band {view:?}"
+        );
+        assert!(
+            stray.direction.x > 0.0 && stray.direction.y < 0.0,
+            "{stray:?}"
+        );
+        assert!((stray.position - gone).length() < 1e-6, "{stray:?}");
+    }
+
+    /// Zoomed into the ball pit's penalty box, a ball of the box outside the view is not marked (zoomed into the
+    /// 2 000-ball pit, 1 800 arrows lined the view's edges); one that left the box is.
+    #[test]
+    fn a_ball_out_of_sight_inside_its_lane_s_area_is_not_marked() {
+        let (mut app, lanes) = ball_batch_app("assets/scenes/ball_pit.ron");
+        let offset = app.world().get::<Lane>(lanes[0]).expect("a lane").offset;
+        let drawn = |local: DVec2| ((local + offset) * f64::from(UNITS_PER_METRE)).as_vec2();
+        // The box's lower left quarter.
+        let seen = Rect::from_corners(drawn(DVec2::new(-0.5, 0.0)), drawn(DVec2::new(0.0, 0.5)));
+        let mut projection = OrthographicProjection::default_2d();
+        projection.area = Rect::from_center_size(Vec2::ZERO, seen.size());
+        let mut cameras = app.world_mut().query_filtered::<Entity, With<MainCamera>>();
+        let camera = cameras.single(app.world()).expect("the camera");
+        app.world_mut().entity_mut(camera).insert((
+            Projection::Orthographic(projection),
+            GlobalTransform::from_translation(seen.center().extend(0.0)),
+        ));
+        let in_box = DVec2::new(0.3, 0.9);
+        let flown = DVec2::new(0.0, 3.0);
+        for (index, local) in [(0, in_box), (1, flown)] {
+            let p = drawn(local);
+            app.world_mut().spawn((
+                Ball {
+                    index,
+                    radius: 0.05,
+                    mass: 0.5,
+                },
+                Transform::from_xyz(p.x, p.y, 1.0),
+                LaneMember(lanes[0]),
+            ));
+        }
+        app.update();
+        let strays = &app.world().resource::<StrayBalls>().0;
+        assert_eq!(strays.len(), 1, "{strays:?}");
+        assert!((strays[0].position - flown).length() < 1e-6, "{strays:?}");
     }
 
     #[test]

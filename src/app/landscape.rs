@@ -30,10 +30,12 @@ impl LandscapeCurve {
     }
 }
 
-/// Inputs of the landscape: one ball of mass `m` on the line `y = line_y`, walls, the step `h`.
+/// Inputs of the landscape: one ball of mass `m` and radius `radius` on the line `y = line_y`, walls, the step `h`.
 pub struct LandscapeInput<'a> {
     pub walls: &'a [Wall],
     pub mass: f64,
+    /// The ball's radius [m]: the seed's is a point (0); the contact distance is to the ball's surface.
+    pub radius: f64,
     pub h: f64,
     pub line_y: f64,
     /// Start of the step `xᵗ` [m] (Newton starts here, as the solver does).
@@ -50,7 +52,7 @@ pub fn landscape(input: &LandscapeInput<'_>, model: ContactModel) -> LandscapeCu
     let wall_index = WallIndex::new(input.walls);
     let x_tilde = [DVec2::new(input.x_tilde, input.line_y)];
     let mass = [input.mass];
-    let radius = [0.0];
+    let radius = [input.radius];
     let mut potential = IncrementalPotential::new(
         &x_tilde,
         &mass,
@@ -122,6 +124,7 @@ mod tests {
         LandscapeInput {
             walls,
             mass: 1.0,
+            radius: 0.0,
             h: 0.01,
             line_y: 0.0,
             x_start: 0.473,
@@ -134,6 +137,43 @@ mod tests {
                 ccd_factor: 0.9,
             },
         }
+    }
+
+    /// A ball of radius r meets the wall r before its centre would: its IPC minimiser is a point ball's in front
+    /// of the wall moved r nearer (the gauntlet's 5 mm balls were drawn as points, reading a 33 mm gap where
+    /// their surface was 28 mm from the wall).
+    #[test]
+    fn a_ball_of_some_radius_meets_the_wall_that_much_sooner() {
+        let r = 0.005;
+        let wall = |shift: f64| {
+            [Wall {
+                center: DVec2::new(0.513 - shift, 0.0),
+                half_extents: DVec2::new(0.01, 0.5),
+                angle: 0.0,
+            }]
+        };
+        let barrier = ContactModel::Barrier {
+            dhat: 1e-3,
+            kappa: 1e4,
+        };
+        let (round_walls, point_walls) = (wall(0.0), wall(r));
+        let round = LandscapeInput {
+            radius: r,
+            x_start: 0.473 - r,
+            ..seed_input(&round_walls, 101)
+        };
+        let point = LandscapeInput {
+            x_start: 0.473 - r,
+            ..seed_input(&point_walls, 101)
+        };
+        let (a, b) = (landscape(&round, barrier), landscape(&point, barrier));
+        let (a, b) = (
+            a.minimiser.expect("a minimiser"),
+            b.minimiser.expect("a minimiser"),
+        );
+        assert!((a - b).abs() < 1e-9, "{a} against {b}");
+        // x̃ lies behind the wall: the ball stops in front of it, its surface short of the face at 0.503 m.
+        assert!(a + r < 0.503 && a + r > 0.503 - 1e-3, "{a}");
     }
 
     #[test]

@@ -1105,15 +1105,40 @@ fn wall_throw_panel(
                 displayable(&crate::sim::lane_outcome_of_run(w, run_over))
             ),
         );
-        // The lane's own clock: lanes of different h take a step each tick, so their times part.
-        ui.label(format!(
-            "   {}  (step {}/{stop}, {:.3} s)",
-            crate::sim::lane_summary(w),
-            w.stats.steps,
-            w.time
-        ));
+        ui.label(format!("   {}", crate::sim::lane_summary(w)));
+        // The lane's own clock, on a line of its own so that neither wraps in the panel: lanes of different h
+        // take a step each tick, so their times part.
+        ui.label(egui::RichText::new(lane_clock_line(w.stats.steps, stop, w.time)).weak());
     }
     gap_inset(ui, lanes, sorted, colors);
+}
+
+/// The landscape's legend corner, from the energy at the plot's two ends (`cap` is the top of the plot). The
+/// energy is a bowl about x̃: its lower end leaves the top corner on its side empty; when both ends are high
+/// (x̃ in the middle) the bowl leaves the bottom corners empty instead. The legend used to sit at the bottom
+/// left whatever x̃, over the bowl's left side when x̃ lay left of the middle.
+fn legend_corner(left: Option<f64>, right: Option<f64>, cap: f64) -> egui_plot::Corner {
+    use egui_plot::Corner;
+    let (Some(left), Some(right)) = (left, right) else {
+        return Corner::LeftTop;
+    };
+    let free = |y: f64| y.min(cap) < 0.6 * cap;
+    if left <= right && free(left) {
+        Corner::LeftTop
+    } else if free(right) {
+        Corner::RightTop
+    } else {
+        Corner::LeftBottom
+    }
+}
+
+/// A lane's step count against the run's limit (none when 0) and its own time.
+fn lane_clock_line(steps: u64, stop: u64, time: f64) -> String {
+    if stop > 0 {
+        format!("   step {steps}/{stop} · t = {time:.3} s")
+    } else {
+        format!("   step {steps} · t = {time:.3} s")
+    }
 }
 
 /// The throw's h, penalty k and IPC d̂ sliders follow the lanes when their settings change (an edit in the lane
@@ -1909,14 +1934,19 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
             travel * 1e3,
             thinnest * 0.5e3
         );
-        if can_tunnel(travel, thinnest) && w.settings.method == ContactMethod::Penalty {
+        let shown = if can_tunnel(travel, thinnest) && w.settings.method == ContactMethod::Penalty {
             ui.colored_label(
                 egui::Color32::from_rgb(255, 180, 60),
                 format!("⚠ {text}: penalty can tunnel"),
-            );
+            )
         } else {
-            ui.label(text);
-        }
+            ui.label(text)
+        };
+        shown.on_hover_text(
+            "v is the fastest any ball of this lane has moved in its run so far (a throw's speed stays in it after \
+             the wall stopped the ball), and h the lane's step now. A ball that travels more than half a wall's \
+             thickness in one step can pass it under penalty contact.",
+        );
     }
     let [dhat, newton] = contact_preflight(w, diagnostics.newton_spikes);
     let show = |ui: &mut egui::Ui, line: PreflightLine| match line {
@@ -2006,10 +2036,14 @@ fn contact_preflight(w: &LaneWorld, spikes: u32) -> [PreflightLine; 2] {
     };
     match w.settings.method {
         ContactMethod::Ipc => [
-            PreflightLine::Applies(format!(
-                "dhat = {} (the contact tolerance)",
-                crate::sim::length_text(w.dhat())
-            )),
+            dhat_line(
+                w.dhat(),
+                w.balls
+                    .iter()
+                    .map(|b| b.radius)
+                    .filter(|&r| r > 0.0)
+                    .reduce(f64::min),
+            ),
             newton(format!("CCD s = {:.2}; {counts}", w.settings.ccd_factor)),
         ],
         ContactMethod::Penalty => [
@@ -2020,6 +2054,21 @@ fn contact_preflight(w: &LaneWorld, spikes: u32) -> [PreflightLine; 2] {
             )),
             newton(counts),
         ],
+    }
+}
+
+/// IPC's d̂ as the contact tolerance, and a warning where it exceeds the smallest ball's radius (point balls have
+/// none): the barrier then pushes balls apart, and off the walls, from farther than their own size, so they hover
+/// and a pile set to such a d̂ mid-run bursts apart (a review set d̂ = 1 m in the ball pit: 2.3·10⁵ J from 27 J).
+fn dhat_line(dhat: f64, smallest_radius: Option<f64>) -> PreflightLine {
+    let tolerance = format!("dhat = {}", crate::sim::length_text(dhat));
+    match smallest_radius {
+        Some(radius) if dhat > radius => PreflightLine::Warning(format!(
+            "⚠ {tolerance} exceeds the smallest ball's radius ({}): balls push each other and the walls away \
+             from farther than their size",
+            crate::sim::length_text(radius)
+        )),
+        _ => PreflightLine::Applies(format!("{tolerance} (the contact tolerance)")),
     }
 }
 
@@ -2771,8 +2820,11 @@ fn landscape_panel(
     let models = LandscapeModels::of(&worlds);
     let h = first.settings.h;
     let mass = first.balls.first().map(|b| b.mass).unwrap_or(1.0);
-    let range = (face - 0.1, hi.x + 0.06);
-    follow_landscape_wall(ui_state, face, hi.x);
+    // The first ball's radius: the gauntlet's 5 mm balls reach the wall 5 mm before their centres do (the figure
+    // used a point ball, and read a gap of 33 mm where the ball's surface was 28 mm from the wall).
+    let radius = first.balls.first().map(|b| b.radius).unwrap_or(0.0);
+    let range = (face - radius - 0.1, hi.x + 0.06);
+    follow_landscape_wall(ui_state, face - radius, hi.x);
     ui_state.landscape_x_tilde = ui_state.landscape_x_tilde.clamp(range.0, range.1);
     // A typed x̃ outside the drawn range is refused with a word, as every other number field's is.
     let refused = Refusals::default();
@@ -2784,10 +2836,11 @@ fn landscape_panel(
         &refused,
     );
     report_run_controls(refused.take(), applied, log);
-    let x_start = face - 0.03;
+    let x_start = face - radius - 0.03;
     let input = LandscapeInput {
         walls: std::slice::from_ref(wall),
         mass,
+        radius,
         h,
         line_y,
         x_start,
@@ -2815,10 +2868,15 @@ fn landscape_panel(
         },
     );
     let fmt = |m: Option<f64>| m.map(|x| format!("{x:.4} m")).unwrap_or_else(|| "—".into());
-    let gap = barrier.minimiser.map(|x| face - x);
+    let gap = barrier.minimiser.map(|x| face - radius - x);
     ui.small(format!(
-        "Newton starts at x_t = {x_start:.3} m, a fixed point 30 mm before the wall's face (not the ball's \
-         position) · penalty argmin {} · IPC argmin {} (gap {})",
+        "Newton starts at x_t = {x_start:.3} m, a fixed point 30 mm before the ball meets the wall's face (not \
+         the ball's position){} · penalty argmin {} · IPC argmin {} (gap {})",
+        if radius > 0.0 {
+            format!(", for the first ball's radius {}", crate::sim::length_text(radius))
+        } else {
+            String::new()
+        },
         fmt(penalty.minimiser),
         fmt(barrier.minimiser),
         match gap {
@@ -2851,11 +2909,15 @@ fn landscape_panel(
             0.0,
         )))
         .y_axis_formatter(|mark, _| axis_number_text(mark))
-        // Two entries (a curve and its minimiser share a name); small, so they cover little of the curves.
+        // Two entries (a curve and its minimiser share a name); small, and in the corner the curves leave empty.
         .legend(
             Legend::default()
                 .text_style(egui::TextStyle::Small)
-                .position(egui_plot::Corner::LeftBottom),
+                .position(legend_corner(
+                    penalty.points().next().map(|p| p[1]),
+                    penalty.points().last().map(|p| p[1]),
+                    cap,
+                )),
         )
         .allow_scroll(false)
         .show(ui, |plot| {
@@ -3386,6 +3448,27 @@ mod tests {
             vec![ball(0.0, 0.0)],
         );
         assert_eq!(nearest_gaps(&alone, 0, DVec2::ZERO, 0.05), (None, None));
+    }
+
+    #[test]
+    fn a_dhat_beyond_the_smallest_ball_s_radius_is_warned_of() {
+        assert_eq!(
+            dhat_line(1e-3, Some(0.04)),
+            PreflightLine::Applies("dhat = 1.00 mm (the contact tolerance)".into())
+        );
+        // Point balls have no size to compare with.
+        assert_eq!(
+            dhat_line(1.0, None),
+            PreflightLine::Applies("dhat = 1.000 m (the contact tolerance)".into())
+        );
+        assert_eq!(
+            dhat_line(1.0, Some(0.04)),
+            PreflightLine::Warning(
+                "⚠ dhat = 1.000 m exceeds the smallest ball's radius (40.00 mm): balls push each other and the \
+                 walls away from farther than their size"
+                    .into()
+            )
+        );
     }
 
     #[test]
@@ -4801,6 +4884,35 @@ mod tests {
             impact(0.5, RodEnd::Plus, 0.5),
         ];
         assert!(rod_impact_line(69, 2, &apart[0], &apart).ends_with("ΔK -0.7231 J"));
+    }
+
+    #[test]
+    fn the_landscape_legend_sits_in_the_corner_the_bowl_leaves_empty() {
+        use egui_plot::Corner;
+        // The wall throw's default x̃: the bowl's left end is low, its right end the plot's top.
+        assert_eq!(
+            legend_corner(Some(0.0022), Some(0.0063), 0.0063),
+            Corner::LeftTop
+        );
+        assert_eq!(
+            legend_corner(Some(0.0063), Some(0.001), 0.0063),
+            Corner::RightTop
+        );
+        // x̃ in the middle: both ends high, the bottom corners are empty.
+        assert_eq!(
+            legend_corner(Some(0.0060), Some(0.0063), 0.0063),
+            Corner::LeftBottom
+        );
+        assert_eq!(legend_corner(None, None, 1.0), Corner::LeftTop);
+    }
+
+    #[test]
+    fn a_lane_s_clock_has_a_line_of_its_own_short_enough_for_the_left_panel() {
+        assert_eq!(lane_clock_line(80, 80, 0.8), "   step 80/80 · t = 0.800 s");
+        assert_eq!(lane_clock_line(7, 0, 0.07), "   step 7 · t = 0.070 s");
+        // The longest a scene's limit allows (10⁷ steps) still fits the 300 px panel's ~45 characters.
+        let longest = lane_clock_line(10_000_000, 10_000_000, 99_999.999);
+        assert!(longest.chars().count() <= 45, "{longest}");
     }
 
     #[test]

@@ -437,10 +437,11 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
         _ => "n/a".into(),
     };
     let mut out = format!(
-        "lane \"{}\" ({}): {} steps, t = {:.4} s\n  min gap {gap}, max penetration {:.4e} m, Newton max {} mean {:.2}, tunneled {}, energy {:.6e} J\n",
+        "lane \"{}\" ({}): {} step{}, t = {:.4} s\n  min gap {gap}, max penetration {:.4e} m, Newton max {} mean {:.2}, tunneled {}, energy {:.6e} J\n",
         lane.name,
         lane.settings.method.label(),
         s.steps,
+        if s.steps == 1 { "" } else { "s" },
         lane.time,
         s.max_penetration,
         s.max_newton,

@@ -499,6 +499,30 @@ pub fn run_throws_with(args: &ThrowArgs, mut progress: impl FnMut(u64)) -> Resul
 }
 
 /// The seed's table, line for line.
+/// An IPC gap in the table's 9 characters: in µm as the seed prints it, in nm below 0.05 µm and in metres below
+/// 0.05 nm, so that a gap never reads "0.0" (a d̂ may be as small as 1 nm).
+fn gap_cell(gap: f64) -> String {
+    if gap * 1e6 >= 0.05 {
+        format!("{:6.1} um", gap * 1e6)
+    } else if gap * 1e9 >= 0.05 {
+        format!("{:6.1} nm", gap * 1e9)
+    } else {
+        format!("{:>9}", format!("{gap:.1e} m"))
+    }
+}
+
+/// A penalty depth in the table's 8 characters: in mm as the seed prints it, in µm and nm below 0.005 of the
+/// unit before, so that a depth never reads "0.00" unless it is zero.
+fn depth_cell(depth: f64) -> String {
+    if depth == 0.0 || depth * 1e3 >= 0.005 {
+        format!("{:5.2} mm", depth * 1e3)
+    } else if depth * 1e6 >= 0.005 {
+        format!("{:5.2} um", depth * 1e6)
+    } else {
+        format!("{:5.2} nm", depth * 1e9)
+    }
+}
+
 pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
     let mut out = format!(
         "wall at {} m, thickness {} mm, h = {} ms\n",
@@ -523,7 +547,7 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
             .penalty
             .iter()
             .map(|(_, outcome)| match outcome {
-                Outcome::Stopped { depth, .. } => format!("stop {:5.2} mm", depth * 1000.0),
+                Outcome::Stopped { depth, .. } => format!("stop {}", depth_cell(*depth)),
                 Outcome::Missed { .. } => format!("{:13}", "never reached"),
                 Outcome::Through { .. } => format!("{:13}", "through"),
                 Outcome::Failed { .. } => format!("{:13}", "failed"),
@@ -533,7 +557,7 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
             Outcome::Stopped {
                 gap, max_newton, ..
             } => {
-                format!("gap {:6.1} um, newton {:2}", gap * 1e6, max_newton)
+                format!("gap {}, newton {:2}", gap_cell(*gap), max_newton)
             }
             Outcome::Missed { .. } => "never reached the wall".into(),
             Outcome::Through { .. } => "through".into(),
@@ -718,6 +742,27 @@ mod tests {
 
     fn args(extra: &[&str]) -> ThrowArgs {
         Wrapper::parse_from(["throw"].iter().chain(extra)).args
+    }
+
+    #[test]
+    fn a_tiny_gap_or_depth_is_told_in_a_unit_that_shows_it_and_keeps_the_column() {
+        // The seed's figures are printed as the seed prints them.
+        assert_eq!(gap_cell(166.39e-6), " 166.4 um");
+        assert_eq!(gap_cell(2.1e-6), "   2.1 um");
+        assert_eq!(depth_cell(5e-3), " 5.00 mm");
+        assert_eq!(depth_cell(0.0), " 0.00 mm");
+        // A review found "gap 0.0 um" for d̂ = 1 nm (2.9976e-14 m) and for 5e-9 m.
+        assert_eq!(gap_cell(5.0e-9), "   5.0 nm");
+        assert_eq!(gap_cell(2.9976e-14), "3.0e-14 m");
+        assert_eq!(depth_cell(1.4e-6), " 1.40 um");
+        assert_eq!(depth_cell(2e-10), " 0.20 nm");
+        for gap in [1e-3, 1e-6, 4.9e-8, 1e-9, 4.9e-11, 1e-14, 1e-17] {
+            assert_eq!(gap_cell(gap).chars().count(), 9, "{gap}");
+            assert!(!gap_cell(gap).contains(" 0.0 "), "{gap}: {}", gap_cell(gap));
+        }
+        for depth in [1e-2, 4.9e-6, 4.9e-9, 1e-12] {
+            assert_eq!(depth_cell(depth).chars().count(), 8, "{depth}");
+        }
     }
 
     #[test]

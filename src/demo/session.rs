@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::TimedAction;
 use crate::physics::DVec2;
 use crate::physics::broad_phase::BroadPhase;
 use crate::physics::geometry::ball_wall_gap;
@@ -179,6 +180,55 @@ pub fn thrown_steps(
     Some((count as u64).clamp(1, MAX_RUN_STEPS))
 }
 
+/// Notes on a script's throws that leave out `steps` where the window's Throw would run another length: such a
+/// throw keeps the current scene's steps, so a smaller `h` runs a shorter time (80 steps of 1 ms are 0.08 s
+/// against the wall throw's 0.8 s, and the ball never reaches the wall). Only throws before the script's first
+/// scene switch are checked, against `scene` (the one the script is recorded on). Each note names the action,
+/// its tick and the `steps` that would run the window's length.
+pub fn throws_without_steps_notes(
+    scene: &Scene,
+    actions: &[TimedAction],
+    file: &str,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (k, timed) in actions.iter().enumerate() {
+        let (v0, h, stiffness, dhat) = match &timed.action {
+            Action::Scene(_) => break,
+            Action::Throw {
+                v0,
+                h,
+                stiffness,
+                dhat,
+                steps: None,
+            } => (*v0, *h, *stiffness, *dhat),
+            _ => continue,
+        };
+        let Ok(thrown) = thrown_scene(scene, v0, (h, stiffness, dhat), None, file) else {
+            continue;
+        };
+        let lane_h = thrown.lanes.iter().map(|lane| lane.contact.h);
+        let (Some(runs), Some(window)) = (scene.steps, thrown_steps(scene, &thrown, lane_h, v0))
+        else {
+            continue;
+        };
+        if runs != window {
+            let h = thrown
+                .lanes
+                .iter()
+                .map(|lane| lane.contact.h)
+                .fold(f64::INFINITY, f64::min);
+            notes.push(format!(
+                "{file}: actions[{k}] (tick {}): this Throw has no steps, so it runs the scene's {runs} steps \
+                 ({} s at h = {} s); the window's Throw would run {window}: add `steps: Some({window})` to run that",
+                timed.tick,
+                crate::text::number(runs as f64 * h),
+                crate::text::number(h),
+            ));
+        }
+    }
+    notes
+}
+
 /// The `Throw` field behind a refusal of the scene it produced: `lanes[0].balls[3].velocity.x` is `v0`,
 /// `lanes[1].contact.dhat` is `dhat`; a place the throw did not set (a ball's position) names the lane's field.
 fn throw_field(place: &str) -> String {
@@ -350,7 +400,7 @@ pub fn refuse_ipc_into_overlap(
         let (gap, _) = lane.gap_and_penetration();
         if gap.is_some_and(|gap| gap <= 0.0) {
             let overlap = deepest_overlap(lane)
-                .map(|(what, depth)| format!("{what} by {:.3} mm", depth * 1e3))
+                .map(|(what, depth)| format!("{what} by {}", overlap_depth_text(depth)))
                 .unwrap_or_else(|| "two bodies touch".into());
             return Err(format!(
                 "lane '{}': method ipc needs a positive gap between every pair, but {overlap}; the edit was not \
@@ -360,6 +410,18 @@ pub fn refuse_ipc_into_overlap(
         }
     }
     Ok(())
+}
+
+/// An overlap's depth: in mm to three decimals where that shows it, else in the unit that does (a review found
+/// "by 0.000 mm" for 1.4·10⁻¹¹ m), and a touch as such.
+fn overlap_depth_text(depth: f64) -> String {
+    if depth * 1e3 >= 0.0005 {
+        format!("{:.3} mm", depth * 1e3)
+    } else if depth > 0.0 {
+        crate::text::length_text(depth)
+    } else {
+        "0 m (they touch)".into()
+    }
 }
 
 /// The deepest overlap (or touch) of a lane, as ("ball 0 overlaps wall 1", depth [m]).
@@ -640,6 +702,14 @@ impl Session {
 mod tests {
     use super::*;
 
+    #[test]
+    fn an_overlap_too_shallow_for_millimetres_is_told_in_a_unit_that_shows_it() {
+        assert_eq!(overlap_depth_text(3.25e-3), "3.250 mm");
+        assert_eq!(overlap_depth_text(2e-7), "200.0 nm");
+        assert_eq!(overlap_depth_text(1.4e-11), "1.4e-11 m");
+        assert_eq!(overlap_depth_text(0.0), "0 m (they touch)");
+    }
+
     fn two_lane_scene() -> Scene {
         Scene::parse(
             r#"Scene(name: "spawns", lanes: [
@@ -683,6 +753,42 @@ mod tests {
         assert_eq!(session.loaded, other);
         session.apply(&Action::Restart).expect("restarts");
         assert_eq!(session.loaded, other);
+    }
+
+    /// A script's throw at a smaller h without steps runs the scene's 80 steps, a tenth of the window's run at
+    /// 1 ms (a review's script at h = 1 ms ended "flying" 103 mm short): `record` says so, naming the action and
+    /// the steps that would run the window's length. The seed's throws at 10 ms, throws with steps and throws
+    /// after a scene switch get no note.
+    #[test]
+    fn a_script_throw_that_runs_shorter_than_the_window_s_is_noted() {
+        let loaded = Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped scene");
+        let throw = |h: Option<f64>, steps: Option<u64>| Action::Throw {
+            v0: 5.0,
+            h,
+            stiffness: None,
+            dhat: None,
+            steps,
+        };
+        let at = |tick: u64, action: Action| TimedAction { tick, action };
+        let actions = [
+            at(0, throw(None, None)),
+            at(10, throw(Some(0.001), None)),
+            at(20, throw(Some(0.001), Some(800))),
+            at(30, throw(Some(0.02), None)),
+            at(40, Action::Scene(Box::new(loaded.clone()))),
+            at(50, throw(Some(0.001), None)),
+        ];
+        let notes = throws_without_steps_notes(&loaded, &actions, "s.ron");
+        assert_eq!(
+            notes,
+            [
+                "s.ron: actions[1] (tick 10): this Throw has no steps, so it runs the scene's 80 steps (0.08 s at h = \
+                 0.001 s); the window's Throw would run 800: add `steps: Some(800)` to run that",
+                "s.ron: actions[3] (tick 30): this Throw has no steps, so it runs the scene's 80 steps (1.6 s at h = \
+                 0.02 s); the window's Throw would run 40: add `steps: Some(40)` to run that",
+            ]
+        );
     }
 
     /// The window's throw keeps the scene's run length in seconds at the smallest h a lane runs, and a throw too

@@ -278,7 +278,14 @@ fn newton_loop(
             .direction
             .iter()
             .fold(0.0f64, |m, d| m.max(d.x.abs()).max(d.y.abs()));
-        if step_size < settings.tolerance {
+        // A direction below the tolerance has converged only if it is also small beside the gaps it moves: with
+        // contacts closer than the tolerance itself (a d̂ of 1 µm or less), a direction of 10⁻¹⁰ m can still
+        // double a gap, and stopping there left a ball glued to a wall under an unbalanced barrier force.
+        if step_size < settings.tolerance
+            && (!use_ccd
+                || potential.largest_relative_gap_change(x, &ws.contacts, &ws.direction)
+                    < SETTLED_GAP_CHANGE)
+        {
             report.stop = StopReason::Converged;
             return report;
         }
@@ -400,6 +407,10 @@ fn newton_loop(
     }
     report
 }
+
+/// The largest share of a contact's distance that a direction below the tolerance may still change it by
+/// for the solve to stop (see [`newton_loop`]).
+pub const SETTLED_GAP_CHANGE: f64 = 0.1;
 
 /// A full Newton step whose direction is still more than this share of the previous full step's is converging
 /// only linearly, so the exact Hessian is tried again (see [`newton_loop`]).

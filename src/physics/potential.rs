@@ -679,6 +679,30 @@ impl<'a> IncrementalPotential<'a> {
         }
     }
 
+    /// The largest relative change `|∇d_k · Δx| / d_k` that the direction `Δx` would make, to first order, to the
+    /// distance of a contact of `contacts` at `x` (0 without contacts; infinite for a contact at `d ≤ 0`).
+    pub fn largest_relative_gap_change(
+        &self,
+        x: &[DVec2],
+        contacts: &ContactSet,
+        direction: &[DVec2],
+    ) -> f64 {
+        let mut largest = 0.0f64;
+        for &(i, k) in &contacts.ball_wall {
+            let i = i as usize;
+            let dist = ball_wall_distance(x[i], self.radius[i], &self.walls[k as usize]);
+            let change = dist.gradient.dot(direction[i]).abs();
+            largest = largest.max(relative(change, dist.value));
+        }
+        for &(i, j) in &contacts.ball_ball {
+            let (i, j) = (i as usize, j as usize);
+            let dist = ball_ball_distance(x[i], self.radius[i], x[j], self.radius[j]);
+            let change = dist.gradient.dot(direction[i] - direction[j]).abs();
+            largest = largest.max(relative(change, dist.value));
+        }
+        largest
+    }
+
     /// Freezes friction at `x` (SPEC §1.5): per contact within reach, `λ = −φ'(d)` (the normal force magnitude:
     /// `−κ b'(d)` for IPC, `k p` for penalty) and the tangent `t ⊥ ∇d`. `epsilon` is `ε_u = ε_v h` [m].
     pub fn lagged_friction(
@@ -767,6 +791,17 @@ fn pair_block(d1: f64, d2: f64, gradient: DVec2, hessian: Sym2) -> Sym2 {
 
 fn add_block(target: &mut Sym2, block: Sym2) {
     *target = target.plus(block);
+}
+
+/// `change / distance`, infinite at a distance `≤ 0` unless nothing changes.
+fn relative(change: f64, distance: f64) -> f64 {
+    if change == 0.0 {
+        0.0
+    } else if distance > 0.0 {
+        change / distance
+    } else {
+        f64::INFINITY
+    }
 }
 
 #[cfg(test)]

@@ -657,3 +657,34 @@ fn a_run_cut_short_in_contact_says_the_ball_was_still_moving_in() {
     let speed = moving_in(&run_throws(&behind).expect("runs")).expect("still moving in");
     assert!((speed - 2.15).abs() < 1e-9, "{speed}");
 }
+
+/// With a d̂ of a micrometre or less the ball comes closer to the wall than the seed's Newton tolerance
+/// (10⁻¹⁰ m), so every later direction was below it: Newton stopped at once, the barrier's push unbalanced, and the
+/// ball stayed glued to the wall at 3·10⁻¹¹ m for good (a CLI review, thirty-fourth session). A direction below
+/// the tolerance now ends the solve only if it changes no contact's gap by a tenth of that gap, so the ball comes
+/// off the wall as it does under a tolerance far below its gap.
+#[test]
+fn a_ball_closer_to_a_wall_than_the_newton_tolerance_is_still_pushed_off_it() {
+    for dhat in ["1e-6", "1e-7", "1e-8"] {
+        let throw = args(&["--v0", "5", "--dhat", dhat]);
+        let run = |tolerance: f64| {
+            let mut scene = throw.scene(5.0);
+            let ipc = scene.lanes.last_mut().expect("an IPC lane");
+            ipc.contact.newton_tolerance = tolerance;
+            let mut lane = scene.lanes.last().expect("an IPC lane").build();
+            for _ in 0..200 {
+                lane.step().expect("a step");
+            }
+            assert_eq!(lane.stats.iteration_caps, 0, "d̂ {dhat}, tol {tolerance}");
+            (lane.balls[0].position.x, lane.balls[0].velocity.x)
+        };
+        let (x, v) = run(1e-10);
+        let (x_tight, v_tight) = run(1e-14);
+        assert!(v < 0.0, "d̂ {dhat}: the ball stays at x = {x} with v = {v}");
+        assert!(
+            (v - v_tight).abs() <= 0.05 * v_tight.abs(),
+            "d̂ {dhat}: v {v} against {v_tight} under a tolerance of 1e-14 m"
+        );
+        assert!(x < 0.503 && x_tight < 0.503);
+    }
+}
