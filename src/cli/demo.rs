@@ -84,7 +84,14 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
     let scene = Scene::load(&args.scene)?;
     let script = Script::load(&args.script)?;
     let script_file = args.script.display().to_string();
-    for note in crate::demo::throws_without_steps_notes(&scene, &script.actions, &script_file) {
+    for note in crate::demo::throws_without_steps_notes(&scene, &script.actions, &script_file)
+        .into_iter()
+        .chain(crate::demo::settings_replaced_notes(
+            &scene,
+            &script.actions,
+            &script_file,
+        ))
+    {
         eprintln!("note: {note}");
     }
     let bar = progress_bar(script.ticks, "recording");

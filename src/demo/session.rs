@@ -229,6 +229,66 @@ pub fn throws_without_steps_notes(
     notes
 }
 
+/// Notes on a script's `Settings` actions that change more than one of a lane's settings: an action replaces the
+/// lane's whole settings, and a field it leaves out takes its default, so `ContactSettings(method: Ipc)` on the wall
+/// throw also turns gravity on (a review's script did that and saw the ball fall). Each note names the action, the
+/// lane and every setting it changes from what the lane runs then (the scene's, as throws and restarts set it).
+/// Only actions before the script's first scene switch are checked.
+pub fn settings_replaced_notes(scene: &Scene, actions: &[TimedAction], file: &str) -> Vec<String> {
+    let mut base: Vec<ContactSettings> = scene
+        .lanes
+        .iter()
+        .map(|lane| lane.contact.clone())
+        .collect();
+    let mut now = base.clone();
+    let mut notes = Vec::new();
+    for (k, timed) in actions.iter().enumerate() {
+        match &timed.action {
+            Action::Scene(_) => break,
+            Action::Restart => now.clone_from(&base),
+            Action::Throw {
+                h, stiffness, dhat, ..
+            } => {
+                for settings in &mut base {
+                    if let Some(h) = h {
+                        settings.h = *h;
+                    }
+                    match settings.method {
+                        ContactMethod::Penalty => {
+                            if let Some(k) = stiffness {
+                                settings.stiffness = *k;
+                            }
+                        }
+                        ContactMethod::Ipc => {
+                            if dhat.is_some() {
+                                settings.dhat = *dhat;
+                            }
+                        }
+                    }
+                }
+                now.clone_from(&base);
+            }
+            Action::Settings { lane, settings } => {
+                let Some(current) = now.get_mut(*lane) else {
+                    continue;
+                };
+                let changes = crate::sim::settings_changes(current, settings);
+                if changes.len() > 1 {
+                    notes.push(format!(
+                        "{file}: actions[{k}] (tick {}): Settings replaces lane {lane}'s whole settings, a field left \
+                         out taking its default: it changes {}",
+                        timed.tick,
+                        changes.join(", ")
+                    ));
+                }
+                *current = settings.clone();
+            }
+            _ => {}
+        }
+    }
+    notes
+}
+
 /// The `Throw` field behind a refusal of the scene it produced: `lanes[0].balls[3].velocity.x` is `v0`,
 /// `lanes[1].contact.dhat` is `dhat`; a place the throw did not set (a ball's position) names the lane's field.
 fn throw_field(place: &str) -> String {
@@ -753,6 +813,62 @@ mod tests {
         assert_eq!(session.loaded, other);
         session.apply(&Action::Restart).expect("restarts");
         assert_eq!(session.loaded, other);
+    }
+
+    /// A script's `Settings` that changes more than one setting (a field left out takes its default) is noted
+    /// with every setting it changes from what the lane runs then; one that changes a single setting is not.
+    #[test]
+    fn a_script_settings_action_that_changes_more_than_it_names_is_noted() {
+        let loaded = Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped scene");
+        let at = |tick: u64, action: Action| TimedAction { tick, action };
+        let only_method = ContactSettings {
+            method: ContactMethod::Ipc,
+            ..ContactSettings::default()
+        };
+        let mut one_edit = loaded.lanes[1].contact.clone();
+        one_edit.kappa = 1e5;
+        let actions = [
+            at(
+                0,
+                Action::Settings {
+                    lane: 0,
+                    settings: only_method.clone(),
+                },
+            ),
+            at(
+                5,
+                Action::Settings {
+                    lane: 1,
+                    settings: one_edit,
+                },
+            ),
+            at(9, Action::Restart),
+            at(
+                10,
+                Action::Settings {
+                    lane: 1,
+                    settings: only_method,
+                },
+            ),
+        ];
+        let notes = settings_replaced_notes(&loaded, &actions, "s.ron");
+        assert_eq!(notes.len(), 2, "{notes:#?}");
+        assert!(
+            notes[0].starts_with(
+                "s.ron: actions[0] (tick 0): Settings replaces lane 0's whole settings, a field left out taking its \
+                 default: it changes method ipc, "
+            ),
+            "{}",
+            notes[0]
+        );
+        assert!(notes[0].contains("g = (0, -9.81)"), "{}", notes[0]);
+        // After the restart lane 1 runs its scene's settings again: the default ones change its gravity and more.
+        assert!(
+            notes[1].starts_with("s.ron: actions[3] (tick 10): "),
+            "{}",
+            notes[1]
+        );
     }
 
     /// A script's throw at a smaller h without steps runs the scene's 80 steps, a tenth of the window's run at

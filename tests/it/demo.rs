@@ -1850,8 +1850,8 @@ fn a_demo_of_an_older_physics_revision_says_why_it_differs() {
     assert!(
         text.ends_with(&format!(
             "; the demo was recorded with physics revision 1 and this build computes revision {} (ball–wall \
-             distances to the last bit), so its states may differ in their last bits for that reason alone: record it again \
-             to verify it",
+             distances to the last bit, and Newton's stop beside contacts closer than its tolerance), so its states may \
+             differ in their last bits for that reason alone: record it again to verify it",
             contact_sandbox::demo::PHYSICS_REVISION
         )),
         "{text}"
@@ -1880,7 +1880,7 @@ fn a_demo_of_an_older_physics_revision_says_why_it_differs() {
     assert_eq!((verdict.matched, verdict.mismatch), (2, None));
     // A revision this build does not know is refused, naming the field.
     let text = std::fs::read_to_string(OLD).expect("reads");
-    for (revision, says) in [(0, ""), (3, ": a newer build recorded it")] {
+    for (revision, says) in [(0, ""), (4, ": a newer build recorded it")] {
         let edited = text.replacen(
             "version: 1,",
             &format!("version: 1,\n    physics: {revision},"),
