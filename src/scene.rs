@@ -678,7 +678,9 @@ fn finite_vec(place: &str, value: DVec2) -> Result<(), FieldError> {
 
 /// Checks contact settings; the error is `(field, problem)` with the field relative to `contact`.
 pub fn check_contact(c: &ContactSettings) -> Result<(), FieldError> {
-    positive("contact.h", c.h)?;
+    finite("contact.h", c.h)?;
+    // One message for every h below the range, 0 and negative ones included (0 read "must be > 0" while 1e-7 gave
+    // the range).
     if c.h < MIN_STEP {
         return Err((
             "contact.h".to_string(),

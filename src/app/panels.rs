@@ -3249,7 +3249,7 @@ mod tests {
         let refused_h = error(&app).expect("h = 0 is refused with a word");
         let lane_name = format!("lane '{}': ", displayable(&scene_lane_name(&app)));
         assert!(
-            refused_h.starts_with(&format!("{lane_name}h [s]: must be > 0"))
+            refused_h.starts_with(&format!("{lane_name}h [s]: must be at least 1e-6 s"))
                 && refused_h.ends_with("; kept 0.01 s"),
             "{refused_h}"
         );

@@ -207,6 +207,8 @@ fn print_replay(
             .collect();
         let shape = json!({
             "demo": file,
+            // The scene the demo begins with, as `run --json` names its scene.
+            "scene": player.demo.scene.name,
             "ticks": ticks,
             "replayed_ticks": player.tick(),
             "hashes": hashes,

@@ -395,10 +395,24 @@ fn check_output(out: &Path, kind: OutputKind, replace: bool) -> Result<Destinati
         }
     };
     let folder = output_folder(path);
+    // Named as `record` names its output: the option, the value, then what is wrong with its folder.
     match fs::metadata(&folder) {
         Ok(m) if m.is_dir() => {}
-        Ok(_) => bail!("output folder '{}' is not a directory", folder.display()),
-        Err(e) => bail!("output folder '{}' does not exist ({e})", folder.display()),
+        Ok(_) => bail!(
+            "--out {}: '{}' is not a directory",
+            out.display(),
+            folder.display()
+        ),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(
+            "--out {}: the folder '{}' does not exist",
+            out.display(),
+            folder.display()
+        ),
+        Err(e) => bail!(
+            "--out {}: cannot look at the folder '{}' ({e})",
+            out.display(),
+            folder.display()
+        ),
     }
     if path.file_name().is_none() {
         bail!(
@@ -1065,10 +1079,10 @@ mod tests {
         let message = check_output(missing, OutputKind::Gif, true)
             .unwrap_err()
             .to_string();
-        assert!(
-            message.contains("/nonexistent-contact-sandbox-dir")
-                && message.contains("does not exist"),
-            "{message}"
+        assert_eq!(
+            message,
+            "--out /nonexistent-contact-sandbox-dir/clip.gif: the folder '/nonexistent-contact-sandbox-dir' does \
+             not exist"
         );
         let not_a_dir = Path::new("Cargo.toml/clip.gif");
         assert!(

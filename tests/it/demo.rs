@@ -1864,6 +1864,10 @@ fn a_demo_of_an_older_physics_revision_says_why_it_differs() {
         serde_json::from_slice(&out.stdout).expect("replay --json prints JSON");
     assert_eq!(json["physics_revision"], 1);
     assert_eq!(
+        json["scene"], "Ball pit",
+        "the scene named as run --json names it"
+    );
+    assert_eq!(
         json["this_build_physics_revision"],
         contact_sandbox::demo::PHYSICS_REVISION
     );
