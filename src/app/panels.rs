@@ -2789,10 +2789,12 @@ fn landscape_applies(scene: &crate::scene::Scene) -> bool {
 /// The landscape's x̃ for the wall from `face` to `back`: kept while the wall stays, and 33 mm in front of the face
 /// when another wall (another scene) is shown, the seed's 0.47 m for its wall at 0.503 m. It used to carry over
 /// from the last scene, clamped into this one's range (0.500 after the gauntlet, back on the wall throw).
-fn follow_landscape_wall(ui_state: &mut UiState, face: f64, back: f64) {
+fn follow_landscape_wall(ui_state: &mut UiState, face: f64, back: f64, radius: f64) {
     if ui_state.landscape_wall != Some((face, back)) {
         ui_state.landscape_wall = Some((face, back));
-        ui_state.landscape_x_tilde = face - 0.033;
+        // 33 mm before the ball (of the first ball's radius) meets the face. The radius is not part of the key:
+        // a ball rained into the lane would otherwise throw away a typed x̃.
+        ui_state.landscape_x_tilde = face - radius - 0.033;
     }
 }
 
@@ -2824,7 +2826,7 @@ fn landscape_panel(
     // used a point ball, and read a gap of 33 mm where the ball's surface was 28 mm from the wall).
     let radius = first.balls.first().map(|b| b.radius).unwrap_or(0.0);
     let range = (face - radius - 0.1, hi.x + 0.06);
-    follow_landscape_wall(ui_state, face - radius, hi.x);
+    follow_landscape_wall(ui_state, face, hi.x, radius);
     ui_state.landscape_x_tilde = ui_state.landscape_x_tilde.clamp(range.0, range.1);
     // A typed x̃ outside the drawn range is refused with a word, as every other number field's is.
     let refused = Refusals::default();
@@ -2880,9 +2882,8 @@ fn landscape_panel(
         fmt(penalty.minimiser),
         fmt(barrier.minimiser),
         match gap {
-            Some(g) if (0.0..1e-3).contains(&g) => format!("{:.2} µm", g * 1e6),
             Some(g) if g >= 0.0 => crate::sim::length_text(g),
-            Some(g) => format!("{:.2} µm inside", -g * 1e6),
+            Some(g) => format!("{} inside", crate::sim::length_text(-g)),
             None => "—".into(),
         }
     ));
@@ -3630,21 +3631,28 @@ mod tests {
     #[test]
     fn the_landscape_s_x_tilde_starts_at_each_wall_s_own_place() {
         let mut ui_state = UiState::default();
-        follow_landscape_wall(&mut ui_state, 0.503, 0.523);
+        follow_landscape_wall(&mut ui_state, 0.503, 0.523, 0.0);
         assert!((ui_state.landscape_x_tilde - 0.47).abs() < 1e-12);
         ui_state.landscape_x_tilde = 0.49;
-        follow_landscape_wall(&mut ui_state, 0.503, 0.523);
+        follow_landscape_wall(&mut ui_state, 0.503, 0.523, 0.0);
         assert_eq!(
             ui_state.landscape_x_tilde, 0.49,
             "kept while the wall stays"
         );
-        follow_landscape_wall(&mut ui_state, 0.6, 0.602);
+        follow_landscape_wall(&mut ui_state, 0.6, 0.602, 0.0);
         assert!((ui_state.landscape_x_tilde - 0.567).abs() < 1e-12);
-        follow_landscape_wall(&mut ui_state, 0.503, 0.523);
+        follow_landscape_wall(&mut ui_state, 0.503, 0.523, 0.0);
         assert!(
             (ui_state.landscape_x_tilde - 0.47).abs() < 1e-12,
             "the wall throw's own again"
         );
+        // A ball of 5 mm starts 33 mm before it meets the face; another first ball on the same wall (a rained
+        // one) keeps the user's x̃.
+        follow_landscape_wall(&mut ui_state, 0.6, 0.62, 0.005);
+        assert!((ui_state.landscape_x_tilde - 0.562).abs() < 1e-12);
+        ui_state.landscape_x_tilde = 0.55;
+        follow_landscape_wall(&mut ui_state, 0.6, 0.62, 0.04);
+        assert_eq!(ui_state.landscape_x_tilde, 0.55, "kept for another radius");
     }
 
     /// Types into a run-control slider's value field (right of its rail), starting from `start`: the value after

@@ -395,7 +395,7 @@ fn check_output(out: &Path, kind: OutputKind, replace: bool) -> Result<Destinati
         }
     };
     let folder = output_folder(path);
-    // Named as `record` names its output: the option, the value, then what is wrong with its folder.
+    // The option and its value, then what is wrong with its folder.
     match fs::metadata(&folder) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => bail!(

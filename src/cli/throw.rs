@@ -498,7 +498,6 @@ pub fn run_throws_with(args: &ThrowArgs, mut progress: impl FnMut(u64)) -> Resul
     Ok(rows)
 }
 
-/// The seed's table, line for line.
 /// An IPC gap in the table's 9 characters: in µm as the seed prints it, in nm below 0.05 µm and in metres below
 /// 0.05 nm, so that a gap never reads "0.0" (a d̂ may be as small as 1 nm).
 fn gap_cell(gap: f64) -> String {
@@ -512,17 +511,20 @@ fn gap_cell(gap: f64) -> String {
 }
 
 /// A penalty depth in the table's 8 characters: in mm as the seed prints it, in µm and nm below 0.005 of the
-/// unit before, so that a depth never reads "0.00" unless it is zero.
+/// unit before, and in metres below 0.005 nm, so that a depth never reads "0.00" unless it is zero.
 fn depth_cell(depth: f64) -> String {
     if depth == 0.0 || depth * 1e3 >= 0.005 {
         format!("{:5.2} mm", depth * 1e3)
     } else if depth * 1e6 >= 0.005 {
         format!("{:5.2} um", depth * 1e6)
-    } else {
+    } else if depth * 1e9 >= 0.005 {
         format!("{:5.2} nm", depth * 1e9)
+    } else {
+        format!("{:>8}", format!("{depth:.0e} m"))
     }
 }
 
+/// The seed's table, line for line.
 pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
     let mut out = format!(
         "wall at {} m, thickness {} mm, h = {} ms\n",
@@ -760,8 +762,14 @@ mod tests {
             assert_eq!(gap_cell(gap).chars().count(), 9, "{gap}");
             assert!(!gap_cell(gap).contains(" 0.0 "), "{gap}: {}", gap_cell(gap));
         }
-        for depth in [1e-2, 4.9e-6, 4.9e-9, 1e-12] {
+        assert_eq!(depth_cell(1e-12), " 1e-12 m");
+        for depth in [1e-2, 4.9e-6, 4.9e-9, 1e-12, 4.9e-12, 1e-300] {
             assert_eq!(depth_cell(depth).chars().count(), 8, "{depth}");
+            assert!(
+                !depth_cell(depth).contains(" 0.00 "),
+                "{depth}: {}",
+                depth_cell(depth)
+            );
         }
     }
 

@@ -181,50 +181,54 @@ pub fn thrown_steps(
 }
 
 /// Notes on a script's throws that leave out `steps` where the window's Throw would run another length: such a
-/// throw keeps the current scene's steps, so a smaller `h` runs a shorter time (80 steps of 1 ms are 0.08 s
-/// against the wall throw's 0.8 s, and the ball never reaches the wall). Only throws before the script's first
-/// scene switch are checked, against `scene` (the one the script is recorded on). Each note names the action,
-/// its tick and the `steps` that would run the window's length.
+/// throw keeps the current scene's steps (the loaded scene's, or the last throw's), so a smaller `h` runs a
+/// shorter time (80 steps of 1 ms are 0.08 s against the wall throw's 0.8 s, and the ball never reaches the wall).
+/// Throws apply to the current scene as [`Session`] applies them; only throws before the script's first scene
+/// switch are checked. Each note names the action, its tick and the `steps` that would run the window's length.
 pub fn throws_without_steps_notes(
     scene: &Scene,
     actions: &[TimedAction],
     file: &str,
 ) -> Vec<String> {
+    let mut current = scene.clone();
     let mut notes = Vec::new();
     for (k, timed) in actions.iter().enumerate() {
-        let (v0, h, stiffness, dhat) = match &timed.action {
+        let (v0, h, stiffness, dhat, steps) = match &timed.action {
             Action::Scene(_) => break,
             Action::Throw {
                 v0,
                 h,
                 stiffness,
                 dhat,
-                steps: None,
-            } => (*v0, *h, *stiffness, *dhat),
+                steps,
+            } => (*v0, *h, *stiffness, *dhat, *steps),
             _ => continue,
         };
-        let Ok(thrown) = thrown_scene(scene, v0, (h, stiffness, dhat), None, file) else {
+        let Ok(thrown) = thrown_scene(&current, v0, (h, stiffness, dhat), steps, file) else {
             continue;
         };
         let lane_h = thrown.lanes.iter().map(|lane| lane.contact.h);
-        let (Some(runs), Some(window)) = (scene.steps, thrown_steps(scene, &thrown, lane_h, v0))
-        else {
-            continue;
-        };
-        if runs != window {
+        if let (None, Some(runs), Some(window)) = (
+            steps,
+            thrown.steps,
+            thrown_steps(scene, &thrown, lane_h, v0),
+        ) && runs != window
+        {
             let h = thrown
                 .lanes
                 .iter()
                 .map(|lane| lane.contact.h)
                 .fold(f64::INFINITY, f64::min);
             notes.push(format!(
-                "{file}: actions[{k}] (tick {}): this Throw has no steps, so it runs the scene's {runs} steps \
-                 ({} s at h = {} s); the window's Throw would run {window}: add `steps: Some({window})` to run that",
+                "{file}: actions[{k}] (tick {}): this Throw has no steps, so it runs the current scene's {runs} \
+                 steps ({} s at h = {} s); the window's Throw would run {window}: add `steps: Some({window})` to run \
+                 that",
                 timed.tick,
                 crate::text::number(runs as f64 * h),
                 crate::text::number(h),
             ));
         }
+        current = thrown;
     }
     notes
 }
@@ -892,19 +896,29 @@ mod tests {
             at(10, throw(Some(0.001), None)),
             at(20, throw(Some(0.001), Some(800))),
             at(30, throw(Some(0.02), None)),
+            at(35, throw(Some(0.01), Some(80))),
+            at(38, throw(None, None)),
             at(40, Action::Scene(Box::new(loaded.clone()))),
             at(50, throw(Some(0.001), None)),
         ];
         let notes = throws_without_steps_notes(&loaded, &actions, "s.ron");
+        // Each throw applies to the scene the last one left, as a session applies it: after `steps: Some(800)`
+        // a throw at 20 ms without steps runs 800 steps, 16 s.
         assert_eq!(
             notes,
             [
-                "s.ron: actions[1] (tick 10): this Throw has no steps, so it runs the scene's 80 steps (0.08 s at h = \
-                 0.001 s); the window's Throw would run 800: add `steps: Some(800)` to run that",
-                "s.ron: actions[3] (tick 30): this Throw has no steps, so it runs the scene's 80 steps (1.6 s at h = \
-                 0.02 s); the window's Throw would run 40: add `steps: Some(40)` to run that",
+                "s.ron: actions[1] (tick 10): this Throw has no steps, so it runs the current scene's 80 steps (0.08 \
+                 s at h = 0.001 s); the window's Throw would run 800: add `steps: Some(800)` to run that",
+                "s.ron: actions[3] (tick 30): this Throw has no steps, so it runs the current scene's 800 steps (16 s \
+                 at h = 0.02 s); the window's Throw would run 40: add `steps: Some(40)` to run that",
             ]
         );
+        // Checked against what a session runs: the throw at tick 30 runs 800 steps.
+        let mut session = Session::new(loaded.clone());
+        for timed in &actions[..4] {
+            session.apply(&timed.action).expect("applies");
+        }
+        assert_eq!(session.scene.steps, Some(800));
     }
 
     /// The window's throw keeps the scene's run length in seconds at the smallest h a lane runs, and a throw too

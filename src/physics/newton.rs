@@ -3,7 +3,8 @@
 //! Each iteration: gradient `g`, Hessian `H` (the exact one while it is positive definite, else contacts
 //! projected as IPC does, ball–ball blocks down to a share of the mass, until that fallback converges only
 //! linearly), direction `Δx = −H⁻¹ g`. Stop when `‖Δx‖∞ < tol` (that direction counts but
-//! is not taken) or at the iteration cap. Otherwise `α = 1`; with the barrier, `α = s · t*` where `t*` is the
+//! is not taken; with the barrier, only once it also changes no contact's gap by a tenth of that gap,
+//! [`SETTLED_GAP_CHANGE`], or no representable step is left) or at the iteration cap. Otherwise `α = 1`; with the barrier, `α = s · t*` where `t*` is the
 //! earliest time of impact of `x → x + Δx` over all pairs; then halve `α` while `E(x + αΔx) > E(x)` and
 //! `α > 10⁻¹²` (plain decrease, as the seed). A trial with infinite energy is never accepted, so a solve that
 //! starts feasible stays feasible.
@@ -274,23 +275,29 @@ fn newton_loop(
             report.stop = StopReason::LinearSolveFailed(e.to_string());
             return report;
         }
-        let step_size = ws
-            .direction
-            .iter()
-            .fold(0.0f64, |m, d| m.max(d.x.abs()).max(d.y.abs()));
+        // A NaN component makes the size infinite (`f64::max` would drop it, and an all-NaN direction would pass
+        // for a converged one).
+        let step_size = ws.direction.iter().fold(0.0f64, |m, d| {
+            if d.is_nan() {
+                f64::INFINITY
+            } else {
+                m.max(d.x.abs()).max(d.y.abs())
+            }
+        });
+        if !step_size.is_finite() {
+            report.stop = StopReason::LinearSolveFailed("non-finite Newton direction".into());
+            return report;
+        }
         // A direction below the tolerance has converged only if it is also small beside the gaps it moves: with
         // contacts closer than the tolerance itself (a d̂ of 1 µm or less), a direction of 10⁻¹⁰ m can still
         // double a gap, and stopping there left a ball glued to a wall under an unbalanced barrier force.
-        if step_size < settings.tolerance
+        let below_tolerance = step_size < settings.tolerance;
+        if below_tolerance
             && (!use_ccd
                 || potential.largest_relative_gap_change(x, &ws.contacts, &ws.direction)
                     < SETTLED_GAP_CHANGE)
         {
             report.stop = StopReason::Converged;
-            return report;
-        }
-        if !step_size.is_finite() {
-            report.stop = StopReason::LinearSolveFailed("non-finite Newton direction".into());
             return report;
         }
         let clock = Instant::now();
@@ -366,6 +373,14 @@ fn newton_loop(
             report.stalled_line_searches += 1;
         }
         std::mem::swap(x, &mut ws.trial);
+        // Beside a gap finer than a position resolves (a d̂ of a nanometre), the gap rule above can keep a direction
+        // below the tolerance that no representable step takes: the line search then accepts x itself (its
+        // energy does not rise), and every later iteration would repeat it up to the cap. Nothing representable
+        // is left to do.
+        if below_tolerance && *x == ws.trial {
+            report.stop = StopReason::Converged;
+            return report;
+        }
         last_energy = Some(e_trial);
         if ws.record_pieces {
             for (i, (from, to)) in ws.trial.iter().zip(x.iter()).enumerate() {
@@ -409,7 +424,7 @@ fn newton_loop(
 }
 
 /// The largest share of a contact's distance that a direction below the tolerance may still change it by
-/// for the solve to stop (see [`newton_loop`]).
+/// for the solve to stop (see [`minimize`]).
 pub const SETTLED_GAP_CHANGE: f64 = 0.1;
 
 /// A full Newton step whose direction is still more than this share of the previous full step's is converging

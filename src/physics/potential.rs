@@ -680,7 +680,8 @@ impl<'a> IncrementalPotential<'a> {
     }
 
     /// The largest relative change `|∇d_k · Δx| / d_k` that the direction `Δx` would make, to first order, to the
-    /// distance of a contact of `contacts` at `x` (0 without contacts; infinite for a contact at `d ≤ 0`).
+    /// distance of a contact of `contacts` at `x` (0 without contacts; infinite for a contact at `d ≤ 0` that the
+    /// direction moves, and for a change that is not a number).
     pub fn largest_relative_gap_change(
         &self,
         x: &[DVec2],
@@ -793,9 +794,11 @@ fn add_block(target: &mut Sym2, block: Sym2) {
     *target = target.plus(block);
 }
 
-/// `change / distance`, infinite at a distance `≤ 0` unless nothing changes.
+/// `change / distance`, infinite at a distance `≤ 0` unless nothing changes, and for a NaN change.
 fn relative(change: f64, distance: f64) -> f64 {
-    if change == 0.0 {
+    if change.is_nan() {
+        f64::INFINITY
+    } else if change == 0.0 {
         0.0
     } else if distance > 0.0 {
         change / distance

@@ -685,6 +685,31 @@ fn a_ball_closer_to_a_wall_than_the_newton_tolerance_is_still_pushed_off_it() {
             (v - v_tight).abs() <= 0.05 * v_tight.abs(),
             "d̂ {dhat}: v {v} against {v_tight} under a tolerance of 1e-14 m"
         );
-        assert!(x < 0.503 && x_tight < 0.503);
+        // Off the wall by as far as the tight solve takes it (0.1 mm at d̂ = 1 µm after 2 s).
+        let (gap, gap_tight) = (0.503 - x, 0.503 - x_tight);
+        assert!(
+            (gap - gap_tight).abs() <= 0.05 * gap_tight,
+            "d̂ {dhat}: {gap} m from the wall against {gap_tight} m"
+        );
     }
+}
+
+/// At d̂ = 1 nm the seed's κ stops a 5 m/s ball only about 10⁻¹⁷ m from the wall, finer than a position near
+/// 0.5 m resolves (1.1·10⁻¹⁶ m): no representable step is left for Newton to take there. The solve ends then,
+/// instead of repeating a step that changes nothing until its cap at every step (190 capped steps of 200 before).
+#[test]
+fn a_gap_finer_than_a_position_resolves_ends_the_solve_rather_than_its_cap() {
+    let throw = args(&["--v0", "5", "--dhat", "1e-9"]);
+    let scene = throw.scene(5.0);
+    let mut lane = scene.lanes.last().expect("an IPC lane").build();
+    for _ in 0..200 {
+        lane.step().expect("a step");
+    }
+    assert!(
+        lane.stats.iteration_caps <= 2,
+        "{} capped steps",
+        lane.stats.iteration_caps
+    );
+    let x = lane.balls[0].position.x;
+    assert!(x < 0.503, "the ball is never inside the wall: x = {x}");
 }
