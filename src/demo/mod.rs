@@ -26,9 +26,9 @@ pub const DEMO_VERSION: u32 = 1;
 /// - 2: a ball's distance to a wall is measured to the face to the last bit, however far the wall's centre lies.
 ///   Ball–wall contacts change in their last bits, and with them a revision 1 demo's later hashes.
 /// - 3: an IPC Newton direction below the tolerance ends the solve only if it changes no contact's gap by a
-///   tenth of that gap ([`crate::physics::newton::SETTLED_GAP_CHANGE`]). Solves with contacts closer than
-///   about ten tolerances may take more directions (the shipped wall-throw demo's hashes do not change; the
-///   reference pit at N = 1 000 takes 4 more directions in 120 steps).
+///   tenth of that gap ([`crate::physics::newton::SETTLED_GAP_CHANGE`]), or no representable step is left.
+///   Solves with contacts closer than about ten tolerances may take more directions (the shipped wall-throw
+///   demo's hashes do not change, nor do the reference pit's Newton counts and smallest gaps at 1k, 4k and 10k).
 pub const PHYSICS_REVISION: u32 = 3;
 
 /// What changed in the physics after `revision`, in a few words for a replay's verdict.
