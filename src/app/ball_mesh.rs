@@ -677,6 +677,31 @@ mod tests {
         assert_eq!(batch_state(&mut app), (Some(8), Visibility::Inherited));
     }
 
+    /// Points the main camera at `seen` (render units), as the window's view would be.
+    fn look_at(app: &mut App, seen: Rect) {
+        let mut projection = OrthographicProjection::default_2d();
+        projection.area = Rect::from_center_size(Vec2::ZERO, seen.size());
+        let mut cameras = app.world_mut().query_filtered::<Entity, With<MainCamera>>();
+        let camera = cameras.single(app.world()).expect("the camera");
+        app.world_mut().entity_mut(camera).insert((
+            Projection::Orthographic(projection),
+            GlobalTransform::from_translation(seen.center().extend(0.0)),
+        ));
+    }
+
+    /// A ball of `lane` drawn at `at` (render units).
+    fn spawn_ball_at(app: &mut App, lane: Entity, at: Vec2, index: usize, radius: f64) {
+        app.world_mut().spawn((
+            Ball {
+                index,
+                radius,
+                mass: 1.0,
+            },
+            Transform::from_xyz(at.x, at.y, 1.0),
+            LaneMember(lane),
+        ));
+    }
+
     /// The wall throw's penalty ball goes through the wall and on, within its band but out of the camera's sight:
     /// it is marked on the edge of what is seen of its band, level with it, with its position.
     #[test]
@@ -686,26 +711,10 @@ mod tests {
         let drawn = |local: DVec2| ((local + offset) * f64::from(UNITS_PER_METRE)).as_vec2();
         // A camera that sees the lanes' first metre.
         let seen = Rect::from_corners(drawn(DVec2::new(-0.5, -1.0)), drawn(DVec2::new(1.0, 1.0)));
-        let mut projection = OrthographicProjection::default_2d();
-        projection.area = Rect::from_center_size(Vec2::ZERO, seen.size());
-        let mut cameras = app.world_mut().query_filtered::<Entity, With<MainCamera>>();
-        let camera = cameras.single(app.world()).expect("the camera");
-        app.world_mut().entity_mut(camera).insert((
-            Projection::Orthographic(projection),
-            GlobalTransform::from_translation(seen.center().extend(0.0)),
-        ));
+        look_at(&mut app, seen);
         let gone = DVec2::new(4.0, 0.0);
         for (index, local) in [(0, DVec2::new(0.2, 0.0)), (1, gone)] {
-            let p = drawn(local);
-            app.world_mut().spawn((
-                Ball {
-                    index,
-                    radius: 0.01,
-                    mass: 1.0,
-                },
-                Transform::from_xyz(p.x, p.y, 1.0),
-                LaneMember(lanes[0]),
-            ));
+            spawn_ball_at(&mut app, lanes[0], drawn(local), index, 0.01);
         }
         app.update();
         let strays = &app.world().resource::<StrayBalls>().0;
@@ -730,25 +739,10 @@ mod tests {
         let offset = app.world().get::<Lane>(lanes[0]).expect("a lane").offset;
         let drawn = |local: DVec2| ((local + offset) * f64::from(UNITS_PER_METRE)).as_vec2();
         let seen = Rect::from_corners(drawn(DVec2::new(-1.0, -0.5)), drawn(DVec2::new(3.5, 1.5)));
-        let mut projection = OrthographicProjection::default_2d();
-        projection.area = Rect::from_center_size(Vec2::ZERO, seen.size());
-        let mut cameras = app.world_mut().query_filtered::<Entity, With<MainCamera>>();
-        let camera = cameras.single(app.world()).expect("the camera");
-        app.world_mut().entity_mut(camera).insert((
-            Projection::Orthographic(projection),
-            GlobalTransform::from_translation(seen.center().extend(0.0)),
-        ));
+        look_at(&mut app, seen);
         let gone = DVec2::new(2.0, -50.0);
         let p = drawn(gone);
-        app.world_mut().spawn((
-            Ball {
-                index: 0,
-                radius: 0.05,
-                mass: 0.5,
-            },
-            Transform::from_xyz(p.x, p.y, 1.0),
-            LaneMember(lanes[0]),
-        ));
+        spawn_ball_at(&mut app, lanes[0], p, 0, 0.05);
         app.update();
         let band = app.world().resource::<LaneBands>().of(lanes[0]);
         assert!(!band.contains(p), "the ball is beyond its band");
@@ -776,27 +770,11 @@ mod tests {
         let drawn = |local: DVec2| ((local + offset) * f64::from(UNITS_PER_METRE)).as_vec2();
         // The box's lower left quarter.
         let seen = Rect::from_corners(drawn(DVec2::new(-0.5, 0.0)), drawn(DVec2::new(0.0, 0.5)));
-        let mut projection = OrthographicProjection::default_2d();
-        projection.area = Rect::from_center_size(Vec2::ZERO, seen.size());
-        let mut cameras = app.world_mut().query_filtered::<Entity, With<MainCamera>>();
-        let camera = cameras.single(app.world()).expect("the camera");
-        app.world_mut().entity_mut(camera).insert((
-            Projection::Orthographic(projection),
-            GlobalTransform::from_translation(seen.center().extend(0.0)),
-        ));
+        look_at(&mut app, seen);
         let in_box = DVec2::new(0.3, 0.9);
         let flown = DVec2::new(0.0, 3.0);
         for (index, local) in [(0, in_box), (1, flown)] {
-            let p = drawn(local);
-            app.world_mut().spawn((
-                Ball {
-                    index,
-                    radius: 0.05,
-                    mass: 0.5,
-                },
-                Transform::from_xyz(p.x, p.y, 1.0),
-                LaneMember(lanes[0]),
-            ));
+            spawn_ball_at(&mut app, lanes[0], drawn(local), index, 0.05);
         }
         app.update();
         let strays = &app.world().resource::<StrayBalls>().0;
