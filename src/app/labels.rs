@@ -187,14 +187,15 @@ fn room_in_view(beside: Option<f64>, view_right: Option<f64>, lane: &Lane) -> Op
 }
 
 /// `text` cut to at most `chars` characters, its end replaced by "..." when cut (the labels' font has no "…";
-/// it drew a box).
+/// it drew a box). Where not even one letter and the dots fit, nothing: zoomed out on the ball pit, the penalty
+/// title cut to "p" read as the start of the IPC title beside it ("p ipc dhat=1mm [ipc]").
 fn elided(text: String, chars: usize) -> String {
     if text.chars().count() <= chars {
         return text;
     }
     match chars.checked_sub(3) {
         Some(kept) if kept > 0 => text.chars().take(kept).chain("...".chars()).collect(),
-        _ => text.chars().take(chars).collect(),
+        _ => String::new(),
     }
 }
 
@@ -252,8 +253,17 @@ fn title_chars(lane: &Lane, px: f32, scale: f32, room: Option<f64>, edited: Opti
         + edited.map_or(0, |suffix| suffix.chars().count())
         + "]".len();
     match room {
-        // As `elided` cuts it.
-        Some(room) => whole.min(title_fits(room, px, scale)),
+        // As `elided` cuts it: whole, to `fits` with its dots, or to nothing.
+        Some(room) => {
+            let fits = title_fits(room, px, scale);
+            if whole <= fits {
+                whole
+            } else if fits > 3 {
+                fits
+            } else {
+                0
+            }
+        }
         None => whole,
     }
 }
@@ -802,14 +812,6 @@ fn label_strays(
                     let drawn = shown_titles.as_ref().map_or(&[][..], |s| s.0.as_slice());
                     shown_title_box(lane, drawn, px, scale.0)
                 });
-            let (at, anchor) = stray_place(
-                stray.edge,
-                stray.direction,
-                title,
-                text.chars().count(),
-                px,
-                scale.0,
-            );
             // Inside its lane's band and the canvas, a couple of pixels clear of their edges; none for a marker out
             // of sight, whose label stayed beside it (a label pulled into the canvas stood there with no arrow).
             let band = bands.as_ref().map_or(EVERYWHERE, |b| b.of(stray.lane));
@@ -819,6 +821,23 @@ fn label_strays(
                     .inflate(-STRAY_MARGIN_PX * px)
             });
             let s = scale.0 * px;
+            // Cut ("...") to the room's width: wider, it ran out of its band over the next lane's label (the
+            // gauntlet's lanes side by side at 1 024 × 700).
+            let text = match room.filter(|room| !room.is_empty()) {
+                Some(room) => elided(
+                    text,
+                    (room.width() / (CHAR_WIDTH * STRAY_PX * s)).floor() as usize,
+                ),
+                None => text,
+            };
+            let (at, anchor) = stray_place(
+                stray.edge,
+                stray.direction,
+                title,
+                text.chars().count(),
+                px,
+                scale.0,
+            );
             // One line as Bevy lays it out (and as its backdrop covers it): `LINE_HEIGHT` times the font size.
             let size = Vec2::new(
                 text.chars().count() as f32 * CHAR_WIDTH * STRAY_PX * s,
@@ -1375,7 +1394,10 @@ mod tests {
     fn a_cut_title_ends_in_three_dots_when_there_is_room_for_them() {
         assert_eq!(elided("penalty k=1e4".into(), 13), "penalty k=1e4");
         assert_eq!(elided("penalty k=1e4".into(), 7), "pena...");
-        assert_eq!(elided("penalty k=1e4".into(), 3), "pen");
+        assert_eq!(elided("penalty k=1e4".into(), 4), "p...");
+        assert_eq!(elided("penalty k=1e4".into(), 3), "");
+        assert_eq!(elided("penalty k=1e4".into(), 1), "");
+        assert_eq!(elided("ipc".into(), 3), "ipc");
         assert_eq!(elided("penalty k=1e4".into(), 0), "");
     }
 
@@ -1543,6 +1565,30 @@ mod tests {
 
     /// A ball gone past its band's right edge just below the band's top: the label above its marker would cross
     /// into the band above; it is kept inside its own band, clear of its edge.
+    /// A band narrower than the label: the label is cut with "..." to the band's width and stays inside it.
+    #[test]
+    fn a_stray_ball_s_label_wider_than_its_band_is_cut_to_it() {
+        let band = Rect::new(1850.0, 0.0, 2000.0, 1400.0);
+        let mut app = one_stray_app(Some(band));
+        let mut found = app
+            .world_mut()
+            .query_filtered::<(&Text2d, &Transform, &Anchor), With<StrayLabel>>();
+        let (text, place, anchor) = found.single(app.world()).expect("one label");
+        assert!(
+            text.0.ends_with("...") && "(2.500, 0.700) m".starts_with(text.0.trim_end_matches('.')),
+            "{}",
+            text.0
+        );
+        let size = Vec2::new(
+            text.0.chars().count() as f32 * CHAR_WIDTH * STRAY_PX * 2.0,
+            LINE_HEIGHT * STRAY_PX * 2.0,
+        );
+        let min = place.translation.truncate() - (anchor.as_vec() + Vec2::splat(0.5)) * size;
+        let label = Rect::from_corners(min, min + size);
+        let room = band.inflate(-STRAY_MARGIN_PX * 2.0);
+        assert_eq!(label.union(room), room, "{label:?} outside {room:?}");
+    }
+
     #[test]
     fn a_stray_ball_s_label_stays_inside_its_band() {
         let band = Rect::new(-1000.0, 0.0, 2000.0, 710.0);
