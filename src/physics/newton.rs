@@ -2,10 +2,10 @@
 //!
 //! Each iteration: gradient `g`, Hessian `H` (the exact one while it is positive definite, else contacts
 //! projected as IPC does, ball–ball blocks down to a share of the mass, until that fallback converges only
-//! linearly), direction `Δx = −H⁻¹ g`. Stop when `‖Δx‖∞ < tol` (that direction counts but
-//! is not taken; with the barrier, only once it also changes no contact's gap by a tenth of that gap,
-//! [`SETTLED_GAP_CHANGE`], or no representable step is left) or at the iteration cap. Otherwise `α = 1`; with the barrier, `α = s · t*` where `t*` is the
-//! earliest time of impact of `x → x + Δx` over all pairs; then halve `α` while `E(x + αΔx) > E(x)` and
+//! linearly), direction `Δx = −H⁻¹ g`. Stop when `‖Δx‖∞ < tol` (that direction counts but is not taken; with the
+//! barrier, only once it also changes no contact's gap by a tenth of that gap, [`SETTLED_GAP_CHANGE`], or no
+//! representable step is left) or at the iteration cap. Otherwise `α = 1`; with the barrier, `α = s · t*` where
+//! `t*` is the earliest time of impact of `x → x + Δx` over all pairs; then halve `α` while `E(x + αΔx) > E(x)` and
 //! `α > 10⁻¹²` (plain decrease, as the seed). A trial with infinite energy is never accepted, so a solve that
 //! starts feasible stays feasible.
 //!
@@ -156,6 +156,11 @@ pub struct NewtonWorkspace {
     /// the path itself, not only its end).
     pub record_pieces: bool,
     pub pieces: Vec<(u32, DVec2, DVec2)>,
+    /// Each ball's path over the solves since the caller last set it: the corners (least, greatest) of the box
+    /// that holds every iterate it took (kept by IPC solves only; the caller starts it at the step's start, one
+    /// entry a ball). The lane's tunnelling counter tells from it a ball that went round a wall's end within a
+    /// step from one that went through.
+    pub path_extent: Vec<(DVec2, DVec2)>,
     /// When set, the projected fallback Hessian is kept for the rest of a solve once taken (the behaviour
     /// before [`SLOW_CONVERGENCE`]; for comparisons in tests and measurements).
     pub keep_fallback: bool,
@@ -290,12 +295,17 @@ fn newton_loop(
         }
         // A direction below the tolerance has converged only if it is also small beside the gaps it moves: with
         // contacts closer than the tolerance itself (a d̂ of 1 µm or less), a direction of 10⁻¹⁰ m can still
-        // double a gap, and stopping there left a ball glued to a wall under an unbalanced barrier force.
+        // double a gap, and stopping there left a ball glued to a wall under an unbalanced barrier force. Gaps
+        // below the CCD's smallest separation are not pursued.
         let below_tolerance = step_size < settings.tolerance;
         if below_tolerance
             && (!use_ccd
-                || potential.largest_relative_gap_change(x, &ws.contacts, &ws.direction)
-                    < SETTLED_GAP_CHANGE)
+                || potential.largest_relative_gap_change(
+                    x,
+                    &ws.contacts,
+                    &ws.direction,
+                    min_separation(potential),
+                ) < SETTLED_GAP_CHANGE)
         {
             report.stop = StopReason::Converged;
             return report;
@@ -373,6 +383,11 @@ fn newton_loop(
             report.stalled_line_searches += 1;
         }
         std::mem::swap(x, &mut ws.trial);
+        if use_ccd && ws.path_extent.len() == x.len() {
+            for (extent, p) in ws.path_extent.iter_mut().zip(x.iter()) {
+                *extent = (extent.0.min(*p), extent.1.max(*p));
+            }
+        }
         // Beside a gap finer than a position resolves (a d̂ of a nanometre), the gap rule above can keep a direction
         // below the tolerance that no representable step takes: the line search then accepts x itself (its
         // energy does not rise), and every later iteration would repeat it up to the cap. Nothing representable
@@ -424,7 +439,7 @@ fn newton_loop(
 }
 
 /// The largest share of a contact's distance that a direction below the tolerance may still change it by
-/// for the solve to stop (see [`minimize`]).
+/// for the solve to stop (see [`minimize`]); contacts closer than the CCD's smallest separation are left out.
 pub const SETTLED_GAP_CHANGE: f64 = 0.1;
 
 /// A full Newton step whose direction is still more than this share of the previous full step's is converging

@@ -680,26 +680,32 @@ impl<'a> IncrementalPotential<'a> {
     }
 
     /// The largest relative change `|∇d_k · Δx| / d_k` that the direction `Δx` would make, to first order, to the
-    /// distance of a contact of `contacts` at `x` (0 without contacts; infinite for a contact at `d ≤ 0` that the
-    /// direction moves, and for a change that is not a number).
+    /// distance of a contact of `contacts` at `x` that is at least `floor` (0 without such contacts; infinite for a
+    /// change that is not a number). Contacts closer than `floor` are left out: below the CCD's smallest
+    /// separation a gap is not resolved further (pursued to 10⁻¹⁷ m, a point ball's next step passed a thin wall).
     pub fn largest_relative_gap_change(
         &self,
         x: &[DVec2],
         contacts: &ContactSet,
         direction: &[DVec2],
+        floor: f64,
     ) -> f64 {
         let mut largest = 0.0f64;
         for &(i, k) in &contacts.ball_wall {
             let i = i as usize;
             let dist = ball_wall_distance(x[i], self.radius[i], &self.walls[k as usize]);
-            let change = dist.gradient.dot(direction[i]).abs();
-            largest = largest.max(relative(change, dist.value));
+            if dist.value >= floor {
+                let change = dist.gradient.dot(direction[i]).abs();
+                largest = largest.max(relative(change, dist.value));
+            }
         }
         for &(i, j) in &contacts.ball_ball {
             let (i, j) = (i as usize, j as usize);
             let dist = ball_ball_distance(x[i], self.radius[i], x[j], self.radius[j]);
-            let change = dist.gradient.dot(direction[i] - direction[j]).abs();
-            largest = largest.max(relative(change, dist.value));
+            if dist.value >= floor {
+                let change = dist.gradient.dot(direction[i] - direction[j]).abs();
+                largest = largest.max(relative(change, dist.value));
+            }
         }
         largest
     }
@@ -794,16 +800,12 @@ fn add_block(target: &mut Sym2, block: Sym2) {
     *target = target.plus(block);
 }
 
-/// `change / distance`, infinite at a distance `≤ 0` unless nothing changes, and for a NaN change.
+/// `change / distance` (`distance > 0`), infinite for a NaN change.
 fn relative(change: f64, distance: f64) -> f64 {
     if change.is_nan() {
         f64::INFINITY
-    } else if change == 0.0 {
-        0.0
-    } else if distance > 0.0 {
-        change / distance
     } else {
-        f64::INFINITY
+        change / distance
     }
 }
 

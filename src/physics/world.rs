@@ -500,7 +500,7 @@ impl LaneWorld {
             newton,
         };
         self.workspace.record_pieces = self.record_newton_path;
-        let (x, report, newton_path) =
+        let (x, report, newton_path, path_extent) =
             solve_by_islands(&problem, model, adaptive, &mut self.workspace);
         if let Some(i) = x.iter().position(|p| !p.is_finite()) {
             self.fault = Some(format!(
@@ -528,7 +528,7 @@ impl LaneWorld {
             ball.position = *x_new;
         }
         self.time += h;
-        let tunneled = self.update_tunnelling();
+        let tunneled = self.update_tunnelling(&path_extent);
         let (min_gap, max_penetration, energy) = self.gap_penetration_and_energy();
         let stats = &mut self.stats;
         stats.steps += 1;
@@ -678,7 +678,11 @@ impl LaneWorld {
     /// last seen outside to where it is now crossed the wall's mid-plane where the ball could not have gone round
     /// an end ([`crosses_within_extent`]). A penalty ball that lands inside a wall and is pushed out of the back
     /// a step later counts.
-    fn update_tunnelling(&mut self) -> u32 {
+    /// `path_extent` holds each ball's path over the step (the box of its Newton iterates; empty when unknown):
+    /// an IPC ball whose path reached beyond a wall's end went round it, since no piece of an IPC path enters a
+    /// wall, and is not counted (the straight line from where it was last seen crossed the wall: limitation 6 in
+    /// docs/robustness.md).
+    fn update_tunnelling(&mut self, path_extent: &[(DVec2, DVec2)]) -> u32 {
         let n_walls = self.walls.len();
         let mut count = 0;
         for (i, ball) in self.balls.iter().enumerate() {
@@ -696,9 +700,16 @@ impl LaneWorld {
                 if now == 0 {
                     continue;
                 }
+                let went_round = || {
+                    self.settings.method == ContactMethod::Ipc
+                        && path_extent
+                            .get(i)
+                            .is_some_and(|&(lo, hi)| reaches_past_end(wall, lo, hi, ball.radius))
+                };
                 if *before != 0
                     && now != *before
                     && crosses_within_extent(wall, *seen_at, ball.position, ball.radius)
+                    && !went_round()
                 {
                     if !self.tunneled[i] {
                         count += 1;
@@ -782,6 +793,16 @@ fn crosses_within_extent(wall: &Wall, a: DVec2, b: DVec2, radius: f64) -> bool {
     crossing.abs() <= wall.half_extents[lateral] - radius
 }
 
+/// Whether the box from `lo` to `hi` reaches beyond the end of `wall` where a ball of `radius` there is clear of
+/// it (past its half-length plus the radius, along the wall): a path inside the box that went from one side of
+/// the wall to the other without entering it passed there, and the box's corners reach at least as far.
+fn reaches_past_end(wall: &Wall, lo: DVec2, hi: DVec2, radius: f64) -> bool {
+    let lateral = 1 - wall.thickness_axis();
+    [lo, DVec2::new(lo.x, hi.y), DVec2::new(hi.x, lo.y), hi]
+        .into_iter()
+        .any(|corner| wall.to_local(corner)[lateral].abs() > wall.half_extents[lateral] + radius)
+}
+
 /// −1 / +1 when `p` is outside the wall's slab on the negative / positive side of its thickness axis, else 0.
 fn side_of(wall: &Wall, p: DVec2) -> i8 {
     let axis = wall.thickness_axis();
@@ -813,6 +834,15 @@ struct StepProblem<'a> {
     newton: NewtonSettings,
 }
 
+/// What [`solve_by_islands`] returns: the positions, the hardest island's report, the Newton pieces (when recorded)
+/// and each ball's path extent ([`NewtonWorkspace::path_extent`]).
+type IslandSolve = (
+    Vec<DVec2>,
+    NewtonReport,
+    Vec<(u32, DVec2, DVec2)>,
+    Vec<(DVec2, DVec2)>,
+);
+
 /// Solves the step island by island.
 ///
 /// The incremental potential is a sum of per-ball inertia and per-pair contact terms, so balls that cannot
@@ -827,8 +857,18 @@ fn solve_by_islands(
     model: ContactModel,
     adaptive: Option<AdaptiveKappa>,
     workspace: &mut NewtonWorkspace,
-) -> (Vec<DVec2>, NewtonReport, Vec<(u32, DVec2, DVec2)>) {
+) -> IslandSolve {
     let n = problem.x_start.len();
+    // Each ball's path extent ([`NewtonWorkspace::path_extent`]), from the solve whose result the ball kept.
+    let mut extent: Vec<(DVec2, DVec2)> = problem.x_start.iter().map(|&p| (p, p)).collect();
+    let start_extent = |workspace: &mut NewtonWorkspace, members: &[usize]| {
+        workspace.path_extent.clear();
+        workspace.path_extent.extend(
+            members
+                .iter()
+                .map(|&i| (problem.x_start[i], problem.x_start[i])),
+        );
+    };
     // Pieces per ball, from the solve whose result the ball kept (a re-solved island replaces its pieces).
     let mut pieces: Vec<Vec<(u32, DVec2, DVec2)>> =
         vec![Vec::new(); if workspace.record_pieces { n } else { 0 }];
@@ -853,9 +893,13 @@ fn solve_by_islands(
         let groups = islands.groups();
         for members in groups.iter().filter(|m| dirty[m[0]]) {
             workspace.pieces.clear();
+            start_extent(workspace, members);
             let (positions, pass) = solve_island(problem, members, model, adaptive, workspace);
             for (&i, p) in members.iter().zip(positions) {
                 x[i] = p;
+            }
+            for (&i, &e) in members.iter().zip(&workspace.path_extent) {
+                extent[i] = e;
             }
             if workspace.record_pieces {
                 for &i in members {
@@ -903,8 +947,10 @@ fn solve_by_islands(
             // Give up on islands: one solve of everything.
             let all: Vec<usize> = (0..n).collect();
             workspace.pieces.clear();
+            start_extent(workspace, &all);
             let (positions, pass) = solve_island(problem, &all, model, adaptive, workspace);
             x = positions;
+            extent.clone_from(&workspace.path_extent);
             report = Some(pass);
             if workspace.record_pieces {
                 pieces.iter_mut().for_each(Vec::clear);
@@ -916,7 +962,7 @@ fn solve_by_islands(
         }
     }
     let report = report.unwrap_or_else(|| NewtonReport::nothing_solved(model));
-    (x, report, pieces.into_iter().flatten().collect())
+    (x, report, pieces.into_iter().flatten().collect(), extent)
 }
 
 /// The step's Newton statistics are those of its hardest island (islands are independent solves).
