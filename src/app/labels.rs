@@ -1563,46 +1563,42 @@ mod tests {
         }
     }
 
-    /// A ball gone past its band's right edge just below the band's top: the label above its marker would cross
-    /// into the band above; it is kept inside its own band, clear of its edge.
+    /// The one stray label of `app` (2 world units a pixel): its text and the rectangle it is laid out in.
+    fn the_stray_label(app: &mut App) -> (String, Rect) {
+        let mut found = app
+            .world_mut()
+            .query_filtered::<(&Text2d, &Transform, &Anchor), With<StrayLabel>>();
+        let (text, place, anchor) = found.single(app.world()).expect("one label");
+        let size = Vec2::new(
+            text.0.chars().count() as f32 * CHAR_WIDTH * STRAY_PX * 2.0,
+            LINE_HEIGHT * STRAY_PX * 2.0,
+        );
+        let min = place.translation.truncate() - (anchor.as_vec() + Vec2::splat(0.5)) * size;
+        (text.0.clone(), Rect::from_corners(min, min + size))
+    }
+
     /// A band narrower than the label: the label is cut with "..." to the band's width and stays inside it.
     #[test]
     fn a_stray_ball_s_label_wider_than_its_band_is_cut_to_it() {
         let band = Rect::new(1850.0, 0.0, 2000.0, 1400.0);
         let mut app = one_stray_app(Some(band));
-        let mut found = app
-            .world_mut()
-            .query_filtered::<(&Text2d, &Transform, &Anchor), With<StrayLabel>>();
-        let (text, place, anchor) = found.single(app.world()).expect("one label");
+        let (text, label) = the_stray_label(&mut app);
         assert!(
-            text.0.ends_with("...") && "(2.500, 0.700) m".starts_with(text.0.trim_end_matches('.')),
-            "{}",
-            text.0
+            text.ends_with("...") && "(2.500, 0.700) m".starts_with(text.trim_end_matches('.')),
+            "{text}"
         );
-        let size = Vec2::new(
-            text.0.chars().count() as f32 * CHAR_WIDTH * STRAY_PX * 2.0,
-            LINE_HEIGHT * STRAY_PX * 2.0,
-        );
-        let min = place.translation.truncate() - (anchor.as_vec() + Vec2::splat(0.5)) * size;
-        let label = Rect::from_corners(min, min + size);
         let room = band.inflate(-STRAY_MARGIN_PX * 2.0);
         assert_eq!(label.union(room), room, "{label:?} outside {room:?}");
     }
 
+    /// A ball gone past its band's right edge just below the band's top: the label above its marker would cross
+    /// into the band above; it is kept inside its own band, clear of its edge.
     #[test]
     fn a_stray_ball_s_label_stays_inside_its_band() {
         let band = Rect::new(-1000.0, 0.0, 2000.0, 710.0);
         let mut app = one_stray_app(Some(band));
-        let mut found = app
-            .world_mut()
-            .query_filtered::<(&Text2d, &Transform, &Anchor), With<StrayLabel>>();
-        let (text, place, anchor) = found.single(app.world()).expect("one label");
-        let size = Vec2::new(
-            text.0.chars().count() as f32 * CHAR_WIDTH * STRAY_PX * 2.0,
-            LINE_HEIGHT * STRAY_PX * 2.0,
-        );
-        let min = place.translation.truncate() - (anchor.as_vec() + Vec2::splat(0.5)) * size;
-        let label = Rect::from_corners(min, min + size);
+        let (_, label) = the_stray_label(&mut app);
+        let size = label.size();
         let room = band.inflate(-STRAY_MARGIN_PX * 2.0);
         assert_eq!(label.union(room), room, "{label:?} outside {room:?}");
         // Without the band it would have ended 12 px above the marker, past the band's top.
