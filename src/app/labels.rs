@@ -1198,15 +1198,19 @@ mod tests {
     /// A lane whose settings an edit has changed says so in its title, whose name may quote the old value, and
     /// what they are now (with the panels hidden the titles are all that names the lanes); a method switched
     /// alone shows in the method it names.
-    #[test]
-    fn a_lane_edited_away_from_its_scene_says_edited_in_its_title() {
+    /// A labelling app whose active scene is `path`, with its first lane, after one update.
+    fn scene_lane_app(path: &str) -> (App, Entity) {
         let mut app = labelling_app(LabelScale::default(), 1.0);
-        app.insert_resource(
-            ActiveScene::load(std::path::Path::new("assets/scenes/wall_throw.ron")).expect("loads"),
-        );
-        let lane = lane_from("assets/scenes/wall_throw.ron", 0, DVec2::ZERO);
+        app.insert_resource(ActiveScene::load(std::path::Path::new(path)).expect("loads"));
+        let lane = lane_from(path, 0, DVec2::ZERO);
         let lane = app.world_mut().spawn(lane).id();
         app.update();
+        (app, lane)
+    }
+
+    #[test]
+    fn a_lane_edited_away_from_its_scene_says_edited_in_its_title() {
+        let (mut app, lane) = scene_lane_app("assets/scenes/wall_throw.ron");
         assert_eq!(labels_of(&mut app, lane)[0].1, "penalty k=1e4 [penalty]");
         app.world_mut()
             .get_mut::<Lane>(lane)
@@ -1281,13 +1285,7 @@ mod tests {
     /// rods ran IPC); once a ball is in it, the method alone.
     #[test]
     fn a_lane_of_rods_alone_names_the_method_of_its_balls() {
-        let mut app = labelling_app(LabelScale::default(), 1.0);
-        app.insert_resource(
-            ActiveScene::load(std::path::Path::new("assets/scenes/rod_drop.ron")).expect("loads"),
-        );
-        let lane = lane_from("assets/scenes/rod_drop.ron", 0, DVec2::ZERO);
-        let lane = app.world_mut().spawn(lane).id();
-        app.update();
+        let (mut app, lane) = scene_lane_app("assets/scenes/rod_drop.ron");
         assert_eq!(
             labels_of(&mut app, lane)[0].1,
             "rods: exact impulse law [balls: ipc]"
