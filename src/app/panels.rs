@@ -243,13 +243,16 @@ fn sandbox_ui(
         lanes.iter().map(|l| (l.0, l.1)),
         super::labels::named_scene(demo.replay.as_deref(), active.as_deref()),
     );
-    let step_sizes = lanes
-        .iter()
-        .map(|l| l.1.world.settings.h)
-        .fold(None, |range, h| {
-            let (lo, hi) = range.unwrap_or((h, h));
-            Some((f64::min(lo, h), f64::max(hi, h)))
-        });
+    let smallest_h = lanes.iter().map(|l| l.1.world.settings.h).reduce(f64::min);
+    // The finest lane that has not faulted sets the ticks left.
+    let ticks_left = control.run_end.map(|_| {
+        lanes
+            .iter()
+            .filter(|l| l.1.world.fault.is_none())
+            .filter_map(|l| crate::demo::lane_steps_left(&l.1.world, control.run_end))
+            .max()
+            .unwrap_or(0)
+    });
 
     let mut replay_edits = ReplayEdits::default();
     LimitedPanel::Sandbox
@@ -279,7 +282,8 @@ fn sandbox_ui(
                 run_controls(
                     ui,
                     RunInfo {
-                        step_sizes,
+                        smallest_h,
+                        ticks_left,
                         replay_ticks,
                     },
                     &mut control,
@@ -730,13 +734,15 @@ fn scene_menu(
     }
 }
 
-/// "step N / stop · S steps/s (F× real time)". A scene that has reached its last step says so instead of showing
-/// a rate of 0, which would read as a stalled simulation. The frame rate is its own label ([`status_row`]).
+/// "step N / stop · S steps/s (F× real time)", counting ticks, each of which advances every lane by the smallest
+/// h ([`crate::demo::step_lanes`]). A scene that has reached its last step says so instead of showing a rate of 0,
+/// which would read as a stalled simulation. The frame rate is its own label ([`status_row`]).
 fn status_line(
     control: &SimControl,
     steps_per_second: Option<f64>,
     RunInfo {
-        step_sizes,
+        smallest_h,
+        ticks_left,
         replay_ticks,
     }: RunInfo,
 ) -> String {
@@ -744,27 +750,17 @@ fn status_line(
         // The replay's own clock; the sandbox's step counter stands still while a demo plays.
         return format!("replay tick {tick} / {ticks}");
     }
-    let stop = control
-        .stop_at_step
-        .map(|s| format!(" / {s}"))
+    let stop = ticks_left
+        .map(|left| format!(" / {}", control.steps_taken.saturating_add(left)))
         .unwrap_or_default();
-    let finished = control
-        .stop_at_step
-        .is_some_and(|s| control.steps_taken >= s);
-    let rate = if finished {
+    let rate = if ticks_left == Some(0) {
         " · finished (R runs it again)".to_string()
     } else {
         steps_per_second
             .filter(|_| !control.paused)
-            .map(|r| match step_sizes {
-                // A step advances a lane by its own h, whatever the fixed rate: lanes with different h run at
-                // different speeds.
-                Some((lo, hi)) if lo == hi => {
-                    format!(" · {r:.0} steps/s ({:.2}× real time)", r * lo)
-                }
-                Some((lo, hi)) => {
-                    format!(" · {r:.0} steps/s ({:.2}–{:.2}× real time)", r * lo, r * hi)
-                }
+            .map(|r| match smallest_h {
+                // A tick advances every lane by the smallest h, whatever the fixed rate.
+                Some(h) => format!(" · {r:.0} steps/s ({:.2}× real time)", r * h),
                 None => format!(" · {r:.0} steps/s"),
             })
             .unwrap_or_default()
@@ -807,7 +803,10 @@ fn status_row(
 /// replays, its tick and length.
 #[derive(Clone, Copy)]
 struct RunInfo {
-    step_sizes: Option<(f64, f64)>,
+    /// The smallest h of the lanes: what a tick advances the run by.
+    smallest_h: Option<f64>,
+    /// Ticks before the run's end ([`crate::demo::lane_steps_left`] of its finest lane); none without an end.
+    ticks_left: Option<u64>,
     replay_ticks: Option<(u64, u64)>,
 }
 
@@ -1090,13 +1089,13 @@ fn wall_throw_panel(
     if ui.button("Throw").clicked() {
         actions.throw.write(throw_from_sliders(ui_state));
     }
-    let stop = control.stop_at_step.unwrap_or(0);
     for &entity in sorted {
         let Ok((_, lane, _, _)) = lanes.get(entity) else {
             continue;
         };
         let w = &lane.world;
-        let run_over = stop > 0 && w.stats.steps >= stop;
+        let left = crate::demo::lane_steps_left(w, control.run_end);
+        let run_over = left == Some(0);
         ui.colored_label(
             colors.of(entity),
             format!(
@@ -1107,7 +1106,8 @@ fn wall_throw_panel(
         );
         ui.label(format!("   {}", crate::sim::lane_summary(w)));
         // The lane's own clock, on a line of its own so that neither wraps in the panel: lanes of different h
-        // take a step each tick, so their times part.
+        // keep time together, each taking its own number of steps.
+        let stop = left.map(|left| w.stats.steps.saturating_add(left));
         ui.label(egui::RichText::new(lane_clock_line(w.stats.steps, stop, w.time)).weak());
     }
     gap_inset(ui, lanes, sorted, colors);
@@ -1132,12 +1132,11 @@ fn legend_corner(left: Option<f64>, right: Option<f64>, cap: f64) -> egui_plot::
     }
 }
 
-/// A lane's step count against the run's limit (none when 0) and its own time.
-fn lane_clock_line(steps: u64, stop: u64, time: f64) -> String {
-    if stop > 0 {
-        format!("   step {steps}/{stop} · t = {time:.3} s")
-    } else {
-        format!("   step {steps} · t = {time:.3} s")
+/// A lane's step count against the steps its run holds at its h (none without an end) and its own time.
+fn lane_clock_line(steps: u64, stop: Option<u64>, time: f64) -> String {
+    match stop {
+        Some(stop) => format!("   step {steps}/{stop} · t = {time:.3} s"),
+        None => format!("   step {steps} · t = {time:.3} s"),
     }
 }
 
@@ -4300,41 +4299,42 @@ mod tests {
 
     #[test]
     fn the_status_says_finished_at_the_last_step_instead_of_a_rate_of_zero() {
-        let sizes = |lo, hi| RunInfo {
-            step_sizes: Some((lo, hi)),
+        let info = |h, left| RunInfo {
+            smallest_h: Some(h),
+            ticks_left: left,
             replay_ticks: None,
         };
         let mut control = SimControl {
-            stop_at_step: Some(80),
             steps_taken: 40,
             ..default()
         };
         assert_eq!(
-            status_line(&control, Some(100.0), sizes(0.01, 0.01)),
+            status_line(&control, Some(100.0), info(0.01, Some(40))),
             "step 40 / 80 · 100 steps/s (1.00× real time)"
         );
         // The real-time factor is the lanes' own h, not the fixed rate: 24 steps/s of h = 10 ms is 0.24×.
         assert_eq!(
-            status_line(&control, Some(24.0), sizes(0.01, 0.01)),
+            status_line(&control, Some(24.0), info(0.01, Some(40))),
             "step 40 / 80 · 24 steps/s (0.24× real time)"
         );
+        // Lanes of 5 and 10 ms keep time together: a tick is the smaller step.
         assert_eq!(
-            status_line(&control, Some(50.0), sizes(0.005, 0.01)),
-            "step 40 / 80 · 50 steps/s (0.25–0.50× real time)"
+            status_line(&control, Some(50.0), info(0.005, Some(120))),
+            "step 40 / 160 · 50 steps/s (0.25× real time)"
         );
         control.steps_taken = 80;
         assert_eq!(
-            status_line(&control, Some(0.0), sizes(0.01, 0.01)),
+            status_line(&control, Some(0.0), info(0.01, Some(0))),
             "step 80 / 80 · finished (R runs it again)"
         );
-        control.stop_at_step = None;
         control.paused = true;
         assert_eq!(
-            status_line(&control, Some(0.0), sizes(0.01, 0.01)),
+            status_line(&control, Some(0.0), info(0.01, None)),
             "step 80"
         );
         let replaying = RunInfo {
-            step_sizes: Some((0.01, 0.01)),
+            smallest_h: Some(0.01),
+            ticks_left: None,
             replay_ticks: Some((120, 300)),
         };
         assert_eq!(
@@ -4916,10 +4916,13 @@ mod tests {
 
     #[test]
     fn a_lane_s_clock_has_a_line_of_its_own_short_enough_for_the_left_panel() {
-        assert_eq!(lane_clock_line(80, 80, 0.8), "   step 80/80 · t = 0.800 s");
-        assert_eq!(lane_clock_line(7, 0, 0.07), "   step 7 · t = 0.070 s");
+        assert_eq!(
+            lane_clock_line(80, Some(80), 0.8),
+            "   step 80/80 · t = 0.800 s"
+        );
+        assert_eq!(lane_clock_line(7, None, 0.07), "   step 7 · t = 0.070 s");
         // The longest a scene's limit allows (10⁷ steps) still fits the 300 px panel's ~45 characters.
-        let longest = lane_clock_line(10_000_000, 10_000_000, 99_999.999);
+        let longest = lane_clock_line(10_000_000, Some(10_000_000), 99_999.999);
         assert!(longest.chars().count() <= 45, "{longest}");
     }
 

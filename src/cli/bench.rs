@@ -28,14 +28,20 @@ pub struct BenchArgs {
         long,
         value_delimiter = ',',
         default_value = "1000,4000,10000",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = super::parse_usize
     )]
     pub n: Vec<usize>,
     /// Steps per run (each timed).
-    #[arg(long, default_value_t = 120, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 120, allow_negative_numbers = true, value_parser = super::parse_usize)]
     pub steps: usize,
     /// Engines, comma separated: ipc, penalty, rapier2d.
-    #[arg(long, value_delimiter = ',', default_value = "ipc,penalty,rapier2d")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "ipc,penalty,rapier2d",
+        value_parser = super::parse_listed_word
+    )]
     pub engines: Vec<String>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
@@ -43,7 +49,7 @@ pub struct BenchArgs {
     /// Runs of each (engine, N). They are taken in turn (every engine once, then again), so a slow spell of the
     /// machine hits all engines alike; the table gives the median of the runs' medians, their range, and the
     /// ratio to rapier2d run by run.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = super::parse_usize)]
     pub repeat: usize,
     /// The box's width [m] for every N (1 to 4000), instead of the reference pit's 20 m.
     #[arg(long, allow_negative_numbers = true, conflicts_with = "constant_depth")]

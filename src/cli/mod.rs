@@ -9,6 +9,40 @@ pub mod run;
 pub mod stdout;
 pub mod throw;
 
+/// A count on the command line (`--steps`, `--n`, `--repeat`): digits, or a whole number written another way
+/// (`1e3`, `1000.0`), with spaces around it allowed, as in a list written `--n "1000, 4000"`. The options' ranges
+/// are checked where they are used.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    if let Ok(count) = text.parse::<u64>() {
+        return Ok(count);
+    }
+    match text.parse::<f64>() {
+        Ok(value) if value >= 0.0 && value.fract() == 0.0 && value < u64::MAX as f64 => {
+            Ok(value as u64)
+        }
+        _ => Err("must be a whole number of 0 or more, such as 1000 or 1e3".into()),
+    }
+}
+
+/// [`parse_count`] for a count held as `usize`.
+pub fn parse_usize(text: &str) -> Result<usize, String> {
+    let count = parse_count(text)?;
+    usize::try_from(count).map_err(|_| format!("must be at most {}", usize::MAX))
+}
+
+/// A number in a comma-separated list, with spaces around it allowed (`--v0 "1, 2"`).
+pub fn parse_listed_number(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .map_err(|_| "must be a number, such as 5, 0.5 or 1e4".into())
+}
+
+/// A word in a comma-separated list, with spaces around it dropped (`--engines "ipc, penalty"`).
+pub fn parse_listed_word(text: &str) -> Result<String, String> {
+    Ok(text.trim().to_string())
+}
+
 /// Calls `handler` (on its own thread) on Ctrl-C, SIGTERM or SIGHUP, so a subcommand that writes a temporary
 /// output can remove it before exiting. A signal that was ignored when the process started stays ignored: `nohup`
 /// ignores SIGHUP, and a script's background job ignores SIGINT (ctrlc's `try_set_handler` then installs nothing at

@@ -26,15 +26,16 @@ pub struct RunArgs {
     /// The scene file (RON; see docs/scenes.md).
     #[arg(long)]
     pub scene: PathBuf,
-    /// Steps per lane (default: the scene's `steps`, else 600).
-    #[arg(long, allow_negative_numbers = true)]
+    /// Steps of the scene's finest lane (default: the scene's `steps`, else 600); a lane of a larger h takes as
+    /// many as fit in the same time.
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse_count)]
     pub steps: Option<u64>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Loads the scene and steps every lane `steps` times.
+/// Runs every lane of `scene` for `steps` steps of its smallest h ([`lane_steps`]).
 pub fn run_scene(scene: &Scene, steps: u64) -> Vec<LaneWorld> {
     run_scene_measured(scene, steps)
         .into_iter()
@@ -56,13 +57,24 @@ pub fn run_scene_measured_with(
 ) -> Vec<(LaneWorld, HalfwaySnapshot)> {
     let mut out = Vec::new();
     let mut done = 0u64;
-    for lane in scene.build() {
+    for (lane, steps) in scene.build().into_iter().zip(lane_steps(scene, steps)) {
         out.push(run_lane_measured(lane, steps, |lane_done| {
             progress(done + lane_done)
         }));
         done += steps;
     }
     out
+}
+
+/// The steps each lane of `scene` takes in a run of `steps` steps of its smallest h: lanes keep time together as
+/// in the window ([`crate::demo::step_lanes`]), so a lane of 10 ms beside one of 1 ms takes a tenth as many.
+pub fn lane_steps(scene: &Scene, steps: u64) -> Vec<u64> {
+    let end = crate::demo::seconds_of(steps, scene).unwrap_or(0.0);
+    scene
+        .lanes
+        .iter()
+        .map(|lane| crate::demo::steps_until(lane.contact.h, end))
+        .collect()
 }
 
 /// The progress bar of a command that steps lanes, `what [=====>    ] pos/len lane steps, rate, ETA`, for
@@ -353,8 +365,9 @@ fn lane_json_with(lane: &LaneWorld, balls: Value, rods: Value) -> Value {
         "time_s": lane.time,
         "min_gap_m": null_if_not_finite(s.min_gap),
         "max_penetration_m": s.max_penetration,
-        "max_newton": s.max_newton,
-        "mean_newton": s.mean_newton(),
+        // Null where no Newton solve ran: a lane of rods alone, or one that took no step.
+        "max_newton": (s.newton_steps > 0).then_some(s.max_newton),
+        "mean_newton": (s.newton_steps > 0).then(|| s.mean_newton()),
         "newton_cap_hits": s.iteration_caps,
         "stalled_line_searches": s.stalled_line_searches,
         "tunneled": s.tunneled > 0,
@@ -508,6 +521,47 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
     out
 }
 
+/// Notes on lanes that end the run before its `end` by more than a hundredth of the smallest h: a lane of a
+/// larger h takes only the steps that fit (none where its h is longer than the run), which would otherwise pass
+/// unsaid beside lanes that ran the whole time. A lane that faulted has its own line.
+pub fn short_lane_notes<'a>(
+    lanes: impl Iterator<Item = &'a LaneWorld> + Clone,
+    end: f64,
+    steps: u64,
+) -> Vec<String> {
+    let Some(smallest) = lanes.clone().map(|l| l.settings.h).reduce(f64::min) else {
+        return Vec::new();
+    };
+    // Six significant digits: a lane's clock is a running sum (0.09900000000000002 reads 0.099).
+    let seconds = |t: f64| crate::text::number(format!("{t:.5e}").parse().unwrap_or(t));
+    let run = format!(
+        "the run's {} s ({} of h = {} s)",
+        seconds(end),
+        crate::text::counted(steps, "step", "steps"),
+        seconds(smallest)
+    );
+    lanes
+        .filter(|lane| {
+            lane.fault.is_none() && end - lane.time > crate::demo::CLOCK_SLACK * smallest
+        })
+        .map(|lane| {
+            let h = seconds(lane.settings.h);
+            if lane.stats.steps == 0 {
+                format!(
+                    "lane '{}' takes no step: its h = {h} s is longer than {run}",
+                    lane.name
+                )
+            } else {
+                format!(
+                    "lane '{}' ends at {} s, before {run}: its h = {h} s does not divide it",
+                    lane.name,
+                    seconds(lane.time)
+                )
+            }
+        })
+        .collect()
+}
+
 /// Entry point of the subcommand.
 pub fn run_run(args: &RunArgs) -> Result<()> {
     let scene = Scene::load(&args.scene)?;
@@ -515,9 +569,13 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     if !(1..=MAX_RUN_STEPS).contains(&steps) {
         bail!("invalid --steps: must be between 1 and {MAX_RUN_STEPS}, got {steps}");
     }
-    let bar = lane_steps_bar("running", steps.saturating_mul(scene.lanes.len() as u64));
+    let bar = lane_steps_bar("running", lane_steps(&scene, steps).iter().sum());
     let lanes = run_scene_measured_with(&scene, steps, |done| bar.set_position(done));
     bar.finish_and_clear();
+    let end = crate::demo::seconds_of(steps, &scene).unwrap_or(0.0);
+    for note in short_lane_notes(lanes.iter().map(|(lane, _)| lane), end, steps) {
+        eprintln!("note: {}: {note}", args.scene.display());
+    }
     if args.json {
         write_json(&run_report(&scene.name, &lanes), false)?;
     } else {

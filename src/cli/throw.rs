@@ -30,7 +30,8 @@ pub struct ThrowArgs {
         long,
         value_delimiter = ',',
         default_value = "1,2,5,10,20,50",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = super::parse_listed_number
     )]
     pub v0: Vec<f64>,
     /// Penalty stiffnesses k [N/m], comma separated, each above 0 and at most 1e12; one penalty lane each.
@@ -38,7 +39,8 @@ pub struct ThrowArgs {
         long,
         value_delimiter = ',',
         default_value = "1e4,1e6",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = super::parse_listed_number
     )]
     pub k: Vec<f64>,
     /// Time step h [s], from 1e-6 to 10.
@@ -62,7 +64,7 @@ pub struct ThrowArgs {
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub mass: f64,
     /// Number of steps.
-    #[arg(long, default_value_t = 80, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 80, allow_negative_numbers = true, value_parser = super::parse_count)]
     pub steps: u64,
     /// CCD safety factor s in (0, 1).
     #[arg(long = "ccd-factor", default_value_t = 0.9, allow_hyphen_values = true)]

@@ -14,7 +14,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub use script::{FIXED_RATES_HZ, Script, ScriptAction, fixed_rate_hz, record_script};
+pub use script::{
+    FIXED_RATES_HZ, Script, ScriptAction, fixed_rate_hz, rate_for_step, record_script,
+};
 pub use session::*;
 
 use crate::scene::{Scene, SceneError};
@@ -29,15 +31,22 @@ pub const DEMO_VERSION: u32 = 1;
 ///   tenth of that gap ([`crate::physics::newton::SETTLED_GAP_CHANGE`]), or no representable step is left.
 ///   Solves with contacts closer than about ten tolerances may take more directions (the shipped wall-throw
 ///   demo's hashes do not change; the reference pit takes 4 more directions in 120 steps at 1k, 2 at 10k).
-pub const PHYSICS_REVISION: u32 = 3;
+/// - 4: lanes of different h keep time together ([`step_lanes`]): a tick steps the lane of the smallest h and
+///   every lane whose step ends by then, where each lane used to take a step every tick; a scene's `steps` count
+///   steps of its smallest h. Lanes of one h step as before (every shipped scene and demo keeps its hashes).
+pub const PHYSICS_REVISION: u32 = 4;
 
 /// What changed in the physics after `revision`, in a few words for a replay's verdict.
 fn physics_changes_since(revision: u32) -> &'static str {
     match revision {
         1 => {
-            "ball–wall distances to the last bit, and Newton's stop beside contacts closer than its tolerance"
+            "ball–wall distances to the last bit, Newton's stop beside contacts closer than its tolerance, and lanes \
+             of different h keeping time together"
         }
-        2 => "Newton's stop beside contacts closer than its tolerance",
+        2 => {
+            "Newton's stop beside contacts closer than its tolerance, and lanes of different h keeping time together"
+        }
+        3 => "lanes of different h keeping time together",
         _ => "changes to the physics",
     }
 }
@@ -826,7 +835,7 @@ impl fmt::Display for Verdict {
                     Some(revision) => write!(
                         f,
                         "; the demo was recorded with physics revision {revision} and this build computes \
-                         revision {PHYSICS_REVISION} ({}), so its states may differ in their last bits for that reason alone: record it again \
+                         revision {PHYSICS_REVISION} ({}), so its states may differ for that reason alone: record it again \
                          to verify it",
                         physics_changes_since(revision)
                     ),

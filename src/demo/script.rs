@@ -124,9 +124,15 @@ impl Script {
 /// The rates a window's fixed clock may run at [Hz]: a scene's own `1 / h`, clamped to them, and the run control's.
 pub const FIXED_RATES_HZ: std::ops::RangeInclusive<f64> = 1.0..=1000.0;
 
-/// The fixed-step rate a scene runs at in the sandbox: `1/h` of its first lane, clamped to [`FIXED_RATES_HZ`].
+/// The fixed-step rate a scene runs at in the sandbox: `1/h` of its smallest h, which a tick advances the run by
+/// ([`crate::demo::step_lanes`]), clamped to [`FIXED_RATES_HZ`]: real time.
 pub fn fixed_rate_hz(scene: &Scene) -> f64 {
-    match scene.lanes.first().map(|l| l.contact.h) {
+    rate_for_step(scene.lanes.iter().map(|l| l.contact.h).reduce(f64::min))
+}
+
+/// The fixed-step rate for ticks of `h` [Hz]: `1/h` clamped to [`FIXED_RATES_HZ`]; 60 Hz without a valid `h`.
+pub fn rate_for_step(h: Option<f64>) -> f64 {
+    match h {
         Some(h) if h.is_finite() && h > 0.0 => {
             (1.0 / h).clamp(*FIXED_RATES_HZ.start(), *FIXED_RATES_HZ.end())
         }

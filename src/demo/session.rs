@@ -129,17 +129,12 @@ pub fn thrown_scene(
 
 /// How many steps the window's throw runs, for a scene whose run is limited; the throw's action records it, so
 /// a replay runs what the window ran. A run keeps the loaded scene's length in seconds (its `steps` at its
-/// smallest h) at the smallest h a lane runs after the throw (`lane_h`, with the lane panel's edits): the wall
-/// throw's 80 steps of 10 ms are 160 of 5 ms, so a smaller step still reaches the wall (with 80 steps of 1 ms
-/// the ball stopped 80 mm out, "never reached the wall"). A run shorter than 1.5 times the time the widest of
-/// the thrown balls' gaps to their nearest walls takes at `v0` runs that long instead, to see a slow ball
-/// arrive and turn. At most [`MAX_RUN_STEPS`].
-pub fn thrown_steps(
-    loaded: &Scene,
-    thrown: &Scene,
-    lane_h: impl Iterator<Item = f64>,
-    v0: f64,
-) -> Option<u64> {
+/// smallest h), counted in steps of the thrown scene's smallest h: the wall throw's 80 steps of 10 ms are 160 of
+/// 5 ms, so a smaller step still reaches the wall (with 80 steps of 1 ms the ball stopped 80 mm out, "never
+/// reached the wall"). A lane the panel edited to another h keeps time with them ([`step_lanes`]). A run shorter
+/// than 1.5 times the time the widest of the thrown balls' gaps to their nearest walls takes at `v0` runs that
+/// long instead, to see a slow ball arrive and turn. At most [`MAX_RUN_STEPS`].
+pub fn thrown_steps(loaded: &Scene, thrown: &Scene, v0: f64) -> Option<u64> {
     let steps = loaded.steps?;
     let loaded_h = loaded
         .lanes
@@ -147,7 +142,11 @@ pub fn thrown_steps(
         .map(|lane| lane.contact.h)
         .fold(f64::INFINITY, f64::min);
     let seconds = steps as f64 * loaded_h;
-    let h = lane_h.fold(f64::INFINITY, f64::min);
+    let h = thrown
+        .lanes
+        .iter()
+        .map(|lane| lane.contact.h)
+        .fold(f64::INFINITY, f64::min);
     // The gap each lane's thrown ball has to close, to its nearest wall; the widest of them.
     let gap = thrown
         .lanes
@@ -207,12 +206,9 @@ pub fn throws_without_steps_notes(
         let Ok(thrown) = thrown_scene(&current, v0, (h, stiffness, dhat), steps, file) else {
             continue;
         };
-        let lane_h = thrown.lanes.iter().map(|lane| lane.contact.h);
-        if let (None, Some(runs), Some(window)) = (
-            steps,
-            thrown.steps,
-            thrown_steps(scene, &thrown, lane_h, v0),
-        ) && runs != window
+        if let (None, Some(runs), Some(window)) =
+            (steps, thrown.steps, thrown_steps(scene, &thrown, v0))
+            && runs != window
         {
             let h = thrown
                 .lanes
@@ -518,29 +514,96 @@ fn deepest_overlap(lane: &LaneWorld) -> Option<(String, f64)> {
     deepest
 }
 
-/// The step limit after a ball or a rod is spawned into lanes that have taken `lanes_steps` steps: a scene's
-/// run (its `steps`) starts over from the spawn, so a ball thrown after the run finished moves. A limit is never
-/// shortened, and a scene without one runs on.
-pub fn limit_after_spawn(
-    limit: Option<u64>,
-    scene_steps: Option<u64>,
-    lanes_steps: u64,
-) -> Option<u64> {
-    match (limit, scene_steps) {
-        (Some(limit), Some(steps)) => Some(limit.max(lanes_steps.saturating_add(steps))),
-        _ => limit,
+/// How far past a clock a lane's step may end and still count as reaching it, as a fraction of the step: a
+/// lane's time is a running sum of its h, which after 10⁶ steps differs from the product by about 10⁻⁵ h.
+pub const CLOCK_SLACK: f64 = 0.01;
+
+/// The time a run of `scene` lasts [s]: its `steps` at the smallest h of its lanes, as the window's throw counts
+/// them (80 steps of 10 ms, or 800 of 1 ms, are 0.8 s). Lanes of a larger h take as many steps as fit in it
+/// ([`step_lanes`]); none without `steps` (the run goes on).
+pub fn run_seconds(scene: &Scene) -> Option<f64> {
+    scene.steps.and_then(|steps| seconds_of(steps, scene))
+}
+
+/// The time `steps` steps of the smallest h of `scene`'s lanes take [s] (none for a scene without lanes).
+pub fn seconds_of(steps: u64, scene: &Scene) -> Option<f64> {
+    let h = scene
+        .lanes
+        .iter()
+        .map(|l| l.contact.h)
+        .fold(f64::INFINITY, f64::min);
+    Some(steps as f64 * h).filter(|t| t.is_finite())
+}
+
+/// The run's end after a ball or a rod is spawned into lanes whose clocks have reached `lanes_time`: a scene's
+/// run (its `scene_seconds`) starts over from the spawn, so a ball thrown after the run finished moves. An end is
+/// never brought forward, and a scene without one runs on.
+pub fn end_after_spawn(
+    end: Option<f64>,
+    scene_seconds: Option<f64>,
+    lanes_time: f64,
+) -> Option<f64> {
+    match (end, scene_seconds) {
+        (Some(end), Some(seconds)) => Some(end.max(lanes_time + seconds)),
+        _ => end,
     }
 }
 
-/// One fixed tick: every lane that has not reached the scene's step limit takes one step.
-/// Returns whether any lane stepped.
-pub fn step_lanes(lanes: &mut [&mut LaneWorld], stop_at_step: Option<u64>) -> bool {
+/// The latest clock among `lanes` [s].
+pub fn lanes_time<'a>(lanes: impl IntoIterator<Item = &'a LaneWorld>) -> f64 {
+    lanes.into_iter().map(|l| l.time).fold(0.0, f64::max)
+}
+
+/// May `lane` step again before the run ends at `end`? Not once it has faulted, nor when its next step would end
+/// after `end` (by more than [`CLOCK_SLACK`] of it).
+pub fn lane_can_step(lane: &LaneWorld, end: Option<f64>) -> bool {
+    let h = lane.settings.h;
+    lane.fault.is_none() && end.is_none_or(|end| lane.time + h <= end + CLOCK_SLACK * h)
+}
+
+/// The steps `lane` has left before the run ends at `end`, at its present h, whether or not it has faulted (none
+/// when the run has no end).
+pub fn lane_steps_left(lane: &LaneWorld, end: Option<f64>) -> Option<u64> {
+    let end = end?;
+    let left = ((end - lane.time) / lane.settings.h + CLOCK_SLACK).floor();
+    Some(if left > 0.0 { left as u64 } else { 0 })
+}
+
+/// The steps a lane of step `h` takes from time 0 before a run ends at `end`: as many as [`step_lanes`] lets it
+/// take, its clock summed as [`LaneWorld::step`] sums it.
+pub fn steps_until(h: f64, end: f64) -> u64 {
+    let (mut time, mut steps) = (0.0, 0);
+    while h > 0.0 && time + h <= end + CLOCK_SLACK * h {
+        time += h;
+        steps += 1;
+    }
+    steps
+}
+
+/// One fixed tick. Lanes keep time together: the lane of the smallest h among those that can step
+/// ([`lane_can_step`]) takes one step, and every other lane steps with it if its own step ends by then (within
+/// [`CLOCK_SLACK`] of the smallest step). Lanes of one h all step every tick, as they always have; a lane of 10 ms
+/// beside one of 1 ms steps every tenth tick, so the two balls fly side by side, and a lane of 3 ms beside one of
+/// 2 ms steps on two ticks of three. A tick advances the run by the smallest h. Returns whether any lane stepped.
+pub fn step_lanes(lanes: &mut [&mut LaneWorld], end: Option<f64>) -> bool {
+    let driver = lanes
+        .iter()
+        .filter(|lane| lane_can_step(lane, end))
+        .min_by(|a, b| {
+            let (ha, hb) = (a.settings.h, b.settings.h);
+            ha.total_cmp(&hb)
+                .then((a.time + ha).total_cmp(&(b.time + hb)))
+        })
+        .map(|lane| (lane.time + lane.settings.h, lane.settings.h));
+    let Some((clock, smallest)) = driver else {
+        return false;
+    };
     let mut stepped = false;
     for lane in lanes.iter_mut() {
-        if stop_at_step.is_some_and(|stop| lane.stats.steps >= stop) {
-            continue;
+        if lane_can_step(lane, end) && lane.time + lane.settings.h <= clock + CLOCK_SLACK * smallest
+        {
+            stepped |= lane.step().is_some();
         }
-        stepped |= lane.step().is_some();
     }
     stepped
 }
@@ -644,7 +707,7 @@ pub struct Session {
     /// describe (a throw's k or d̂ leaves a name like "penalty k=1e4" quoting it).
     pub loaded: Scene,
     pub lanes: Vec<LaneWorld>,
-    /// Fixed ticks taken so far (a tick in which every lane had reached the scene's step limit still counts).
+    /// Fixed ticks taken so far (a tick in which every lane had reached the run's end still counts).
     pub tick: u64,
     /// Bumped whenever the lanes are rebuilt, so a viewer knows to rebuild its entities.
     pub generation: u64,
@@ -653,8 +716,9 @@ pub struct Session {
     /// One [`SpawnGrid`] per lane while only spawns have changed the lanes since it was built (empty otherwise),
     /// so that a tick with many spawns checks each against its neighbours only.
     spawn_grids: Vec<SpawnGrid>,
-    /// The lanes stop after this many steps: the scene's `steps`, extended by spawns ([`limit_after_spawn`]).
-    stop_at_step: Option<u64>,
+    /// The run ends at this time [s]: the scene's `steps` ([`run_seconds`]), extended by spawns
+    /// ([`end_after_spawn`]).
+    run_end: Option<f64>,
 }
 
 impl Session {
@@ -662,7 +726,7 @@ impl Session {
     pub fn new(scene: Scene) -> Session {
         let lanes = scene.build();
         Session {
-            stop_at_step: scene.steps,
+            run_end: run_seconds(&scene),
             loaded: scene.clone(),
             scene,
             lanes,
@@ -685,13 +749,13 @@ impl Session {
                     self.loaded = scene.clone();
                 }
                 self.lanes = scene.build();
-                self.stop_at_step = scene.steps;
+                self.run_end = run_seconds(&scene);
                 self.scene = scene;
                 self.generation += 1;
             }
             Effect::InPlace if matches!(action, Action::Spawn(_) | Action::Rod(_)) => {
-                let steps = self.lanes.iter().map(|l| l.stats.steps).max().unwrap_or(0);
-                self.stop_at_step = limit_after_spawn(self.stop_at_step, self.scene.steps, steps);
+                let now = lanes_time(&self.lanes);
+                self.run_end = end_after_spawn(self.run_end, run_seconds(&self.scene), now);
             }
             Effect::InPlace => {}
         }
@@ -751,7 +815,7 @@ impl Session {
     /// One fixed tick.
     pub fn step(&mut self) {
         let mut lanes: Vec<&mut LaneWorld> = self.lanes.iter_mut().collect();
-        step_lanes(&mut lanes, self.stop_at_step);
+        step_lanes(&mut lanes, self.run_end);
         self.spawn_grids.clear();
         self.tick += 1;
     }
@@ -765,6 +829,89 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shipped wall throw with lane `k`'s h set to `h[k]` and a run of `steps`.
+    fn wall_throw_at(h: [f64; 2], steps: u64) -> Scene {
+        let mut scene = Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+            .expect("the shipped scene");
+        for (lane, h) in scene.lanes.iter_mut().zip(h) {
+            lane.contact.h = h;
+        }
+        scene.steps = Some(steps);
+        scene
+    }
+
+    /// Lanes of 1 ms and 10 ms keep time together: the fine lane steps every tick, the coarse one every tenth,
+    /// never ahead of the fine one and never a whole step behind it; both end at the run's 0.8 s (800 steps of
+    /// the smallest h), and a tick after the end steps nothing. Each lane used to take a step every tick, so the
+    /// 10 ms ball flew ten times as fast on screen and its lane ran 8 s.
+    #[test]
+    fn lanes_of_different_h_keep_time_together() {
+        let mut session = Session::new(wall_throw_at([0.001, 0.01], 800));
+        assert_eq!(session.run_end, Some(0.8));
+        for tick in 1..=800u64 {
+            session.step();
+            let (fine, coarse) = (&session.lanes[0], &session.lanes[1]);
+            assert_eq!(fine.stats.steps, tick);
+            assert_eq!(coarse.stats.steps, tick / 10, "tick {tick}");
+            assert!(coarse.time <= fine.time + 1e-12, "tick {tick}");
+            assert!(fine.time - coarse.time < 0.01 - 1e-12, "tick {tick}");
+        }
+        assert!((session.lanes[1].time - 0.8).abs() < 1e-12);
+        assert!(
+            session
+                .lanes
+                .iter()
+                .all(|l| !lane_can_step(l, session.run_end))
+        );
+        let mut lanes: Vec<&mut LaneWorld> = session.lanes.iter_mut().collect();
+        assert!(!step_lanes(&mut lanes, Some(0.8)), "the run is over");
+        // `run` counts the same steps per lane.
+        assert_eq!(steps_until(0.001, 0.8), 800);
+        assert_eq!(steps_until(0.01, 0.8), 80);
+    }
+
+    /// A lane of 3 ms beside one of 2 ms steps on two ticks of three, when its step ends by the fine lane's
+    /// time; lanes of one h step together every tick, as they always have.
+    #[test]
+    fn a_lane_whose_h_is_no_multiple_steps_when_its_step_ends_by_the_tick() {
+        let mut session = Session::new(wall_throw_at([0.002, 0.003], 6));
+        let mut coarse_steps = Vec::new();
+        for _ in 0..6 {
+            session.step();
+            coarse_steps.push(session.lanes[1].stats.steps);
+        }
+        assert_eq!(session.lanes[0].stats.steps, 6);
+        assert_eq!(coarse_steps, [0, 1, 2, 2, 3, 4], "at 4, 6, 10 and 12 ms");
+        assert_eq!(steps_until(0.003, 0.012), 4);
+        let mut same = Session::new(wall_throw_at([0.01, 0.01], 80));
+        for tick in 1..=81u64 {
+            same.step();
+            assert!(same.lanes.iter().all(|l| l.stats.steps == tick.min(80)));
+        }
+    }
+
+    /// A lane that has faulted no longer sets the clock: the other lanes run on to the end without it.
+    #[test]
+    fn a_faulted_fine_lane_leaves_the_clock_to_the_others() {
+        let mut session = Session::new(wall_throw_at([0.001, 0.01], 800));
+        for _ in 0..100 {
+            session.step();
+        }
+        session.lanes[0].fault = Some("a test's fault".into());
+        let mut ticks = 0;
+        while session.lanes[1].stats.steps < 80 && ticks < 1000 {
+            session.step();
+            ticks += 1;
+        }
+        assert_eq!(ticks, 70, "one coarse step a tick");
+        assert_eq!(session.lanes[0].stats.steps, 100);
+        session.step();
+        assert_eq!(
+            session.lanes[1].stats.steps, 80,
+            "and not beyond the run's end"
+        );
+    }
 
     #[test]
     fn an_overlap_too_shallow_for_millimetres_is_told_in_a_unit_that_shows_it() {
@@ -933,12 +1080,7 @@ mod tests {
         let steps = |current: &Scene, v0: f64, h: f64| {
             let thrown =
                 thrown_scene(current, v0, (Some(h), None, None), None, "t").expect("a valid throw");
-            thrown_steps(
-                &loaded,
-                &thrown,
-                thrown.lanes.iter().map(|l| l.contact.h),
-                v0,
-            )
+            thrown_steps(&loaded, &thrown, v0)
         };
         // The seed's throws, 1 to 50 m/s at 10 ms, keep its 80 steps.
         for v0 in [1.0, 2.0, 5.0, 10.0, 20.0, 50.0] {
@@ -958,12 +1100,9 @@ mod tests {
         let slow = thrown_scene(&loaded, 0.5, (None, None, None), Some(151), "t").expect("valid");
         assert_eq!(slow.steps, Some(151), "the action's steps");
         assert_eq!(steps(&slow, 5.0, 0.01), Some(80));
-        // A lane edited to 1 ms in the panel (not the throw's h) sets the steps too.
+        // A lane edited to 1 ms in the panel (not the throw's h) keeps time with the scene's 80 steps of 10 ms.
         let thrown = thrown_scene(&loaded, 5.0, (None, None, None), None, "t").expect("valid");
-        assert_eq!(
-            thrown_steps(&loaded, &thrown, [0.01, 0.001].into_iter(), 5.0),
-            Some(800)
-        );
+        assert_eq!(thrown_steps(&loaded, &thrown, 5.0), Some(80));
         // Without steps in the action (a demo recorded before them), the current scene's run length.
         assert_eq!(
             thrown_scene(&loaded, 5.0, (Some(0.001), None, None), None, "t")
@@ -974,7 +1113,7 @@ mod tests {
         // A scene that runs without a limit still does.
         let mut open = loaded.clone();
         open.steps = None;
-        assert_eq!(thrown_steps(&open, &open, [0.001].into_iter(), 5.0), None);
+        assert_eq!(thrown_steps(&open, &open, 5.0), None);
         // A tiny step keeps to the limit on a run's steps.
         assert_eq!(steps(&loaded, 1e-3, 1e-6), Some(MAX_RUN_STEPS));
     }

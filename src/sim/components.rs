@@ -232,9 +232,10 @@ pub struct SimControl {
     pub paused: bool,
     /// Steps still to take while paused (O adds one).
     pub pending_steps: u32,
-    /// Lanes stop after this many steps (the scene's `steps`, e.g. 80 for wall throw); `None` runs forever.
-    pub stop_at_step: Option<u64>,
-    /// Steps taken through the plugin since the last restart.
+    /// The run ends at this time [s] (the scene's `steps` at its smallest h, e.g. 0.8 s for wall throw's 80 steps
+    /// of 10 ms; [`crate::demo::run_seconds`]); `None` runs forever.
+    pub run_end: Option<f64>,
+    /// Ticks that stepped a lane since the last restart (a tick advances the run by its smallest h).
     pub steps_taken: u64,
     /// Pause and single-step requests not yet seen by the recorder.
     pub pace_log: Vec<crate::demo::Action>,

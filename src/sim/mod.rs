@@ -486,14 +486,23 @@ fn build_lanes(
     control: &mut SimControl,
     fixed: &mut Time<Fixed>,
 ) {
-    prepare_lanes(scene, control, fixed);
-    spawn_lane_entities(commands, scene.build());
+    let worlds = scene.build();
+    prepare_lanes(scene, &worlds, control, fixed);
+    spawn_lane_entities(commands, worlds);
 }
 
-/// The clock and the step counter for a fresh run of `scene`.
-fn prepare_lanes(scene: &Scene, control: &mut SimControl, fixed: &mut Time<Fixed>) {
-    fixed.set_timestep_hz(crate::demo::fixed_rate_hz(scene));
-    control.stop_at_step = scene.steps;
+/// The clock and the step counter for a fresh run of `scene` on `worlds`, its lanes as built with the panel's
+/// kept edits: the fixed clock runs at `1 / h` of their smallest h, which a tick advances the run by, so a lane
+/// edited to 1 ms runs in real time after R (the scene's own rate, [`crate::demo::fixed_rate_hz`], without edits).
+fn prepare_lanes(
+    scene: &Scene,
+    worlds: &[LaneWorld],
+    control: &mut SimControl,
+    fixed: &mut Time<Fixed>,
+) {
+    let smallest_h = worlds.iter().map(|w| w.settings.h).reduce(f64::min);
+    fixed.set_timestep_hz(crate::demo::rate_for_step(smallest_h));
+    control.run_end = crate::demo::run_seconds(scene);
     control.steps_taken = 0;
     control.pending_steps = 0;
 }
@@ -772,12 +781,9 @@ pub fn step_lanes(
     let mut sorted: Vec<(Entity, Mut<Lane>, Mut<LaneDiagnostics>)> = lanes.iter_mut().collect();
     sorted.sort_by_key(|(_, lane, _)| lane.index);
     // Lanes that will not step (all at the scene's step limit, or faulted) need no thread.
-    let idle = sorted.iter().all(|(_, l, _)| {
-        l.world.fault.is_some()
-            || control
-                .stop_at_step
-                .is_some_and(|s| l.world.stats.steps >= s)
-    });
+    let idle = sorted
+        .iter()
+        .all(|(_, l, _)| !crate::demo::lane_can_step(&l.world, control.run_end));
     if !idle || background.is_running() {
         let worlds: Vec<(Entity, &LaneWorld)> =
             sorted.iter().map(|(e, l, _)| (*e, &l.world)).collect();
@@ -797,7 +803,7 @@ pub fn step_lanes(
     let stepped = {
         let mut worlds: Vec<&mut LaneWorld> =
             sorted.iter_mut().map(|(_, l, _)| &mut l.world).collect();
-        crate::demo::step_lanes(&mut worlds, control.stop_at_step)
+        crate::demo::step_lanes(&mut worlds, control.run_end)
     };
     for (k, (_, lane, diagnostics)) in sorted.iter_mut().enumerate() {
         if lane.world.stats.steps > stepped_before[k] {
@@ -1120,18 +1126,10 @@ fn apply_messages(
                     keep.stiffness = throw.stiffness.or(keep.stiffness);
                     keep.dhat = throw.dhat.or(keep.dhat);
                 }
-                // The run's length from the h each lane will run, the lane panel's edits included; the action
-                // holds it, so the replay runs as many steps whatever scene its recording started from.
-                let lane_h: Vec<f64> = match keep.as_ref() {
-                    Some(keep) if keep.lanes.len() == scene.lanes.len() => keep
-                        .lanes
-                        .iter()
-                        .map(|edited| keep.over(edited).h)
-                        .collect(),
-                    _ => scene.lanes.iter().map(|lane| lane.contact.h).collect(),
-                };
-                let steps =
-                    crate::demo::thrown_steps(&a.loaded, &scene, lane_h.into_iter(), throw.v0);
+                // The run's length in steps of the thrown scene's h (lanes the panel edited to another h keep
+                // time with them); the action holds it, so the replay runs as many steps whatever scene its
+                // recording started from.
+                let steps = crate::demo::thrown_steps(&a.loaded, &scene, throw.v0);
                 if steps.is_some() {
                     scene.steps = steps;
                 }
@@ -1223,7 +1221,7 @@ fn apply_messages(
                 }
             }
         }
-        prepare_lanes(&scene, &mut c.control, &mut c.fixed);
+        prepare_lanes(&scene, &worlds, &mut c.control, &mut c.fixed);
         spawn_lane_entities(&mut commands, worlds);
         if c.recorder.armed {
             let hz = c.fixed.timestep().as_secs_f64().recip();
@@ -1293,12 +1291,12 @@ fn apply_messages(
     }
 }
 
-/// A spawn starts the scene's run over from the lanes' present step, as a replay's session does
-/// ([`crate::demo::limit_after_spawn`]).
+/// A spawn starts the scene's run over from the lanes' present time, as a replay's session does
+/// ([`crate::demo::end_after_spawn`]).
 fn extend_run(control: &mut SimControl, active: Option<&ActiveScene>, lanes: &[Mut<Lane>]) {
-    let steps = lanes.iter().map(|l| l.world.stats.steps).max().unwrap_or(0);
-    let scene_steps = active.and_then(|a| a.current.steps);
-    control.stop_at_step = crate::demo::limit_after_spawn(control.stop_at_step, scene_steps, steps);
+    let now = crate::demo::lanes_time(lanes.iter().map(|l| &l.world));
+    let seconds = active.and_then(|a| crate::demo::run_seconds(&a.current));
+    control.run_end = crate::demo::end_after_spawn(control.run_end, seconds, now);
 }
 
 #[cfg(test)]

@@ -401,7 +401,7 @@ struct SandboxSnapshot {
     /// The lanes' bounds as their run was built (the layout on screen).
     layout: Vec<(DVec2, DVec2)>,
     histories: Vec<LaneDiagnostics>,
-    stop_at_step: Option<u64>,
+    run_end: Option<f64>,
     paused: bool,
     timestep: std::time::Duration,
 }
@@ -494,7 +494,7 @@ pub fn replay_messages(
         }
         if let Some(before) = replay.before.take() {
             // Back to the sandbox as it was: its lanes, edits, plots and run control.
-            control.stop_at_step = before.stop_at_step;
+            control.run_end = before.run_end;
             control.paused = before.paused;
             fixed.set_timestep(before.timestep);
             spawn_lane_entities_with_history(
@@ -535,12 +535,12 @@ pub fn replay_messages(
                             worlds: sorted.iter().map(|(lane, _)| lane.world.clone()).collect(),
                             layout: sorted.iter().map(|(lane, _)| lane.bounds).collect(),
                             histories: sorted.iter().map(|(_, d)| (*d).clone()).collect(),
-                            stop_at_step: control.stop_at_step,
+                            run_end: control.run_end,
                             paused: control.paused,
                             timestep: fixed.timestep(),
                         });
                         control.paused = false;
-                        control.stop_at_step = None;
+                        control.run_end = None;
                         let mut replay = Replay::new(player);
                         replay.before = Some(before);
                         commands.insert_resource(replay);
@@ -724,11 +724,23 @@ pub fn drive_replay(
     let mut advanced = false;
     while replay.accumulator >= 1.0 {
         replay.accumulator -= 1.0;
+        // A lane's history takes a sample for each step it takes, as in the sandbox: not on a tick where it
+        // waits for a lane of a smaller h, nor after the run's end (a lane of 50 ms beside one of 1 ms counted
+        // each of its spikes fifty times, and the idle ticks pushed the run's start out of the plots).
+        let session = &replay.player.session;
+        let before: Vec<u64> = session.lanes.iter().map(|l| l.stats.steps).collect();
+        let generation = session.generation;
         match replay.player.advance() {
             Ok(true) => {
                 advanced = true;
+                let session = &replay.player.session;
                 for (_, lane, _, mut diagnostics) in lanes.iter_mut() {
-                    if let Some(world) = replay.player.session.lanes.get(lane.index) {
+                    let Some(world) = session.lanes.get(lane.index) else {
+                        continue;
+                    };
+                    let stepped = session.generation != generation
+                        || before.get(lane.index) != Some(&world.stats.steps);
+                    if stepped {
                         push_sample(world, &mut diagnostics);
                     }
                 }

@@ -173,13 +173,13 @@ fn start(
     lanes: &[(Entity, &LaneWorld)],
     ticks: u32,
     first_tick: u64,
-    stop_at_step: Option<u64>,
+    run_end: Option<f64>,
     plan: Option<HashPlan>,
 ) -> bool {
     let worlds: Vec<LaneWorld> = lanes.iter().map(|(_, w)| (*w).clone()).collect();
     let spawned = std::thread::Builder::new()
         .name("physics step".into())
-        .spawn(move || run_batch(worlds, ticks, first_tick, stop_at_step, plan));
+        .spawn(move || run_batch(worlds, ticks, first_tick, run_end, plan));
     let Ok(handle) = spawned else {
         return false;
     };
@@ -196,7 +196,7 @@ fn run_batch(
     mut worlds: Vec<LaneWorld>,
     ticks: u32,
     first_tick: u64,
-    stop_at_step: Option<u64>,
+    run_end: Option<f64>,
     plan: Option<HashPlan>,
 ) -> BatchResult {
     let started = Instant::now();
@@ -216,7 +216,7 @@ fn run_batch(
         let before: Vec<u64> = worlds.iter().map(|w| w.stats.steps).collect();
         let any = {
             let mut refs: Vec<&mut LaneWorld> = worlds.iter_mut().collect();
-            crate::demo::step_lanes(&mut refs, stop_at_step)
+            crate::demo::step_lanes(&mut refs, run_end)
         };
         if any {
             stepped += 1;
@@ -377,14 +377,7 @@ impl Background<'_> {
             ticks
         };
         let plan = HashPlan::of(&self.recorder);
-        if !start(
-            in_flight,
-            lanes,
-            ticks,
-            first_tick,
-            control.stop_at_step,
-            plan,
-        ) {
+        if !start(in_flight, lanes, ticks, first_tick, control.run_end, plan) {
             return false;
         }
         // Ticks that did not fit stay in slow motion: no debt builds up to be fast-forwarded later.

@@ -1194,11 +1194,17 @@ fn a_throw_recorded_from_a_thrown_scene_replays_its_own_run_length() {
         app.update();
     };
     throw(&mut app, 0.5, None);
-    assert_eq!(app.world().resource::<SimControl>().stop_at_step, Some(151));
+    let run_end = |app: &App| {
+        app.world()
+            .resource::<SimControl>()
+            .run_end
+            .expect("an end")
+    };
+    assert_eq!(run_end(&app), 151.0 * 0.01);
     app.world_mut().write_message(StartRecording);
     app.update();
     throw(&mut app, 5.0, Some(0.001));
-    assert_eq!(app.world().resource::<SimControl>().stop_at_step, Some(800));
+    assert_eq!(run_end(&app), 800.0 * 0.001);
     // Past the window's 800 steps: a replay running longer ends on another state.
     for _ in 0..820 {
         app.update();
@@ -1850,8 +1856,8 @@ fn a_demo_of_an_older_physics_revision_says_why_it_differs() {
     assert!(
         text.ends_with(&format!(
             "; the demo was recorded with physics revision 1 and this build computes revision {} (ball–wall \
-             distances to the last bit, and Newton's stop beside contacts closer than its tolerance), so its states may \
-             differ in their last bits for that reason alone: record it again to verify it",
+             distances to the last bit, Newton's stop beside contacts closer than its tolerance, and lanes of different h \
+             keeping time together), so its states may differ for that reason alone: record it again to verify it",
             contact_sandbox::demo::PHYSICS_REVISION
         )),
         "{text}"
@@ -1884,7 +1890,7 @@ fn a_demo_of_an_older_physics_revision_says_why_it_differs() {
     assert_eq!((verdict.matched, verdict.mismatch), (2, None));
     // A revision this build does not know is refused, naming the field.
     let text = std::fs::read_to_string(OLD).expect("reads");
-    for (revision, says) in [(0, ""), (4, ": a newer build recorded it")] {
+    for (revision, says) in [(0, ""), (5, ": a newer build recorded it")] {
         let edited = text.replacen(
             "version: 1,",
             &format!("version: 1,\n    physics: {revision},"),
@@ -1985,4 +1991,43 @@ fn a_recording_of_no_step_says_so_when_saved() {
         "{said}"
     );
     assert_eq!(demo.ticks, 0);
+}
+
+/// A replay plots a lane's steps once each, as the sandbox does: a lane of 10 ms beside one of 1 ms gets a
+/// sample on its own steps only, not on the ticks it waits (its spikes counted ten times over), and the idle
+/// ticks after the run's end add nothing (they pushed the run's start out of the plots).
+#[test]
+fn a_replay_plots_each_lane_s_steps_once() {
+    let mut mixed = scene(WALL_THROW);
+    mixed.lanes[0].contact.h = 0.001;
+    mixed.steps = Some(300);
+    let script =
+        Script::parse("Script(ticks: 400, hash_every: 50, actions: [])", "s.ron").expect("parses");
+    let demo = record_script(&mixed, &script, "s.ron", |_, _| {}).expect("records");
+    let path = scratch("mixed_h.demo.ron");
+    demo.save(&path).expect("saves");
+    let mut app = headless(WALL_THROW);
+    app.update();
+    app.world_mut().write_message(StartReplay(path));
+    for _ in 0..420 {
+        app.update();
+    }
+    let mut query = app
+        .world_mut()
+        .query::<(&Lane, &contact_sandbox::sim::LaneDiagnostics)>();
+    let mut lanes: Vec<_> = query.iter(app.world()).collect();
+    lanes.sort_by_key(|(lane, _)| lane.index);
+    let steps: Vec<(u64, usize)> = lanes
+        .iter()
+        .map(|(lane, d)| (lane.world.stats.steps, d.history.len()))
+        .collect();
+    assert_eq!(steps, [(300, 300), (30, 30)]);
+    for (_, d) in &lanes {
+        assert!(
+            d.history
+                .iter()
+                .zip(d.history.iter().skip(1))
+                .all(|(a, b)| a.step < b.step)
+        );
+    }
 }

@@ -805,3 +805,39 @@ fn a_rod_dropped_into_the_floor_is_set_on_it_and_one_below_it_is_refused() {
         rods_before + 1
     );
 }
+
+/// The window's lanes keep time together: the penalty lane edited to 1 ms and restarted (R keeps the edit) takes
+/// ten steps to the IPC lane's one, both balls at the same time on every tenth tick; the fixed clock runs at
+/// 1 000 Hz, so the run is in real time; both lanes end at the scene's 0.8 s.
+#[test]
+fn a_lane_edited_to_a_smaller_h_keeps_time_with_the_others_after_a_restart() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    edit_lane(&mut app, 0, |s| s.0.h = 0.001);
+    assert_eq!(with_lane(&mut app, 0, |l| l.world.settings.h), 0.001);
+    app.world_mut().write_message(RestartScene);
+    app.update();
+    let rate = app
+        .world()
+        .resource::<Time<Fixed>>()
+        .timestep()
+        .as_secs_f64()
+        .recip();
+    assert!((rate - 1000.0).abs() < 1e-6, "{rate} Hz");
+    for tick in 1..=800u64 {
+        app.update();
+        let lanes = lanes(&mut app);
+        assert_eq!((lanes[0].3, lanes[1].3), (tick, tick / 10), "tick {tick}");
+        if tick % 10 == 0 {
+            assert!((lanes[0].5 - lanes[1].5).abs() < 1e-12, "tick {tick}");
+        }
+    }
+    run_updates(&mut app, 5);
+    let lanes = lanes(&mut app);
+    assert_eq!(
+        (lanes[0].3, lanes[1].3),
+        (800, 80),
+        "the run ended at 0.8 s"
+    );
+    assert_eq!(app.world().resource::<SimControl>().steps_taken, 800);
+}
