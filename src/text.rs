@@ -65,6 +65,13 @@ pub fn number(value: f64) -> String {
     }
 }
 
+/// A number as [`number`] writes it, rounded to six significant digits: a title or a note quotes a slider's
+/// 10^0.5 N/m as "3.16228", not "3.1622776601683795", and a clock summed step by step (0.09900000000000002 s) as
+/// "0.099".
+pub fn significant(value: f64) -> String {
+    number(format!("{value:.5e}").parse().unwrap_or(value))
+}
+
 /// `value` with `decimals` digits after the point, without a minus sign on a value that rounds to zero: a rod at
 /// rest reads "θ = 0.0000", not "-0.0000".
 pub fn fixed(value: f64, decimals: usize) -> String {
@@ -183,6 +190,17 @@ pub fn parser_error_line(rendered: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn significant_rounds_to_six_digits_and_writes_as_number_does() {
+        use super::significant;
+        assert_eq!(significant(10f64.powf(0.5)), "3.16228");
+        assert_eq!(significant(0.09900000000000002), "0.099");
+        assert_eq!(significant(1.0 / 60.0), "0.0166667");
+        assert_eq!(significant(1e6), "1e6");
+        assert_eq!(significant(2.5e-9), "2.5e-9");
+        assert_eq!(significant(0.0), "0");
+    }
+
     #[test]
     fn one_line_escapes_what_would_break_the_line_or_drive_the_terminal() {
         use super::one_line;

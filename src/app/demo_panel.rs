@@ -1087,18 +1087,20 @@ fn export_controls(ui: &mut egui::Ui, demo_ui: &mut DemoUi, demo: &Path) {
     }
 }
 
-/// The replay's tick slider over a demo of `ticks` ticks at `hz`, the replay now at tick `now`. A typed tick
+/// The replay's tick slider over a demo of `ticks` ticks, its lanes' clock at `time` [s] (the lanes' own time: the
+/// demo's recorded rate is capped at 1 000 Hz and counts the ticks after a run's end, so at h = 0.5 ms its
+/// ticks read 3.08 s where the lanes stood at 1.03 s), the replay now at tick `now`. A typed tick
 /// beyond the demo is refused with a word into `refused`, as every number field's is (egui clamped 99999999 to the
 /// last tick without one); a typed tick takes effect on Enter, not on each key.
 fn tick_slider<'a>(
     tick: &'a mut u64,
     ticks: u64,
-    hz: f64,
+    time: f64,
     now: u64,
     refused: &super::panels::Refusals,
 ) -> egui::Slider<'a> {
     egui::Slider::new(tick, 0..=ticks)
-        .text(format!("tick ({:.2} s)", now as f64 / hz))
+        .text(format!("tick (t = {time:.3} s)"))
         .clamping(egui::SliderClamping::Never)
         .update_while_editing(false)
         .custom_parser(super::panels::refusing_parser(
@@ -1134,7 +1136,6 @@ pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls
         .on_hover_text(&replay.player.file);
     ui.colored_label(colour, egui::RichText::new(badge).strong());
     let ticks = replay.player.demo.ticks;
-    let hz = replay.player.demo.fixed_hz;
     let mut tick = replay.player.tick();
     ui.horizontal(|ui| {
         let label = if replay.playing {
@@ -1171,7 +1172,13 @@ pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls
     let refused = super::panels::Refusals::default();
     let now = replay.player.tick();
     if ui
-        .add(tick_slider(&mut tick, ticks, hz, now, &refused))
+        .add(tick_slider(
+            &mut tick,
+            ticks,
+            crate::demo::lanes_time(&replay.player.session.lanes),
+            now,
+            &refused,
+        ))
         .changed()
     {
         edits.seek = Some(tick.min(ticks));
@@ -1255,7 +1262,7 @@ mod tests {
                 40.0,
                 |ui, value| {
                     let mut tick = *value as u64;
-                    let response = ui.add(tick_slider(&mut tick, 300, 100.0, 40, &refused));
+                    let response = ui.add(tick_slider(&mut tick, 300, 0.4, 40, &refused));
                     *value = tick as f64;
                     crate::app::test_events::slider_value_point(ui, response.rect)
                 },

@@ -1946,6 +1946,29 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
              the wall stopped the ball), and h the lane's step now. A ball that travels more than half a wall's \
              thickness in one step can pass it under penalty contact.",
         );
+        if w.settings.method == ContactMethod::Penalty {
+            let heaviest = w.balls.iter().map(|b| b.mass).fold(0.0, f64::max);
+            let depth = penalty_stopping_depth(v_max, heaviest, w.settings.stiffness);
+            let text = format!(
+                "stop depth v·√(m/k) = {} vs ½ thinnest wall {:.2} mm",
+                crate::text::length_text(depth),
+                thinnest * 0.5e3
+            );
+            let shown = if can_tunnel(depth, thinnest) {
+                ui.colored_label(
+                    egui::Color32::from_rgb(255, 180, 60),
+                    format!("⚠ {text}: k too soft, through at any h"),
+                )
+            } else {
+                ui.label(text)
+            };
+            shown.on_hover_text(
+                "How deep the wall's spring lets the heaviest ball in at the fastest speed before it stops it: \
+                 ½ m v² = ½ k d². Past half the wall's thickness the far face is the nearer one, and penalty \
+                 pushes the ball out through it whatever h: a smaller h helps only a wall stiff enough to stop the \
+                 ball inside it.",
+            );
+        }
     }
     let [dhat, newton] = contact_preflight(w, diagnostics.newton_spikes);
     let show = |ui: &mut egui::Ui, line: PreflightLine| match line {
@@ -2012,6 +2035,13 @@ enum PreflightLine {
 /// The seed's first pre-flight number: penalty can tunnel when the step's travel `v·h` *exceeds* half the thinnest
 /// wall. A 1 m/s throw at h = 10 ms and a 20 mm wall is exactly at it, and its speed read back from positions is
 /// 1.0000000000000009 m/s: past it by rounding alone, it was warned of while the same lane stopped the ball at 5 mm.
+/// How deep a penalty wall of stiffness `k` [N/m] lets a ball of mass `m` [kg] at speed `v` [m/s] in before its
+/// spring stops it [m]: ½ m v² = ½ k d². Past half a wall's thickness the far face is the nearer, and the ball is
+/// pushed through it ([`can_tunnel`] against that depth), at any h.
+fn penalty_stopping_depth(v: f64, m: f64, k: f64) -> f64 {
+    v * (m / k).sqrt()
+}
+
 fn can_tunnel(travel: f64, thinnest: f64) -> bool {
     travel > 0.5 * thinnest * (1.0 + 1e-9)
 }
@@ -3017,6 +3047,24 @@ mod tests {
         assert!(!can_tunnel(0.01, 0.02));
         assert!(can_tunnel(0.010001, 0.02));
         assert!(can_tunnel(0.05, 0.02));
+    }
+
+    /// The wall's spring stops a ball at v·√(m/k), and penalty is warned of past half the wall: the seed's table
+    /// (1 kg, 20 mm wall) stops 1 m/s at k = 1e4 (10 mm, at the half) and 5 m/s at k = 1e6 with h small enough
+    /// (5 mm), and sends 2 m/s through at k = 1e4 (20 mm) at any h.
+    #[test]
+    fn a_penalty_wall_too_soft_to_stop_the_ball_inside_it_is_warned_of_whatever_h() {
+        let depth = |v, k| penalty_stopping_depth(v, 1.0, k);
+        assert_eq!(depth(1.0, 1e4), 0.01);
+        assert!(!can_tunnel(depth(1.0, 1e4), 0.02));
+        assert!(can_tunnel(depth(2.0, 1e4), 0.02));
+        assert!(!can_tunnel(depth(5.0, 1e6), 0.02));
+        assert!(can_tunnel(depth(50.0, 1e6), 0.02));
+        assert_eq!(
+            penalty_stopping_depth(2.0, 4.0, 1e4),
+            0.04,
+            "a heavier ball goes deeper"
+        );
     }
 
     /// A setting field shows a value in a few characters: 10¹² pushed the lane panel past the window's edge as

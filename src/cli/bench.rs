@@ -248,6 +248,13 @@ pub const PIT_RADIUS: f64 = 0.05;
 pub const PIT_H: f64 = 1.0 / 60.0;
 pub const PIT_DHAT: f64 = 1e-3;
 pub const PIT_SEED: u64 = 0x5EED_CAFE;
+/// The pit's barrier stiffness κ, penalty stiffness k [N/m] and Newton tolerance [m].
+pub const PIT_KAPPA: f64 = 1e4;
+/// Each ball's radius is [`PIT_RADIUS`] times a uniform draw from `LOW` to `LOW + SPAN` (±20 %).
+const PIT_RADIUS_LOW: f64 = 0.8;
+const PIT_RADIUS_SPAN: f64 = 0.4;
+pub const PIT_STIFFNESS: f64 = 1e6;
+pub const PIT_NEWTON_TOLERANCE: f64 = 1e-6;
 /// The balls' starting grid: its spacing [m] and the height of its first row's centres above the floor.
 const PIT_SPACING: f64 = 0.15;
 const PIT_FIRST_ROW: f64 = 0.1 + 0.5 * PIT_SPACING;
@@ -376,7 +383,7 @@ pub fn pit_balls(n: usize, seed: u64, width: f64) -> Vec<Ball> {
     (0..n)
         .map(|k| {
             let (row, col) = (k / columns, k % columns);
-            let radius = PIT_RADIUS * (0.8 + 0.4 * rng.unit());
+            let radius = PIT_RADIUS * (PIT_RADIUS_LOW + PIT_RADIUS_SPAN * rng.unit());
             let jitter = DVec2::new(rng.unit() - 0.5, rng.unit() - 0.5) * PIT_JITTER;
             Ball {
                 position: DVec2::new(
@@ -398,12 +405,12 @@ pub const PIT_NEWTON_CAP: u32 = 100;
 pub fn pit_lane(n: usize, method: ContactMethod, width: f64) -> LaneWorld {
     let settings = ContactSettings {
         method,
-        stiffness: 1e6,
+        stiffness: PIT_STIFFNESS,
         dhat: Some(PIT_DHAT),
-        kappa: 1e4,
+        kappa: PIT_KAPPA,
         h: PIT_H,
         gravity: DVec2::new(0.0, -9.81),
-        newton_tolerance: 1e-6,
+        newton_tolerance: PIT_NEWTON_TOLERANCE,
         newton_max_iterations: PIT_NEWTON_CAP,
         ..ContactSettings::default()
     };
@@ -759,7 +766,28 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
         }
     }
     if args.json {
-        outln!("{}", json!({"runs": runs, "ratios": ratios(&runs)}))?;
+        // The pit's parameters, so that a saved result says what it measured.
+        let widths: Vec<f64> = first_of_each(&args.n)
+            .iter()
+            .map(|&n| args.box_width_for(n))
+            .collect();
+        let parameters = json!({
+            "steps": args.steps,
+            "repeat": args.repeat,
+            "seed": PIT_SEED,
+            "h_s": PIT_H,
+            "dhat_m": PIT_DHAT,
+            "kappa": PIT_KAPPA,
+            "penalty_stiffness_n_per_m": PIT_STIFFNESS,
+            "newton_tolerance_m": PIT_NEWTON_TOLERANCE,
+            "newton_cap": PIT_NEWTON_CAP,
+            "radius_m": [PIT_RADIUS * PIT_RADIUS_LOW, PIT_RADIUS * (PIT_RADIUS_LOW + PIT_RADIUS_SPAN)],
+            "box_width_m": widths,
+        });
+        outln!(
+            "{}",
+            json!({"runs": runs, "ratios": ratios(&runs), "parameters": parameters})
+        )?;
     } else {
         outln!("{}", format_table(&runs))?;
     }

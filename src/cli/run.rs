@@ -532,8 +532,7 @@ pub fn short_lane_notes<'a>(
     let Some(smallest) = lanes.clone().map(|l| l.settings.h).reduce(f64::min) else {
         return Vec::new();
     };
-    // Six significant digits: a lane's clock is a running sum (0.09900000000000002 reads 0.099).
-    let seconds = |t: f64| crate::text::number(format!("{t:.5e}").parse().unwrap_or(t));
+    let seconds = crate::text::significant;
     let run = format!(
         "the run's {} s ({} of h = {} s)",
         seconds(end),
@@ -573,6 +572,22 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     let lanes = run_scene_measured_with(&scene, steps, |done| bar.set_position(done));
     bar.finish_and_clear();
     let end = crate::demo::seconds_of(steps, &scene).unwrap_or(0.0);
+    let h = scene.lanes.iter().map(|l| l.contact.h);
+    let (smallest, largest) = (
+        h.clone().fold(f64::INFINITY, f64::min),
+        h.fold(0.0, f64::max),
+    );
+    if smallest < largest {
+        // A scene file's `steps` count steps of its smallest h: a lane edited to 1 ms shortens the run tenfold.
+        eprintln!(
+            "note: {}: the lanes' h differ ({} s to {} s); they keep time together for {} of the smallest, {} s",
+            args.scene.display(),
+            crate::text::significant(smallest),
+            crate::text::significant(largest),
+            crate::text::counted(steps, "step", "steps"),
+            crate::text::significant(end)
+        );
+    }
     for note in short_lane_notes(lanes.iter().map(|(lane, _)| lane), end, steps) {
         eprintln!("note: {}: {note}", args.scene.display());
     }

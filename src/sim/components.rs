@@ -434,7 +434,7 @@ impl LaneSetting {
 
     /// This setting's value in `settings`, as a lane's title quotes it after an edit: `k = 1e6 N/m`.
     pub fn value_text(self, settings: &ContactSettings) -> String {
-        use crate::text::number;
+        use crate::text::significant as number;
         match self {
             LaneSetting::Method => format!("method {}", settings.method.label()),
             LaneSetting::Stiffness => format!("k = {} N/m", number(settings.stiffness)),
