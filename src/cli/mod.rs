@@ -185,6 +185,27 @@ pub fn compact_number(value: f64) -> String {
 mod tests {
     use super::compact_number;
 
+    /// Counts read as people write them: `1e3`, `1000.0`, with spaces from a list; a fraction, a negative, a word
+    /// or an overflow is refused with the same words.
+    #[test]
+    fn a_count_may_be_written_1e3_and_a_listed_value_may_hold_spaces() {
+        use super::{parse_count, parse_listed_number, parse_listed_word, parse_usize};
+        assert_eq!(parse_count("1000"), Ok(1000));
+        assert_eq!(parse_count("1e3"), Ok(1000));
+        assert_eq!(parse_count(" 1000.0 "), Ok(1000));
+        assert_eq!(parse_usize(" 4000"), Ok(4000));
+        for bad in ["1.5", "-3", "abc", "", "1e30", "nan", "inf"] {
+            assert_eq!(
+                parse_count(bad),
+                Err("must be a whole number of 0 or more, such as 1000 or 1e3".into()),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(parse_listed_number(" 2"), Ok(2.0));
+        assert!(parse_listed_number("two").is_err());
+        assert_eq!(parse_listed_word(" penalty "), Ok("penalty".into()));
+    }
+
     #[test]
     fn compact_numbers_read_like_the_seed() {
         assert_eq!(compact_number(1e4), "1e4");

@@ -827,3 +827,48 @@ fn the_scene_menu_lists_a_file_once_however_its_path_is_spelled() {
     assert_eq!(catalogue.paths.len(), BUILT_IN_SCENES.len() + 1);
     let _ = std::fs::remove_file(&other);
 }
+
+/// `run` runs every lane for the same time, `--steps` of the smallest h: a lane of 3 ms beside one of 1 ms takes
+/// the steps that fit and is noted when it ends short; a lane whose h is longer than the run takes none, is
+/// noted, and reports no Newton counts (`null`, not 0).
+#[test]
+fn run_keeps_lanes_of_different_h_together_and_notes_a_lane_that_ends_short() {
+    use contact_sandbox::cli::run::{
+        HalfwaySnapshot, lane_json, lane_steps, run_scene, short_lane_notes,
+    };
+    let mut scene =
+        Scene::load(&scenes_dir().join("wall_throw.ron")).expect("the shipped scene loads");
+    scene.lanes[0].contact.h = 0.001;
+    scene.lanes[1].contact.h = 0.003;
+    assert_eq!(lane_steps(&scene, 80), [80, 26]);
+    let lanes = run_scene(&scene, 80);
+    assert_eq!((lanes[0].stats.steps, lanes[1].stats.steps), (80, 26));
+    let notes = short_lane_notes(lanes.iter(), 0.08, 80);
+    assert_eq!(
+        notes,
+        [
+            "lane 'ipc dhat=1mm' ends at 0.078 s, before the run's 0.08 s (80 steps of h = 0.001 s): its h = 0.003 \
+          s does not divide it"
+        ]
+    );
+    scene.lanes[1].contact.h = 0.7;
+    let lanes = run_scene(&scene, 80);
+    assert_eq!(lanes[1].stats.steps, 0);
+    assert_eq!(
+        short_lane_notes(lanes.iter(), 0.08, 80),
+        [
+            "lane 'ipc dhat=1mm' takes no step: its h = 0.7 s is longer than the run's 0.08 s (80 steps of h = \
+          0.001 s)"
+        ]
+    );
+    let half = HalfwaySnapshot::default();
+    let json = lane_json(&lanes[1], &half);
+    assert!(
+        json["max_newton"].is_null() && json["mean_newton"].is_null(),
+        "{json}"
+    );
+    assert_eq!(lane_json(&lanes[0], &half)["max_newton"], 2);
+    // Lanes of one h end together and are not noted.
+    scene.lanes[1].contact.h = 0.001;
+    assert!(short_lane_notes(run_scene(&scene, 80).iter(), 0.08, 80).is_empty());
+}
