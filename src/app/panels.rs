@@ -243,8 +243,15 @@ fn sandbox_ui(
         lanes.iter().map(|l| (l.0, l.1)),
         super::labels::named_scene(demo.replay.as_deref(), active.as_deref()),
     );
-    let smallest_h = lanes.iter().map(|l| l.1.world.settings.h).reduce(f64::min);
-    // The finest lane that has not faulted sets the ticks left.
+    // What a tick advances the run by: the smallest h of the lanes that still step (once a lane of 1 ms has
+    // faulted, a tick is its neighbour's 10 ms).
+    let smallest_h = lanes
+        .iter()
+        .filter(|l| crate::demo::lane_can_step(&l.1.world, control.run_end))
+        .map(|l| l.1.world.settings.h)
+        .reduce(f64::min);
+    // Each tick steps at least one lane: the most steps a lane that has not faulted has left. A tick may be a
+    // coarse lane's alone (its last step after a finer lane's end), which this undercounts by one.
     let ticks_left = control.run_end.map(|_| {
         lanes
             .iter()
@@ -805,7 +812,7 @@ fn status_row(
 struct RunInfo {
     /// The smallest h of the lanes: what a tick advances the run by.
     smallest_h: Option<f64>,
-    /// Ticks before the run's end ([`crate::demo::lane_steps_left`] of its finest lane); none without an end.
+    /// Ticks before the run's end (the most [`crate::demo::lane_steps_left`] of a lane); none without an end.
     ticks_left: Option<u64>,
     replay_ticks: Option<(u64, u64)>,
 }
@@ -1946,15 +1953,19 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
              the wall stopped the ball), and h the lane's step now. A ball that travels more than half a wall's \
              thickness in one step can pass it under penalty contact.",
         );
-        if w.settings.method == ContactMethod::Penalty {
-            let heaviest = w.balls.iter().map(|b| b.mass).fold(0.0, f64::max);
-            let depth = penalty_stopping_depth(v_max, heaviest, w.settings.stiffness);
+        let worst = nearest_pass(
+            w.balls.iter().map(|b| (b.mass, b.radius)),
+            v_max,
+            w.settings.stiffness,
+            thinnest,
+        );
+        if let (ContactMethod::Penalty, Some((depth, reach))) = (w.settings.method, worst) {
             let text = format!(
-                "stop depth v·√(m/k) = {} vs ½ thinnest wall {:.2} mm",
+                "stop depth v·√(m/k) = {} vs r + ½ thinnest wall {}",
                 crate::text::length_text(depth),
-                thinnest * 0.5e3
+                crate::text::length_text(reach)
             );
-            let shown = if can_tunnel(depth, thinnest) {
+            let shown = if can_tunnel(depth, 2.0 * reach) {
                 ui.colored_label(
                     egui::Color32::from_rgb(255, 180, 60),
                     format!("⚠ {text}: k too soft, through at any h"),
@@ -1963,10 +1974,11 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
                 ui.label(text)
             };
             shown.on_hover_text(
-                "How deep the wall's spring lets the heaviest ball in at the fastest speed before it stops it: \
-                 ½ m v² = ½ k d². Past half the wall's thickness the far face is the nearer one, and penalty \
+                "How deep the wall's spring lets a ball in at the lane's fastest speed before it stops it: \
+                 ½ m v² = ½ k d², for the ball that comes nearest to passing. Once its centre passes the wall's \
+                 middle (an overlap of its radius and half the wall) the far face is the nearer one, and penalty \
                  pushes the ball out through it whatever h: a smaller h helps only a wall stiff enough to stop the \
-                 ball inside it.",
+                 ball before that.",
             );
         }
     }
@@ -2032,16 +2044,30 @@ enum PreflightLine {
     IpcOnly(String),
 }
 
-/// The seed's first pre-flight number: penalty can tunnel when the step's travel `v·h` *exceeds* half the thinnest
-/// wall. A 1 m/s throw at h = 10 ms and a 20 mm wall is exactly at it, and its speed read back from positions is
-/// 1.0000000000000009 m/s: past it by rounding alone, it was warned of while the same lane stopped the ball at 5 mm.
 /// How deep a penalty wall of stiffness `k` [N/m] lets a ball of mass `m` [kg] at speed `v` [m/s] in before its
-/// spring stops it [m]: ½ m v² = ½ k d². Past half a wall's thickness the far face is the nearer, and the ball is
-/// pushed through it ([`can_tunnel`] against that depth), at any h.
+/// spring stops it [m]: ½ m v² = ½ k d². Once the ball's centre passes the wall's middle (an overlap of its radius
+/// and half the wall) the far face is the nearer, and the ball is pushed through it, at any h.
 fn penalty_stopping_depth(v: f64, m: f64, k: f64) -> f64 {
     v * (m / k).sqrt()
 }
 
+/// The ball (of `(mass, radius)`) that a penalty wall of stiffness `k` comes nearest to letting through at speed
+/// `v`, the thinnest wall `thinnest` thick: its stopping depth and the overlap at which its centre passes the
+/// wall's middle ([`penalty_stopping_depth`]). None without balls.
+fn nearest_pass(
+    balls: impl Iterator<Item = (f64, f64)>,
+    v: f64,
+    k: f64,
+    thinnest: f64,
+) -> Option<(f64, f64)> {
+    balls
+        .map(|(mass, radius)| (penalty_stopping_depth(v, mass, k), radius + 0.5 * thinnest))
+        .max_by(|a, b| (a.0 / a.1).total_cmp(&(b.0 / b.1)))
+}
+
+/// The seed's first pre-flight number: penalty can tunnel when the step's travel `v·h` *exceeds* half the thinnest
+/// wall. A 1 m/s throw at h = 10 ms and a 20 mm wall is exactly at it, and its speed read back from positions is
+/// 1.0000000000000009 m/s: past it by rounding alone, it was warned of while the same lane stopped the ball at 5 mm.
 fn can_tunnel(travel: f64, thinnest: f64) -> bool {
     travel > 0.5 * thinnest * (1.0 + 1e-9)
 }
@@ -3065,6 +3091,18 @@ mod tests {
             0.04,
             "a heavier ball goes deeper"
         );
+        // A ball of radius r passes the wall's middle at an overlap of r + ½ wall: the ball pit's 50 mm, 0.5 kg
+        // balls at 10 m/s stop 70.7 mm in, short of 100 mm, against its 100 mm walls at k = 1e4.
+        let (depth, reach) =
+            nearest_pass([(0.5, 0.05)].into_iter(), 10.0, 1e4, 0.1).expect("a ball");
+        assert!((depth - 0.0707).abs() < 1e-4 && reach == 0.1);
+        assert!(!can_tunnel(depth, 2.0 * reach));
+        // Of two balls, the one nearest to passing: the light big one is safe, the heavy point one is not.
+        let balls = [(0.1, 0.05), (4.0, 0.0)];
+        let (depth, reach) = nearest_pass(balls.into_iter(), 1.0, 1e4, 0.02).expect("balls");
+        assert_eq!((depth, reach), (0.02, 0.01));
+        assert!(can_tunnel(depth, 2.0 * reach));
+        assert_eq!(nearest_pass([].into_iter(), 1.0, 1e4, 0.02), None);
     }
 
     /// A setting field shows a value in a few characters: 10¹² pushed the lane panel past the window's edge as

@@ -248,11 +248,11 @@ pub const PIT_RADIUS: f64 = 0.05;
 pub const PIT_H: f64 = 1.0 / 60.0;
 pub const PIT_DHAT: f64 = 1e-3;
 pub const PIT_SEED: u64 = 0x5EED_CAFE;
-/// The pit's barrier stiffness κ, penalty stiffness k [N/m] and Newton tolerance [m].
-pub const PIT_KAPPA: f64 = 1e4;
 /// Each ball's radius is [`PIT_RADIUS`] times a uniform draw from `LOW` to `LOW + SPAN` (±20 %).
 const PIT_RADIUS_LOW: f64 = 0.8;
 const PIT_RADIUS_SPAN: f64 = 0.4;
+/// The pit's barrier stiffness κ, penalty stiffness k [N/m] and Newton tolerance [m].
+pub const PIT_KAPPA: f64 = 1e4;
 pub const PIT_STIFFNESS: f64 = 1e6;
 pub const PIT_NEWTON_TOLERANCE: f64 = 1e-6;
 /// The balls' starting grid: its spacing [m] and the height of its first row's centres above the floor.

@@ -365,7 +365,7 @@ fn lane_json_with(lane: &LaneWorld, balls: Value, rods: Value) -> Value {
         "time_s": lane.time,
         "min_gap_m": null_if_not_finite(s.min_gap),
         "max_penetration_m": s.max_penetration,
-        // Null where no Newton solve ran: a lane of rods alone, or one that took no step.
+        // Null where no step ran a Newton solve (a lane that took no step).
         "max_newton": (s.newton_steps > 0).then_some(s.max_newton),
         "mean_newton": (s.newton_steps > 0).then(|| s.mean_newton()),
         "newton_cap_hits": s.iteration_caps,

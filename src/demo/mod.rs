@@ -32,8 +32,9 @@ pub const DEMO_VERSION: u32 = 1;
 ///   Solves with contacts closer than about ten tolerances may take more directions (the shipped wall-throw
 ///   demo's hashes do not change; the reference pit takes 4 more directions in 120 steps at 1k, 2 at 10k).
 /// - 4: lanes of different h keep time together ([`step_lanes`]): a tick steps the lane of the smallest h and
-///   every lane whose step ends by then, where each lane used to take a step every tick; a scene's `steps` count
-///   steps of its smallest h. Lanes of one h step as before (every shipped scene and demo keeps its hashes).
+///   every lane whose step ends by then, where each lane used to take a step every tick; the run ends at a scene's
+///   `steps` of the smallest h of its lanes, and a lane the panel edited to another h takes the steps that fit.
+///   Lanes that run their scene's own h step as before (every shipped scene and demo keeps its hashes).
 pub const PHYSICS_REVISION: u32 = 4;
 
 /// What changed in the physics after `revision`, in a few words for a replay's verdict.

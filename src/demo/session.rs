@@ -584,7 +584,8 @@ pub fn steps_until(h: f64, end: f64) -> u64 {
 /// ([`lane_can_step`]) takes one step, and every other lane steps with it if its own step ends by then (within
 /// [`CLOCK_SLACK`] of the smallest step). Lanes of one h all step every tick, as they always have; a lane of 10 ms
 /// beside one of 1 ms steps every tenth tick, so the two balls fly side by side, and a lane of 3 ms beside one of
-/// 2 ms steps on two ticks of three. A tick advances the run by the smallest h. Returns whether any lane stepped.
+/// 2 ms steps on two ticks of three. A tick advances the run by the smallest h of the lanes that still step.
+/// Returns whether any lane stepped.
 pub fn step_lanes(lanes: &mut [&mut LaneWorld], end: Option<f64>) -> bool {
     let driver = lanes
         .iter()
@@ -646,7 +647,7 @@ impl Fnv64 {
 }
 
 /// Hashes everything that decides a lane's future: settings, walls, every body's full state, the clock,
-/// the step count (the scene's step limit reads it), the fault and the tunnelling record.
+/// the step count, the fault and the tunnelling record (the run's end reads the clock).
 pub fn hash_lane(hasher: &mut Fnv64, lane: &LaneWorld) {
     hasher.bytes(lane.name.as_bytes());
     hasher.u64(lane.name.len() as u64);
@@ -1100,7 +1101,8 @@ mod tests {
         let slow = thrown_scene(&loaded, 0.5, (None, None, None), Some(151), "t").expect("valid");
         assert_eq!(slow.steps, Some(151), "the action's steps");
         assert_eq!(steps(&slow, 5.0, 0.01), Some(80));
-        // A lane edited to 1 ms in the panel (not the throw's h) keeps time with the scene's 80 steps of 10 ms.
+        // Without the throw's h the run is counted in the scene's 10 ms: a lane the panel edited to 1 ms keeps
+        // time with it (`lanes_of_different_h_keep_time_together`) and takes 800.
         let thrown = thrown_scene(&loaded, 5.0, (None, None, None), None, "t").expect("valid");
         assert_eq!(thrown_steps(&loaded, &thrown, 5.0), Some(80));
         // Without steps in the action (a demo recorded before them), the current scene's run length.

@@ -239,7 +239,7 @@ pub struct SimControl {
     pub steps_taken: u64,
     /// Pause and single-step requests not yet seen by the recorder.
     pub pace_log: Vec<crate::demo::Action>,
-    /// Fixed ticks that stepped (or would have, had no lane reached the step limit) since the app started;
+    /// Fixed ticks that stepped (or would have, had the run not reached its end) since the app started;
     /// never reset. Demos time their actions by it.
     pub ticks: u64,
 }

@@ -78,7 +78,7 @@ pub enum SimSet {
     ApplyMessages,
     /// FixedUpdate: validated settings edits are copied into the lanes; previous states are remembered.
     Gather,
-    /// FixedUpdate: every lane takes one [`LaneWorld::step`].
+    /// FixedUpdate: the lanes step, keeping time together ([`crate::demo::step_lanes`]).
     Step,
     /// FixedUpdate and Update: body entities are created and updated from the lanes.
     Writeback,
@@ -780,7 +780,7 @@ pub fn step_lanes(
     }
     let mut sorted: Vec<(Entity, Mut<Lane>, Mut<LaneDiagnostics>)> = lanes.iter_mut().collect();
     sorted.sort_by_key(|(_, lane, _)| lane.index);
-    // Lanes that will not step (all at the scene's step limit, or faulted) need no thread.
+    // Lanes that will not step (all at the run's end, or faulted) need no thread.
     let idle = sorted
         .iter()
         .all(|(_, l, _)| !crate::demo::lane_can_step(&l.world, control.run_end));

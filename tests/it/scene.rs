@@ -714,7 +714,12 @@ fn rods_below_the_floor_and_far_floors_are_refused_with_compact_values() {
         ),
         (
             rod_lane("center: (0, 1), length: -2", "0"),
-            "bad.ron: lanes[0].rods[0].length: must be > 0, got -2",
+            "bad.ron: lanes[0].rods[0].length: must be at least 1e-6 m, got -2",
+        ),
+        // At or below 0 is told the range, as below it is (it read "must be > 0").
+        (
+            rod_lane("center: (0, 0.5), angle: 0.5, length: 1, mass: -1", "0"),
+            "bad.ron: lanes[0].rods[0].mass: must be between 1e-6 kg and 1e6 kg, got -1",
         ),
         // A rod with no inertia a double can hold gave NaN everywhere at its first step; mass had no bounds.
         (
