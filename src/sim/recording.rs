@@ -653,16 +653,25 @@ pub fn seek_replay(
         }
         return;
     };
-    // The samples of the ticks the seek steps through, per tick and lane, with the lanes' generation.
-    let mut stepped: VecDeque<(u64, Vec<Option<DiagnosticSample>>)> = VecDeque::new();
+    // The samples of the steps the seek steps through, per lane (one a step: a lane of 10 ms beside one of 1 ms
+    // waits nine ticks of ten), of the lanes' last generation.
+    let mut stepped: Vec<VecDeque<DiagnosticSample>> = Vec::new();
+    let mut stepped_generation = None;
     let seeking = replay.player.seek_with(tick, |session| {
-        if stepped.len() >= HISTORY_LEN {
-            stepped.pop_front();
+        if stepped_generation != Some(session.generation) {
+            stepped = vec![VecDeque::new(); session.lanes.len()];
+            stepped_generation = Some(session.generation);
         }
-        stepped.push_back((
-            session.generation,
-            session.lanes.iter().map(sample).collect(),
-        ));
+        for (lane, out) in session.lanes.iter().zip(stepped.iter_mut()) {
+            if let Some(sample) = sample(lane)
+                && out.back().is_none_or(|last| last.step < sample.step)
+            {
+                if out.len() >= HISTORY_LEN {
+                    out.pop_front();
+                }
+                out.push_back(sample);
+            }
+        }
     });
     if let Err(e) = seeking {
         log.error(e.to_string());
@@ -675,9 +684,12 @@ pub fn seek_replay(
     let mut histories = Vec::with_capacity(session.lanes.len());
     for (index, world) in session.lanes.iter().enumerate() {
         let lane_samples: Vec<Option<DiagnosticSample>> = stepped
-            .iter()
-            .filter(|(g, _)| *g == generation)
-            .map(|(_, samples)| samples.get(index).copied().flatten())
+            .get(index)
+            .filter(|_| stepped_generation == Some(generation))
+            .into_iter()
+            .flatten()
+            .copied()
+            .map(Some)
             .collect();
         let before = lanes
             .iter()

@@ -2030,4 +2030,29 @@ fn a_replay_plots_each_lane_s_steps_once() {
                 .all(|(a, b)| a.step < b.step)
         );
     }
+    // A seek over more ticks than a history holds keeps as many of each lane's steps: the seek's buffer held the
+    // last 2 000 ticks, 100 of a 20-times coarser lane's 150 steps.
+    mixed.lanes[0].contact.h = 0.0005;
+    mixed.steps = Some(3000);
+    let script = Script::parse("Script(ticks: 3000, hash_every: 500, actions: [])", "s.ron")
+        .expect("parses");
+    let demo = record_script(&mixed, &script, "s.ron", |_, _| {}).expect("records");
+    let path = scratch("mixed_h_long.demo.ron");
+    demo.save(&path).expect("saves");
+    let mut app = headless(WALL_THROW);
+    app.update();
+    app.world_mut().write_message(StartReplay(path));
+    app.update();
+    app.world_mut().resource_mut::<Replay>().seek = Some(3000);
+    app.update();
+    let mut query = app
+        .world_mut()
+        .query::<(&Lane, &contact_sandbox::sim::LaneDiagnostics)>();
+    let mut lanes: Vec<_> = query.iter(app.world()).collect();
+    lanes.sort_by_key(|(lane, _)| lane.index);
+    let steps: Vec<(u64, usize)> = lanes
+        .iter()
+        .map(|(lane, d)| (lane.world.stats.steps, d.history.len()))
+        .collect();
+    assert_eq!(steps, [(3000, 2000), (150, 150)]);
 }
