@@ -1940,15 +1940,8 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
             travel * 1e3,
             thinnest * 0.5e3
         );
-        let shown = if can_tunnel(travel, thinnest) && w.settings.method == ContactMethod::Penalty {
-            ui.colored_label(
-                egui::Color32::from_rgb(255, 180, 60),
-                format!("⚠ {text}: penalty can tunnel"),
-            )
-        } else {
-            ui.label(text)
-        };
-        shown.on_hover_text(
+        let tunnels = can_tunnel(travel, thinnest) && w.settings.method == ContactMethod::Penalty;
+        warning_line(ui, text, tunnels.then_some("penalty can tunnel")).on_hover_text(
             "v is the fastest any ball of this lane has moved in its run so far (a throw's speed stays in it after \
              the wall stopped the ball), and h the lane's step now. A ball that travels more than half a wall's \
              thickness in one step can pass it under penalty contact.",
@@ -1965,15 +1958,8 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
                 crate::text::length_text(depth),
                 crate::text::length_text(reach)
             );
-            let shown = if can_tunnel(depth, 2.0 * reach) {
-                ui.colored_label(
-                    egui::Color32::from_rgb(255, 180, 60),
-                    format!("⚠ {text}: k too soft, through at any h"),
-                )
-            } else {
-                ui.label(text)
-            };
-            shown.on_hover_text(
+            let through = can_tunnel(depth, 2.0 * reach);
+            warning_line(ui, text, through.then_some("k too soft, through at any h")).on_hover_text(
                 "How deep the wall's spring lets a ball in at the lane's fastest speed before it stops it: \
                  ½ m v² = ½ k d², for the ball that comes nearest to passing. Once its centre passes the wall's \
                  middle (an overlap of its radius and half the wall) the far face is the nearer one, and penalty \
@@ -2049,6 +2035,17 @@ enum PreflightLine {
 /// and half the wall) the far face is the nearer, and the ball is pushed through it, at any h.
 fn penalty_stopping_depth(v: f64, m: f64, k: f64) -> f64 {
     v * (m / k).sqrt()
+}
+
+/// A pre-flight line: `text`, or in amber with a "⚠" and `warning` after it.
+fn warning_line(ui: &mut egui::Ui, text: String, warning: Option<&str>) -> egui::Response {
+    match warning {
+        Some(warning) => ui.colored_label(
+            egui::Color32::from_rgb(255, 180, 60),
+            format!("⚠ {text}: {warning}"),
+        ),
+        None => ui.label(text),
+    }
 }
 
 /// The ball (of `(mass, radius)`) that a penalty wall of stiffness `k` comes nearest to letting through at speed

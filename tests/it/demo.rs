@@ -1993,6 +1993,24 @@ fn a_recording_of_no_step_says_so_when_saved() {
     assert_eq!(demo.ticks, 0);
 }
 
+/// Each lane's steps and the steps of the samples in its plots' history, in lane order.
+fn plotted(app: &mut App) -> Vec<(u64, Vec<u64>)> {
+    let mut query = app
+        .world_mut()
+        .query::<(&Lane, &contact_sandbox::sim::LaneDiagnostics)>();
+    let mut lanes: Vec<_> = query.iter(app.world()).collect();
+    lanes.sort_by_key(|(lane, _)| lane.index);
+    lanes
+        .iter()
+        .map(|(lane, d)| {
+            (
+                lane.world.stats.steps,
+                d.history.iter().map(|s| s.step).collect(),
+            )
+        })
+        .collect()
+}
+
 /// A replay plots a lane's steps once each, as the sandbox does: a lane of 10 ms beside one of 1 ms gets a
 /// sample on its own steps only, not on the ticks it waits (its spikes counted ten times over), and the idle
 /// ticks after the run's end add nothing (they pushed the run's start out of the plots).
@@ -2012,22 +2030,13 @@ fn a_replay_plots_each_lane_s_steps_once() {
     for _ in 0..420 {
         app.update();
     }
-    let mut query = app
-        .world_mut()
-        .query::<(&Lane, &contact_sandbox::sim::LaneDiagnostics)>();
-    let mut lanes: Vec<_> = query.iter(app.world()).collect();
-    lanes.sort_by_key(|(lane, _)| lane.index);
-    let steps: Vec<(u64, usize)> = lanes
-        .iter()
-        .map(|(lane, d)| (lane.world.stats.steps, d.history.len()))
-        .collect();
+    let lanes = plotted(&mut app);
+    let steps: Vec<(u64, usize)> = lanes.iter().map(|(steps, h)| (*steps, h.len())).collect();
     assert_eq!(steps, [(300, 300), (30, 30)]);
-    for (_, d) in &lanes {
+    for (_, plotted) in &lanes {
         assert!(
-            d.history
-                .iter()
-                .zip(d.history.iter().skip(1))
-                .all(|(a, b)| a.step < b.step)
+            plotted.windows(2).all(|pair| pair[0] < pair[1]),
+            "{plotted:?}"
         );
     }
     // A seek over more ticks than a history holds keeps as many of each lane's steps: the seek's buffer held the
@@ -2045,14 +2054,7 @@ fn a_replay_plots_each_lane_s_steps_once() {
     app.update();
     app.world_mut().resource_mut::<Replay>().seek = Some(3000);
     app.update();
-    let mut query = app
-        .world_mut()
-        .query::<(&Lane, &contact_sandbox::sim::LaneDiagnostics)>();
-    let mut lanes: Vec<_> = query.iter(app.world()).collect();
-    lanes.sort_by_key(|(lane, _)| lane.index);
-    let steps: Vec<(u64, usize)> = lanes
-        .iter()
-        .map(|(lane, d)| (lane.world.stats.steps, d.history.len()))
-        .collect();
+    let lanes = plotted(&mut app);
+    let steps: Vec<(u64, usize)> = lanes.iter().map(|(steps, h)| (*steps, h.len())).collect();
     assert_eq!(steps, [(3000, 2000), (150, 150)]);
 }
