@@ -572,11 +572,8 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     let lanes = run_scene_measured_with(&scene, steps, |done| bar.set_position(done));
     bar.finish_and_clear();
     let end = crate::demo::seconds_of(steps, &scene).unwrap_or(0.0);
-    let h = scene.lanes.iter().map(|l| l.contact.h);
-    let (smallest, largest) = (
-        h.clone().fold(f64::INFINITY, f64::min),
-        h.fold(0.0, f64::max),
-    );
+    let smallest = crate::demo::smallest_h(&scene);
+    let largest = scene.lanes.iter().map(|l| l.contact.h).fold(0.0, f64::max);
     if smallest < largest {
         // A scene file's `steps` count steps of its smallest h: a lane edited to 1 ms shortens the run tenfold.
         eprintln!(

@@ -136,17 +136,8 @@ pub fn thrown_scene(
 /// long instead, to see a slow ball arrive and turn. At most [`MAX_RUN_STEPS`].
 pub fn thrown_steps(loaded: &Scene, thrown: &Scene, v0: f64) -> Option<u64> {
     let steps = loaded.steps?;
-    let loaded_h = loaded
-        .lanes
-        .iter()
-        .map(|lane| lane.contact.h)
-        .fold(f64::INFINITY, f64::min);
-    let seconds = steps as f64 * loaded_h;
-    let h = thrown
-        .lanes
-        .iter()
-        .map(|lane| lane.contact.h)
-        .fold(f64::INFINITY, f64::min);
+    let seconds = steps as f64 * smallest_h(loaded);
+    let h = smallest_h(thrown);
     // The gap each lane's thrown ball has to close, to its nearest wall; the widest of them.
     let gap = thrown
         .lanes
@@ -210,11 +201,7 @@ pub fn throws_without_steps_notes(
             (steps, thrown.steps, thrown_steps(scene, &thrown, v0))
             && runs != window
         {
-            let h = thrown
-                .lanes
-                .iter()
-                .map(|lane| lane.contact.h)
-                .fold(f64::INFINITY, f64::min);
+            let h = smallest_h(&thrown);
             notes.push(format!(
                 "{file}: actions[{k}] (tick {}): this Throw has no steps, so it runs the current scene's {runs} \
                  steps ({} s at h = {} s); the window's Throw would run {window}: add `steps: Some({window})` to run \
@@ -527,12 +514,16 @@ pub fn run_seconds(scene: &Scene) -> Option<f64> {
 
 /// The time `steps` steps of the smallest h of `scene`'s lanes take [s] (none for a scene without lanes).
 pub fn seconds_of(steps: u64, scene: &Scene) -> Option<f64> {
-    let h = scene
+    Some(steps as f64 * smallest_h(scene)).filter(|t| t.is_finite())
+}
+
+/// The smallest h of `scene`'s lanes [s] (infinite for a scene without lanes).
+pub fn smallest_h(scene: &Scene) -> f64 {
+    scene
         .lanes
         .iter()
         .map(|l| l.contact.h)
-        .fold(f64::INFINITY, f64::min);
-    Some(steps as f64 * h).filter(|t| t.is_finite())
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// The run's end after a ball or a rod is spawned into lanes whose clocks have reached `lanes_time`: a scene's
