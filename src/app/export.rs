@@ -75,15 +75,17 @@ pub enum ClipFormat {
     Frames,
 }
 
-/// The overlay's text at the player's tick: the demo, the scene it shows then, the tick and time, the verdict.
+/// The overlay's text at the player's tick: the demo, the scene it shows then, the tick, the lanes' time and the
+/// verdict. The time is the lanes' own clock, as in the window's replay: ticks over the recorded rate differ from it
+/// where the rate was capped (an h below 1 ms) and after the run's end, when ticks pass and the lanes stand.
 fn overlay_label(overlay: &Overlay, player: &crate::demo::Player) -> String {
-    let tick = player.tick();
     format!(
-        "{} - {}\ntick {tick}/{}   t = {:.2} s   hashes: {}",
+        "{} - {}\ntick {}/{}   t = {:.3} s   hashes: {}",
         overlay.demo_name,
         player.session.loaded.name,
+        player.tick(),
         player.demo.ticks,
-        tick as f64 / player.demo.fixed_hz,
+        crate::demo::lanes_time(&player.session.lanes),
         overlay.verdict
     )
 }
@@ -1484,6 +1486,42 @@ mod tests {
             format!("sw.demo.ron - {switched}")
         );
         assert_ne!(switched, "Wall throw");
+    }
+
+    /// The overlay's time is the lanes' clock: lanes at h = 0.1 ms are recorded at the capped 1 000 Hz, so ticks over
+    /// the rate ran ten times ahead of them, and after the run's 80 steps the ticks go on while the lanes stand.
+    #[test]
+    fn the_overlay_gives_the_lanes_time_not_ticks_over_the_rate() {
+        let mut scene =
+            crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+                .expect("the shipped wall throw");
+        for lane in &mut scene.lanes {
+            lane.contact.h = 1e-4;
+        }
+        let script =
+            crate::demo::Script::parse("Script(ticks: 100, actions: [])", "fine.script.ron")
+                .expect("a valid script");
+        let demo = crate::demo::record_script(&scene, &script, "fine.script.ron", |_, _| {})
+            .expect("records");
+        assert_eq!(demo.fixed_hz, 1_000.0);
+        let mut player = crate::demo::Player::new(demo, "fine");
+        player.start().expect("starts");
+        let overlay = Overlay {
+            demo_name: "fine.demo.ron".into(),
+            verdict: "match (1 hash)".into(),
+            mismatch: false,
+        };
+        let second = |label: String| label.lines().nth(1).unwrap_or_default().to_string();
+        player.seek(40).expect("seeks within the run");
+        assert_eq!(
+            second(overlay_label(&overlay, &player)),
+            "tick 40/100   t = 0.004 s   hashes: match (1 hash)"
+        );
+        player.seek(100).expect("seeks past the run's end");
+        assert_eq!(
+            second(overlay_label(&overlay, &player)),
+            "tick 100/100   t = 0.008 s   hashes: match (1 hash)"
+        );
     }
 
     /// A 1×1 GIF89a with a 2-colour table, a NETSCAPE loop extension and frames of the given delays.

@@ -250,15 +250,14 @@ fn sandbox_ui(
         .filter(|l| crate::demo::lane_can_step(&l.1.world, control.run_end))
         .map(|l| l.1.world.settings.h)
         .reduce(f64::min);
-    // Each tick steps at least one lane: the most steps a lane that has not faulted has left. A tick may be a
-    // coarse lane's alone (its last step after a finer lane's end), which this undercounts by one.
-    let ticks_left = control.run_end.map(|_| {
-        lanes
+    // The lanes' clocks run alone to the end: a tick may be a coarse lane's alone (its last step after a finer
+    // lane's end), which the most steps a lane has left would miss.
+    let ticks_left = control.run_end.map(|end| {
+        let clocks: Vec<_> = lanes
             .iter()
-            .filter(|l| l.1.world.fault.is_none())
-            .filter_map(|l| crate::demo::lane_steps_left(&l.1.world, control.run_end))
-            .max()
-            .unwrap_or(0)
+            .map(|l| crate::demo::LaneClock::of(&l.1.world))
+            .collect();
+        crate::demo::ticks_until(&clocks, end, TICKS_COUNTED)
     });
 
     let mut replay_edits = ReplayEdits::default();
@@ -812,7 +811,7 @@ fn status_row(
 struct RunInfo {
     /// The smallest h of the lanes: what a tick advances the run by.
     smallest_h: Option<f64>,
-    /// Ticks before the run's end (the most [`crate::demo::lane_steps_left`] of a lane); none without an end.
+    /// Ticks before the run's end ([`crate::demo::ticks_until`]); none without an end.
     ticks_left: Option<u64>,
     replay_ticks: Option<(u64, u64)>,
 }
@@ -1411,6 +1410,10 @@ fn spawn_panel(
         }
     }
 }
+
+/// The most ticks the status line runs the lanes' clocks through each frame to count the run's ticks exactly (about
+/// 0.1 ms); a longer run's count may be one tick short a lane ([`crate::demo::ticks_until`]).
+const TICKS_COUNTED: u64 = 20_000;
 
 /// Balls per press of the Rain button.
 const RAIN_BALLS: usize = 10;

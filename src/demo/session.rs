@@ -548,16 +548,19 @@ pub fn lanes_time<'a>(lanes: impl IntoIterator<Item = &'a LaneWorld>) -> f64 {
 /// May `lane` step again before the run ends at `end`? Not once it has faulted, nor when its next step would end
 /// after `end` (by more than [`CLOCK_SLACK`] of it).
 pub fn lane_can_step(lane: &LaneWorld, end: Option<f64>) -> bool {
-    let h = lane.settings.h;
-    lane.fault.is_none() && end.is_none_or(|end| lane.time + h <= end + CLOCK_SLACK * h)
+    LaneClock::of(lane).can_step(end)
 }
 
 /// The steps `lane` has left before the run ends at `end`, at its present h, whether or not it has faulted (none
 /// when the run has no end).
 pub fn lane_steps_left(lane: &LaneWorld, end: Option<f64>) -> Option<u64> {
-    let end = end?;
-    let left = ((end - lane.time) / lane.settings.h + CLOCK_SLACK).floor();
-    Some(if left > 0.0 { left as u64 } else { 0 })
+    Some(clock_steps_left(&LaneClock::of(lane), end?))
+}
+
+/// The steps a clock has left before `end`, at its h, faulted or not.
+fn clock_steps_left(clock: &LaneClock, end: f64) -> u64 {
+    let left = ((end - clock.time) / clock.h + CLOCK_SLACK).floor();
+    if left > 0.0 { left as u64 } else { 0 }
 }
 
 /// The steps a lane of step `h` takes from time 0 before a run ends at `end`: as many as [`step_lanes`] lets it
@@ -571,6 +574,47 @@ pub fn steps_until(h: f64, end: f64) -> u64 {
     steps
 }
 
+/// A lane's clock as the tick rule sees it: its time, its h, and whether it may still step (it has not faulted).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LaneClock {
+    pub time: f64,
+    pub h: f64,
+    pub live: bool,
+}
+
+impl LaneClock {
+    pub fn of(lane: &LaneWorld) -> LaneClock {
+        LaneClock {
+            time: lane.time,
+            h: lane.settings.h,
+            live: lane.fault.is_none(),
+        }
+    }
+
+    /// May the lane step again before the run ends at `end`? Not once it has faulted, nor when its next step
+    /// would end after `end` (by more than [`CLOCK_SLACK`] of it).
+    fn can_step(&self, end: Option<f64>) -> bool {
+        self.live && end.is_none_or(|end| self.time + self.h <= end + CLOCK_SLACK * self.h)
+    }
+}
+
+/// The time the next tick runs the lanes to and its smallest h ([`step_lanes`]): the lane of the smallest h among
+/// those that can step drives it (the earliest of them on a tie). None when no lane can step.
+fn next_tick(clocks: impl Iterator<Item = LaneClock>, end: Option<f64>) -> Option<(f64, f64)> {
+    clocks
+        .filter(|c| c.can_step(end))
+        .min_by(|a, b| {
+            a.h.total_cmp(&b.h)
+                .then((a.time + a.h).total_cmp(&(b.time + b.h)))
+        })
+        .map(|c| (c.time + c.h, c.h))
+}
+
+/// Does the lane of `clock` step on a tick that runs to `to`, whose smallest h is `smallest`?
+fn steps_on_tick(clock: &LaneClock, end: Option<f64>, (to, smallest): (f64, f64)) -> bool {
+    clock.can_step(end) && clock.time + clock.h <= to + CLOCK_SLACK * smallest
+}
+
 /// One fixed tick. Lanes keep time together: the lane of the smallest h among those that can step
 /// ([`lane_can_step`]) takes one step, and every other lane steps with it if its own step ends by then (within
 /// [`CLOCK_SLACK`] of the smallest step). Lanes of one h all step every tick, as they always have; a lane of 10 ms
@@ -578,26 +622,42 @@ pub fn steps_until(h: f64, end: f64) -> u64 {
 /// 2 ms steps on two ticks of three. A tick advances the run by the smallest h of the lanes that still step.
 /// Returns whether any lane stepped.
 pub fn step_lanes(lanes: &mut [&mut LaneWorld], end: Option<f64>) -> bool {
-    let driver = lanes
-        .iter()
-        .filter(|lane| lane_can_step(lane, end))
-        .min_by(|a, b| {
-            let (ha, hb) = (a.settings.h, b.settings.h);
-            ha.total_cmp(&hb)
-                .then((a.time + ha).total_cmp(&(b.time + hb)))
-        })
-        .map(|lane| (lane.time + lane.settings.h, lane.settings.h));
-    let Some((clock, smallest)) = driver else {
+    let Some(tick) = next_tick(lanes.iter().map(|l| LaneClock::of(l)), end) else {
         return false;
     };
     let mut stepped = false;
     for lane in lanes.iter_mut() {
-        if lane_can_step(lane, end) && lane.time + lane.settings.h <= clock + CLOCK_SLACK * smallest
-        {
+        if steps_on_tick(&LaneClock::of(lane), end, tick) {
             stepped |= lane.step().is_some();
         }
     }
     stepped
+}
+
+/// The ticks [`step_lanes`] takes before no lane can step by `end`, when no lane faults on the way: a lane's last
+/// step can fall on a tick of its own, after a finer lane has ended, so this is not simply the most steps a lane has
+/// left. Counted by running the clocks alone, up to `limit` ticks; beyond that (a run of millions of fine steps),
+/// the most steps any lane has left, which undercounts by at most one tick a lane.
+pub fn ticks_until(clocks: &[LaneClock], end: f64, limit: u64) -> u64 {
+    let mut clocks = clocks.to_vec();
+    let mut ticks = 0;
+    while let Some(tick) = next_tick(clocks.iter().copied(), Some(end)) {
+        if ticks == limit {
+            return clocks
+                .iter()
+                .filter(|c| c.live)
+                .map(|c| ticks + clock_steps_left(c, end))
+                .max()
+                .unwrap_or(ticks);
+        }
+        for clock in clocks.iter_mut() {
+            if steps_on_tick(clock, Some(end), tick) {
+                clock.time += clock.h;
+            }
+        }
+        ticks += 1;
+    }
+    ticks
 }
 
 /// A 64-bit FNV-1a hash: stable across runs, builds and platforms (unlike `std`'s `DefaultHasher`).
@@ -902,6 +962,53 @@ mod tests {
         assert_eq!(
             session.lanes[1].stats.steps, 80,
             "and not beyond the run's end"
+        );
+    }
+
+    /// The ticks counted by running the clocks alone are the ticks the lanes take. With 2 ms and 3 ms lanes and
+    /// the run's end at 9 ms, the coarse lane's last step (at 9 ms) falls after the fine lane's last (8 ms), on a
+    /// tick of its own: 5 ticks, where the most steps a lane has left is 4 (the status line's old count).
+    #[test]
+    fn the_ticks_counted_from_the_clocks_are_the_ticks_the_lanes_take() {
+        for (h, end) in [
+            ([0.002, 0.003], 0.009),
+            ([0.001, 0.01], 0.8),
+            ([0.01, 0.01], 0.8),
+            ([0.003, 0.002], 0.0125),
+            ([0.007, 0.0025], 0.1),
+        ] {
+            let mut session = Session::new(wall_throw_at(h, 1));
+            let clocks: Vec<LaneClock> = session.lanes.iter().map(LaneClock::of).collect();
+            let counted = ticks_until(&clocks, end, 1_000_000);
+            let mut lanes: Vec<&mut LaneWorld> = session.lanes.iter_mut().collect();
+            let mut taken = 0;
+            while step_lanes(&mut lanes, Some(end)) {
+                taken += 1;
+            }
+            assert_eq!(counted, taken, "h {h:?}, end {end}");
+        }
+        let clocks = [0.002, 0.003].map(|h| LaneClock {
+            time: 0.0,
+            h,
+            live: true,
+        });
+        assert_eq!(ticks_until(&clocks, 0.009, 1_000), 5);
+        assert_eq!(
+            ticks_until(&clocks, 0.009, 0),
+            4,
+            "past the limit, the most steps a lane has left"
+        );
+        let faulted = [
+            clocks[0],
+            LaneClock {
+                live: false,
+                ..clocks[1]
+            },
+        ];
+        assert_eq!(
+            ticks_until(&faulted, 0.009, 1_000),
+            4,
+            "a faulted lane takes no tick"
         );
     }
 
