@@ -51,7 +51,15 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             report(&contact_sandbox::text::parser_error_line(&e.to_string()));
-            return ExitCode::from(2);
+            // A value the option refuses (`--fps 0`, `--steps -1`, `--encoder x264`) exits 1, as a value refused
+            // after parsing does (`--steps 0`); 2 is left for a command line clap cannot read (an unknown option, a
+            // missing value or argument).
+            return match e.kind() {
+                clap::error::ErrorKind::ValueValidation | clap::error::ErrorKind::InvalidValue => {
+                    ExitCode::FAILURE
+                }
+                _ => ExitCode::from(2),
+            };
         }
     };
     let result = match cli.command {

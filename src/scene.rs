@@ -409,9 +409,11 @@ pub fn read_bounded_text(path: &Path, kind: &str) -> Result<String, SceneError> 
         return Err(too_large(&format!("more than {MAX_SCENE_BYTES}")));
     }
     let mut text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let byte = e.as_bytes().get(at).copied().unwrap_or(0);
         error(format!(
-            "cannot read the file: it is not UTF-8 text (byte {} is not)",
-            e.utf8_error().valid_up_to()
+            "cannot read the file: it is not UTF-8 text (byte 0x{byte:02X} at offset {at} does not fit there; is it \
+             a binary file, or text in another encoding such as Latin-1?)"
         ))
     })?;
     // A byte-order mark, as some editors on Windows save one, is not part of the text.
@@ -438,7 +440,7 @@ fn open_for_reading(path: &Path) -> std::io::Result<std::fs::File> {
                 if waiting.recv_timeout(FIFO_PATIENCE)
                     == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
                 {
-                    eprintln!("waiting for something to write into '{shown}'…");
+                    crate::cli::stdout::errln!("waiting for something to write into '{shown}'…");
                 }
             });
             let file = std::fs::File::open(path);

@@ -161,7 +161,7 @@ fn report_save_on_exit(
         (false, _, Some(info)) => info.as_str(),
         (false, _, None) => "the recording was saved",
     };
-    eprintln!("contact-sandbox: the sandbox ended while recording: {said}");
+    crate::cli::stdout::errln!("contact-sandbox: the sandbox ended while recording: {said}");
 }
 
 /// What the Demo section remembers between frames.

@@ -772,6 +772,10 @@ fn aim_camera_at_image(
             },
             TextColor(color),
             Anchor::TOP_LEFT,
+            // Wrapped at the frame's right margin: a portrait clip (360 × 640) cut the verdict to "hashes: m".
+            bevy::text::TextBounds::new_horizontal(
+                (driver.width as f32 - 2.0 * overlay_margin_px(driver.height)).max(1.0),
+            ),
         ));
     }
 }

@@ -100,7 +100,7 @@ impl Plugin for FrameLogPlugin {
             let mut window = FrameWindow::new(length);
             app.add_systems(Last, move |time: Res<Time<Real>>| {
                 if let Some((seconds, frames)) = window.tick(time.delta_secs()) {
-                    eprintln!(
+                    crate::cli::stdout::errln!(
                         "fps: {:.1} over {seconds:.1} s ({frames} frames)",
                         frames as f32 / seconds
                     );

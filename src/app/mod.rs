@@ -207,6 +207,9 @@ pub fn run_gui() -> anyhow::Result<()> {
         }
         Err(e) => return Err(anyhow::Error::new(e)),
     };
+    if let Some(note) = crate::demo::mixed_h_note(&active.current, None) {
+        startup_log.info(format!("{}: {note}", active.path.display()));
+    }
     let screenshot =
         screenshot::ScreenshotPlan::from_env().context("reading the screenshot variables")?;
     let frames = frame_log::FramePlan::from_env().context("reading the frame-rate variables")?;
@@ -217,6 +220,11 @@ pub fn run_gui() -> anyhow::Result<()> {
     active.path = catalogue.add(&active.path);
     catalogue.add(&scene_path);
 
+    // Ctrl-C, SIGTERM and SIGHUP end the app through its exit systems, which save a recording in progress. Bevy's
+    // own handler (ctrlc's `try_set_handler`) installs nothing at all where SIGINT is ignored, as in a script's
+    // background job, so a SIGTERM there killed the window and its recording with it; this one keeps an ignored
+    // signal ignored and handles the others (Bevy's plugin then only watches the flag this sets).
+    crate::cli::on_stop_signal(bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit);
     let mut app = App::new();
     app.add_plugins(
         DefaultPlugins

@@ -639,7 +639,7 @@ fn rapier_peer() -> Result<PathBuf> {
         .arg(format!("{manifest}/Cargo.toml"))
         .arg("--target-dir")
         .arg(&target);
-    eprintln!(
+    crate::cli::stdout::errln!(
         "building the rapier2d peer (cargo build{} --example rapier_peer) into {} ...",
         if release { " --release" } else { "" },
         target.display()
@@ -710,7 +710,7 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
         ("--engines", args.engines.len(), engines.len()),
     ] {
         if kept < given {
-            eprintln!(
+            crate::cli::stdout::errln!(
                 "note: {option} names a value more than once; each runs once, in the order first given"
             );
         }
@@ -753,9 +753,13 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
                     run_child(c, &format!("rapier2d N={n}"))?
                 };
                 if !args.json {
-                    eprintln!(
+                    crate::cli::stdout::errln!(
                         "{:>9} N={:>6}: median {:8.2} ms  p95 {:8.2} ms  (run {round} of {})",
-                        run.engine, run.n, run.median_ms, run.p95_ms, args.repeat
+                        run.engine,
+                        run.n,
+                        run.median_ms,
+                        run.p95_ms,
+                        args.repeat
                     );
                 }
                 done.push(run);

@@ -9,8 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::demo::{
-    AlreadyExists, Demo, Player, Script, holds_a_file, record_script, remove_unfinished_writes,
-    same_file,
+    AlreadyExists, Demo, Player, Script, holds_a_file, remove_unfinished_writes, same_file,
 };
 use crate::scene::Scene;
 use crate::sim::{lane_outcome, lane_summary};
@@ -92,11 +91,11 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
             &script_file,
         ))
     {
-        eprintln!("note: {note}");
+        crate::cli::stdout::errln!("note: {note}");
     }
     let bar = progress_bar(script.ticks, "recording");
     let started = Instant::now();
-    let demo = record_script(
+    let (demo, play_seconds) = crate::demo::record_script_timed(
         &scene,
         &script,
         &args.script.display().to_string(),
@@ -115,9 +114,9 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
             })?
     };
     outln!(
-        "recorded {} ({:.1} s of play at {} Hz), {}, {} in {:.2} s -> {} ({} bytes)",
+        "recorded {} ({:.2} s of play, from {} Hz), {}, {} in {:.2} s -> {} ({} bytes)",
         counted(demo.ticks, "tick", "ticks"),
-        demo.ticks as f64 / demo.fixed_hz,
+        play_seconds,
         crate::text::number(demo.fixed_hz),
         counted(demo.actions.len() as u64, "action", "actions"),
         counted(demo.hashes.len() as u64, "hash", "hashes"),
@@ -198,10 +197,15 @@ fn print_replay(
             .session
             .lanes
             .iter()
-            .map(|l| {
+            .enumerate()
+            .map(|(i, l)| {
+                let was = player.session.scene.lanes.get(i).map(|spec| &spec.contact);
+                let edited = was.map(|was| crate::sim::settings_changes(was, &l.settings));
                 super::run::lane_streamed(l, &no_halfway, |lane| {
                     lane["outcome"] = json!(lane_outcome(l));
                     lane["summary"] = json!(lane_summary(l));
+                    // What an edit during the demo changed from the lane's scene, each with its value now.
+                    lane["edited"] = json!(edited.unwrap_or_default());
                 })
             })
             .collect();
@@ -232,10 +236,13 @@ fn print_replay(
             counted(player.demo.actions.len() as u64, "action", "actions")
         )?;
         if !args.verify {
-            for l in &player.session.lanes {
+            for (i, l) in player.session.lanes.iter().enumerate() {
+                // A lane edited during the demo is named with what the edit changed, not only by a name that
+                // may quote a setting it no longer has ("penalty k=1e4" running at k = 1e6).
+                let was = player.session.scene.lanes.get(i).map(|spec| &spec.contact);
                 outln!(
                     "  lane '{}': {}; {}",
-                    l.name,
+                    crate::sim::lane_title(l, was),
                     lane_outcome(l),
                     lane_summary(l)
                 )?;

@@ -2,8 +2,10 @@
 //! renders a demo's replay offscreen with the sandbox's renderer ([`crate::app::export`]) into a GIF, an MP4 or
 //! a directory of PNG frames.
 //!
-//! Frame k shows the demo at tick `round(k · fixed_hz / fps)`; a demo of T ticks gives
-//! `floor(T · fps / fixed_hz) + 1` frames (the first shows tick 0, the last the end or just before it).
+//! Each tick plays at the rate of the lanes it steps ([`crate::demo::play_rate_hz`], [`PlaySchedule`]), and frame k
+//! shows the tick whose play time is nearest k / fps. At one rate throughout that is tick `round(k · fixed_hz /
+//! fps)`, and a demo of T ticks gives `floor(T · fps / fixed_hz) + 1` frames, and one more where the last of those
+//! would stop short of the end (the first shows tick 0, the last the end).
 //!
 //! Before anything is rendered the demo is replayed headless and every stored hash checked. A demo this build
 //! does not reproduce is refused unless `--allow-mismatch` is given: a clip is evidence, and one of a run that
@@ -58,7 +60,7 @@ pub struct ExportArgs {
     /// Replace the clip at --out if there is one (a frames directory must still be new or empty).
     #[arg(long)]
     pub force: bool,
-    /// Frames per second of the clip (1..=120; at most 50 for a GIF); frame k shows tick round(k · fixed_hz / fps).
+    /// Frames per second of the clip (1..=120; at most 50 for a GIF); frame k shows the tick played at k / fps.
     #[arg(long, default_value = "30", value_parser = parse_fps, allow_negative_numbers = true)]
     pub fps: u32,
     /// Frame size WIDTHxHEIGHT in pixels, each side 16..=3840 (even for MP4; at most 3840x2160 either way up
@@ -80,6 +82,12 @@ pub struct ExportArgs {
     /// checked) and `progress frames DONE/TOTAL` on standard error, one per percent.
     #[arg(long)]
     pub progress_lines: bool,
+    /// The demo's tick the clip starts at (the replay's "tick N / T"; default 0). The whole demo is still checked.
+    #[arg(long, value_parser = super::parse_count, allow_negative_numbers = true)]
+    pub from: Option<u64>,
+    /// The demo's tick the clip ends at (default: its last).
+    #[arg(long, value_parser = super::parse_count, allow_negative_numbers = true)]
+    pub to: Option<u64>,
 }
 
 /// The part of an export a progress line counts.
@@ -251,8 +259,10 @@ pub fn classify_output(out: &Path, is_dir: bool) -> Result<OutputKind, String> {
     }
 }
 
-/// Frames in a clip of a `ticks`-tick demo at `fixed_hz`: `floor(ticks · fps / fixed_hz) + 1`, or `None` when
-/// that is not a number below 2^64 (a tiny or broken `fixed_hz`).
+/// Frames in a clip of a `ticks`-tick demo at `fixed_hz`: `floor(ticks · fps / fixed_hz) + 1`, and one more where
+/// the last of those would show a tick before the end, so that the clip always ends on the demo's last state (612
+/// ticks at 200 Hz gave 92 frames at 30 fps, the last showing tick 607); `None` when that is not a number below
+/// 2^64 (a tiny or broken `fixed_hz`).
 pub fn frame_count(ticks: u64, fixed_hz: f64, fps: u32) -> Option<u64> {
     let seconds_in_frames = ticks as f64 * fps as f64 / fixed_hz;
     // A whole number of frames computed as 89.999… must still count as 90.
@@ -261,12 +271,111 @@ pub fn frame_count(ticks: u64, fixed_hz: f64, fps: u32) -> Option<u64> {
     if !(0.0..u64::MAX as f64).contains(&intervals) {
         return None;
     }
-    (intervals as u64).checked_add(1)
+    let last = intervals as u64;
+    let short = u64::from(frame_tick(last, fixed_hz, fps, ticks) < ticks);
+    last.checked_add(1)?.checked_add(short)
 }
 
 /// The demo tick frame `k` shows: `round(k · fixed_hz / fps)`, never past the end.
 pub fn frame_tick(k: u64, fixed_hz: f64, fps: u32, ticks: u64) -> u64 {
     ((k as f64 * fixed_hz / fps as f64).round() as u64).min(ticks)
+}
+
+/// The ticks `--from` and `--to` cut the clip to: from 0 and to `ticks` by default; an end past the demo's or a
+/// start after the end is refused, naming the option and its value.
+pub fn clip_range(
+    from: Option<u64>,
+    to: Option<u64>,
+    ticks: u64,
+    file: &str,
+) -> Result<(u64, u64)> {
+    let end = to.unwrap_or(ticks);
+    if end > ticks {
+        bail!("--to {end}: {file} has {}", counted(ticks, "tick", "ticks"));
+    }
+    let start = from.unwrap_or(0);
+    if start > end {
+        match to {
+            Some(_) => bail!("--from {start}: after --to {end}"),
+            None => bail!(
+                "--from {start}: {file} has {}",
+                counted(ticks, "tick", "ticks")
+            ),
+        }
+    }
+    Ok((start, end))
+}
+
+/// When each tick of a demo plays: tick `t` (t ≥ 1) lasts `1 / rate[t − 1]` s, the rate of the lanes it steps
+/// ([`crate::demo::play_rate_hz`]), so a clip moves as the lanes do even where the smallest h changed part-way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlaySchedule {
+    /// The play time at which the demo stands at each tick, from 0 at tick 0 [s].
+    at: Vec<f64>,
+    /// Every tick at one rate (then the exact `round(k · fixed_hz / fps)` rule holds).
+    uniform: Option<f64>,
+}
+
+impl PlaySchedule {
+    /// The schedule of ticks played at `rates` [Hz], one a tick.
+    pub fn new(rates: &[f64]) -> PlaySchedule {
+        let mut at = Vec::with_capacity(rates.len() + 1);
+        at.push(0.0);
+        let mut time = 0.0;
+        for rate in rates {
+            time += 1.0 / rate;
+            at.push(time);
+        }
+        let uniform = rates
+            .first()
+            .copied()
+            .filter(|first| rates.iter().all(|r| r == first));
+        PlaySchedule { at, uniform }
+    }
+
+    /// The demo's ticks.
+    pub fn ticks(&self) -> u64 {
+        (self.at.len() - 1) as u64
+    }
+
+    /// How long the demo plays [s].
+    pub fn seconds(&self) -> f64 {
+        self.at.last().copied().unwrap_or(0.0)
+    }
+
+    /// Frames in a clip at `fps` ([`frame_count`] at one rate; the same rule over the play time otherwise).
+    pub fn frame_count(&self, fps: u32) -> Option<u64> {
+        let ticks = self.ticks();
+        if let Some(hz) = self.uniform {
+            return frame_count(ticks, hz, fps);
+        }
+        let intervals = (self.seconds() * fps as f64 * (1.0 + 1e-12)).floor();
+        if !(0.0..u64::MAX as f64).contains(&intervals) {
+            return None;
+        }
+        let last = intervals as u64;
+        let short = u64::from(self.frame_tick(last, fps) < ticks);
+        last.checked_add(1)?.checked_add(short)
+    }
+
+    /// The tick frame `k` shows: the one whose play time is nearest `k / fps` (the later on a tie), never past the
+    /// end.
+    pub fn frame_tick(&self, k: u64, fps: u32) -> u64 {
+        let ticks = self.ticks();
+        if let Some(hz) = self.uniform {
+            return frame_tick(k, hz, fps, ticks);
+        }
+        let target = k as f64 / fps as f64;
+        let after = self.at.partition_point(|&t| t < target);
+        if after == 0 {
+            return 0;
+        }
+        if after >= self.at.len() {
+            return ticks;
+        }
+        let nearer_before = target - self.at[after - 1] < self.at[after] - target;
+        (if nearer_before { after - 1 } else { after }) as u64
+    }
 }
 
 /// Is an `ffmpeg` that runs on PATH?
@@ -477,6 +586,66 @@ fn hidden_beside(out: &Path, what: &str) -> PathBuf {
     ))
 }
 
+/// Removes what exports of `out` that were killed outright (SIGKILL, a power cut) left beside it: `.NAME.partial-PID`
+/// files and folders whose process is gone. Returns their names. A live process's (another export of the same clip
+/// under way) and this one's are left alone.
+fn remove_stale_partials(out: &Path) -> Vec<String> {
+    let Some(name) = out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Vec::new();
+    };
+    let prefix = format!(".{name}.partial-");
+    let Ok(entries) = fs::read_dir(output_folder(out)) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file
+            .strip_prefix(&prefix)
+            .filter(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|digits| digits.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || process_alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        let gone = match fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => fs::remove_dir_all(&path),
+            Ok(_) => fs::remove_file(&path),
+            Err(e) => Err(e),
+        };
+        if gone.is_ok() {
+            removed.push(file);
+        }
+    }
+    removed.sort();
+    removed
+}
+
+/// Is there a process `pid` (one this user may not signal counts)? Off Unix, always (nothing is removed).
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        // 0 and 1 (and anything beyond i32) are never an export's: treated as alive, so left alone.
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return true;
+        };
+        if pid <= 1 {
+            return true;
+        }
+        // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+        let sent = unsafe { libc::kill(pid, 0) };
+        sent == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
 /// `$TMPDIR/.contact-sandbox-name.partial-PID`: the temporary file of an export into a device or FIFO, whose
 /// folder (`/dev`) may not be writable.
 fn stream_temp_path(out: &Path) -> PathBuf {
@@ -535,7 +704,7 @@ fn open_stream(target: &Path) -> Result<File> {
                         );
                     }
                     if !said {
-                        eprintln!(
+                        crate::cli::stdout::errln!(
                             "{}",
                             crate::text::one_line(&format!(
                                 "waiting for a reader of '{}'…",
@@ -575,7 +744,7 @@ fn stop_the_export() {
         bevy::app::TerminalCtrlCHandlerPlugin::gracefully_exit();
     } else {
         crate::demo::remove_unfinished_writes();
-        eprintln!(
+        crate::cli::stdout::errln!(
             "export stopped at once by a second signal ({}); its unfinished output was removed",
             super::stop_signal_name().unwrap_or("a stop signal")
         );
@@ -598,7 +767,15 @@ struct TempOutput {
 impl TempOutput {
     fn create(target: &Destination, kind: OutputKind, replace: bool) -> Result<TempOutput> {
         let temp = match target {
-            Destination::Replace(path) => temp_path(path),
+            Destination::Replace(path) => {
+                for file in remove_stale_partials(path) {
+                    crate::cli::stdout::errln!(
+                        "note: removed '{file}', the unfinished output of an export of '{}' whose process is gone",
+                        path.display()
+                    );
+                }
+                temp_path(path)
+            }
             Destination::Stream(path) => stream_temp_path(path),
         };
         let dir = kind == OutputKind::Frames;
@@ -804,13 +981,16 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
 
     let file = args.demo.display().to_string();
     let demo = Demo::load(&args.demo)?;
+    let (from, to) = clip_range(args.from, args.to, demo.ticks, &file)?;
     if demo.hashes.is_empty() && !args.allow_mismatch {
         bail!(
             "{file}: the demo holds no hashes, so nothing can check that this replay is the recorded run; not \
              exporting it (pass --allow-mismatch to export it unchecked, labelled \"unchecked\")"
         );
     }
-    let frames = frame_count(demo.ticks, demo.fixed_hz, args.fps)
+    // At the rate it was recorded at, before the check finds the lanes' own rates (below): a demo whose ticks are
+    // too many for a clip is refused before a long check.
+    frame_count(to - from, demo.fixed_hz, args.fps)
         .filter(|&frames| frames <= MAX_FRAMES)
         .ok_or_else(|| {
             let frames = (demo.ticks as f64 * args.fps as f64 / demo.fixed_hz).floor() + 1.0;
@@ -828,6 +1008,11 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
             )
         })?;
     let target = check_output(&args.out, kind, args.force)?;
+    // From here Ctrl-C, SIGTERM or SIGHUP (ctrlc's `termination` feature, see Cargo.toml) stops the export
+    // cleanly: during the check below at its next tick, with nothing written; while rendering, the app exits at its
+    // next frame and the temporary output is removed (Bevy's own handler, installed later, would leave a gap). A
+    // second signal exits at once; an ignored signal stays ignored.
+    super::on_stop_signal(stop_the_export);
     // Check every stored hash before rendering: the clip is labelled with the verdict.
     let mut checker = Player::new(demo.clone(), file.clone());
     let bar = progress_bar(
@@ -839,7 +1024,23 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         .progress_lines
         .then(|| ProgressLines::start(ProgressStage::Check, demo.ticks));
     checker.start()?;
-    while checker.advance()? {
+    let mut rates = Vec::with_capacity(usize::try_from(demo.ticks).unwrap_or(0));
+    loop {
+        // At the rate of the lanes as the tick finds them (its actions applied), before it steps them.
+        let rate = checker.session.play_rate_hz(demo.fixed_hz);
+        if !checker.advance()? {
+            break;
+        }
+        rates.push(rate);
+        if EXPORT_STOPS.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            bar.finish_and_clear();
+            bail!(
+                "export stopped ({}) while checking the demo's hashes, at tick {} of {}; nothing was written",
+                super::stop_signal_name().unwrap_or("a stop signal"),
+                checker.tick(),
+                demo.ticks
+            );
+        }
         if checker.tick().is_multiple_of(64) {
             bar.set_position(checker.tick());
             if let Some(lines) = &mut check_lines {
@@ -853,6 +1054,20 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     }
     let verdict = checker.verdict.clone();
     drop(checker);
+    let schedule = PlaySchedule::new(rates.get(from as usize..to as usize).unwrap_or_default());
+    let frames = schedule
+        .frame_count(args.fps)
+        .filter(|&frames| frames <= MAX_FRAMES)
+        .ok_or_else(|| {
+            anyhow!(
+                "{file}: {} ticks play {:.1} s (the lanes' rates), {} frames at {} fps; exports are limited to \
+                 {MAX_FRAMES} frames (lower --fps)",
+                demo.ticks,
+                schedule.seconds(),
+                (schedule.seconds() * args.fps as f64).floor() + 1.0,
+                args.fps
+            )
+        })?;
     if let Some((tick, _, _)) = &verdict.mismatch {
         if !args.allow_mismatch {
             bail!(
@@ -860,7 +1075,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
                  (pass --allow-mismatch to export it labelled \"MISMATCH at tick {tick}\")"
             );
         }
-        eprintln!(
+        crate::cli::stdout::errln!(
             "{}",
             crate::text::one_line(&format!(
                 "WARNING: {file}: {verdict}. Exporting anyway (--allow-mismatch); the clip is labelled \
@@ -871,7 +1086,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     let verdict_text = match &verdict.mismatch {
         Some((tick, _, _)) => format!("MISMATCH at tick {tick}"),
         None if verdict.matched == 0 => {
-            eprintln!(
+            crate::cli::stdout::errln!(
                 "{}",
                 crate::text::one_line(&format!(
                     "WARNING: {file}: the demo holds no hashes; exporting it unchecked (--allow-mismatch), \
@@ -886,13 +1101,9 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         ),
     };
 
-    // From here Ctrl-C, SIGTERM or SIGHUP (ctrlc's `termination` feature, see Cargo.toml) stops the export
-    // cleanly: the app exits at its next frame and the temporary output is removed (Bevy's own handler, installed
-    // later, would leave a gap). A second signal exits at once; an ignored signal stays ignored.
-    super::on_stop_signal(stop_the_export);
     let temp = TempOutput::create(&target, kind, args.force)?;
     let frame_ticks: Vec<u64> = (0..frames)
-        .map(|k| frame_tick(k, demo.fixed_hz, args.fps, demo.ticks))
+        .map(|k| from + schedule.frame_tick(k, args.fps))
         .collect();
     let demo_name = args
         .demo
@@ -962,7 +1173,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
          {:.1} frames/s -> {} ({}); hashes: {}",
         rendered.frames,
         args.fps,
-        demo.ticks as f64 / demo.fixed_hz,
+        schedule.seconds(),
         rendered.frames as f64 / seconds.max(1e-9),
         args.out.display(),
         human_bytes(size),
@@ -1051,6 +1262,31 @@ mod tests {
         assert!(ticks.windows(2).all(|w| w[0] < w[1]));
     }
 
+    /// A demo whose lanes went from 10 ms to 1 ms part-way plays each tick at its lanes' rate: 10 ticks at 100 Hz
+    /// and 100 at 1 000 Hz are 0.2 s, 7 frames at 30 fps, the fourth (0.1 s) at tick 10. At the recorded 100 Hz
+    /// they made 34 frames, 1.1 s of a ball moving a tenth of its speed after the change.
+    #[test]
+    fn a_clip_plays_each_tick_at_its_lanes_rate() {
+        let mut rates = vec![100.0; 10];
+        rates.extend([1000.0; 100]);
+        let schedule = PlaySchedule::new(&rates);
+        assert_eq!(schedule.ticks(), 110);
+        assert!((schedule.seconds() - 0.2).abs() < 1e-12);
+        assert_eq!(schedule.frame_count(30), Some(7));
+        let ticks: Vec<u64> = (0..7).map(|k| schedule.frame_tick(k, 30)).collect();
+        assert_eq!(ticks, [0, 3, 7, 10, 43, 77, 110]);
+        // One rate throughout: the exact rule of `frame_count` and `frame_tick`, ties and all.
+        let uniform = PlaySchedule::new(&[100.0; 300]);
+        assert_eq!(uniform.frame_count(30), frame_count(300, 100.0, 30));
+        assert_eq!(uniform.frame_count(40), frame_count(300, 100.0, 40));
+        assert!((0..121).all(|k| uniform.frame_tick(k, 40) == frame_tick(k, 100.0, 40, 300)));
+        // A clip ends on the last tick where the play time falls between frames.
+        let short = PlaySchedule::new(&[100.0, 100.0, 1000.0, 1000.0, 1000.0]);
+        let frames = short.frame_count(30).expect("a count");
+        assert_eq!(short.frame_tick(frames - 1, 30), 5);
+        assert_eq!(PlaySchedule::new(&[]).frame_count(30), Some(1));
+    }
+
     #[test]
     fn frame_ticks_round_to_the_nearest_tick_and_stay_inside_the_demo() {
         // One frame per tick when fps = fixed_hz.
@@ -1060,17 +1296,35 @@ mod tests {
         assert_eq!(frame_count(10, 10.0, 30), Some(31));
         assert_eq!(frame_tick(1, 10.0, 30, 10), 0); // 0.33 → 0
         assert_eq!(frame_tick(2, 10.0, 30, 10), 1); // 0.67 → 1
-        // A fractional clip length: 301 ticks at 60 Hz at 30 fps → 150.5 intervals, 151 frames, last tick 300.
-        assert_eq!(frame_count(301, 60.0, 30), Some(151));
+        // A fractional clip length: 301 ticks at 60 Hz at 30 fps → 150.5 intervals, whose 151st frame shows tick
+        // 300, and a 152nd the end.
+        assert_eq!(frame_count(301, 60.0, 30), Some(152));
         assert_eq!(frame_tick(150, 60.0, 30, 301), 300);
+        assert_eq!(frame_tick(151, 60.0, 30, 301), 301);
         // An empty demo is one frame of tick 0.
         assert_eq!(frame_count(0, 100.0, 30), Some(1));
         assert_eq!(frame_tick(0, 100.0, 30, 0), 0);
-        // The last frame never passes the end, whatever the rates.
-        for (ticks, hz, fps) in [(299, 100.0, 30), (7, 1000.0, 1), (1000, 59.94, 24)] {
+        // The last frame shows the end, whatever the rates, and only the last does.
+        for (ticks, hz, fps) in [
+            (299, 100.0, 30),
+            (7, 1000.0, 1),
+            (1000, 59.94, 24),
+            (612, 200.0, 30),
+            (301, 60.0, 30),
+        ] {
             let last = frame_count(ticks, hz, fps).unwrap() - 1;
-            assert!(frame_tick(last, hz, fps, ticks) <= ticks);
+            assert_eq!(
+                frame_tick(last, hz, fps, ticks),
+                ticks,
+                "{ticks} at {hz} Hz, {fps} fps"
+            );
+            assert!(
+                frame_tick(last - 1, hz, fps, ticks) < ticks,
+                "{ticks} at {hz} Hz, {fps} fps"
+            );
         }
+        // 612 ticks at 200 Hz: 91.8 intervals at 30 fps, whose 92nd frame showed tick 607; a 93rd shows 612.
+        assert_eq!(frame_count(612, 200.0, 30), Some(93));
     }
 
     #[test]
@@ -1150,7 +1404,74 @@ mod tests {
             allow_mismatch: false,
             no_overlay: false,
             progress_lines: false,
+            from: None,
+            to: None,
         }
+    }
+
+    /// An export killed outright (SIGKILL) left `.clip.gif.partial-PID` for good; the next export of the same clip
+    /// removes it once that process is gone, and leaves a live one's and other names alone.
+    #[cfg(unix)]
+    #[test]
+    fn a_dead_export_s_partial_output_is_removed_and_a_live_one_s_kept() {
+        let dir = scratch("stale");
+        let out = dir.join("clip.gif");
+        let mut done = std::process::Command::new("true")
+            .spawn()
+            .expect("true runs");
+        let dead = done.id();
+        done.wait().expect("true ends");
+        let mut live = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep runs");
+        for name in [
+            format!(".clip.gif.partial-{dead}"),
+            format!(".clip.gif.partial-{}", live.id()),
+            format!(".clip.gif.partial-{}", std::process::id()),
+            format!(".other.gif.partial-{dead}"),
+            format!(".clip.gif.partial-{dead}x"),
+        ] {
+            fs::write(dir.join(name), b"half a clip").expect("written");
+        }
+        fs::create_dir(dir.join(format!(".clip.gif.partial-{dead}0"))).expect("a folder");
+        let removed = remove_stale_partials(&out);
+        let _ = live.kill();
+        let _ = live.wait();
+        let mut expected = vec![format!(".clip.gif.partial-{dead}")];
+        if !process_alive(dead * 10) {
+            expected.push(format!(".clip.gif.partial-{dead}0"));
+        }
+        expected.sort();
+        assert_eq!(removed, expected);
+        assert_eq!(
+            fs::read_dir(&dir).expect("the folder").count(),
+            6 - expected.len()
+        );
+        fs::remove_dir_all(&dir).expect("removed");
+    }
+
+    /// `--from` and `--to` cut a clip to the demo's ticks between them; an end past the demo or a start after
+    /// the end is refused naming the option and its value.
+    #[test]
+    fn from_and_to_cut_the_clip_and_refuse_ticks_outside_the_demo() {
+        assert_eq!(clip_range(None, None, 300, "d.ron").ok(), Some((0, 300)));
+        assert_eq!(
+            clip_range(Some(100), Some(200), 300, "d.ron").ok(),
+            Some((100, 200))
+        );
+        assert_eq!(
+            clip_range(Some(300), None, 300, "d.ron").ok(),
+            Some((300, 300))
+        );
+        let refused = |from, to| {
+            clip_range(from, to, 300, "d.ron")
+                .map_err(|e| e.to_string())
+                .expect_err("refused")
+        };
+        assert_eq!(refused(None, Some(301)), "--to 301: d.ron has 300 ticks");
+        assert_eq!(refused(Some(200), Some(100)), "--from 200: after --to 100");
+        assert_eq!(refused(Some(400), None), "--from 400: d.ron has 300 ticks");
     }
 
     #[test]

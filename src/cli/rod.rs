@@ -163,11 +163,35 @@ pub fn rod_length_f64(input: &RodImpactInput<BigRational>) -> FloatApproximation
     } else {
         squared * BigRational::from_integer(BigInt::one() << shift)
     };
-    let root = scaled.to_f64().unwrap_or(f64::NAN).sqrt();
+    let root = nearest_root(&scaled);
     // 2ᵏ as two halves, so neither overflows before the product does.
     let half = (k / 2).clamp(-2000, 2000) as i32;
     let rest = (k - i64::from(half)).clamp(-2000, 2000) as i32;
     FloatApproximation::of(root * 2f64.powi(half) * 2f64.powi(rest), false)
+}
+
+/// The `f64` nearest √s for an exact `s` in [1/8, 8]. The root of `s` rounded to `f64` first can be one ulp off
+/// (a = 10³⁰⁰, h = 1 gave L = 1.9999999999999998·10³⁰⁰); of that root and its two neighbours, the one whose
+/// rounding interval holds √s is kept, its ends squared exactly.
+fn nearest_root(s: &BigRational) -> f64 {
+    let root = s.to_f64().unwrap_or(f64::NAN).sqrt();
+    let exact = |x: f64| BigRational::from_float(x);
+    for candidate in [root, root.next_down(), root.next_up()] {
+        let (Some(c), Some(below), Some(above)) = (
+            exact(candidate),
+            exact(candidate.next_down()),
+            exact(candidate.next_up()),
+        ) else {
+            return root;
+        };
+        let two = BigRational::from_integer(2.into());
+        let low = (&c + below) / &two;
+        let high = (&c + above) / &two;
+        if &(&low * &low) <= s && s <= &(&high * &high) {
+            return candidate;
+        }
+    }
+    root
 }
 
 fn report_rows(report: &RodImpactReport<BigRational>) -> [(&'static str, &BigRational); 15] {
@@ -306,6 +330,35 @@ mod tests {
         let table = table.unwrap_or_default();
         assert!(table.contains("jn             4/5"), "{table}");
         assert!(table.contains("tip_vt_plus    11/5"), "{table}");
+    }
+
+    /// L = 2√(a² + h²) is the `f64` nearest the exact length: rounding L²'s root twice left it one ulp low at
+    /// a = 10³⁰⁰, h = 1 and at a = 3·10²⁰⁰, h = 4·10²⁰⁰.
+    #[test]
+    fn the_rod_length_is_the_f64_nearest_the_exact_one() {
+        let length = |a: &str, h: &str| {
+            let args = RodArgs {
+                m: "1".into(),
+                a: a.into(),
+                h: h.into(),
+                vx: "0".into(),
+                vy: "-1".into(),
+                omega: "0".into(),
+                e: "1".into(),
+                json: false,
+            };
+            let input = parse_rod_args(&args).map_err(|e| e.to_string());
+            match input.map(|input| rod_length_f64(&input)) {
+                Ok(FloatApproximation::Value(v)) => v,
+                other => panic!("{a}, {h}: {other:?}"),
+            }
+        };
+        assert_eq!(length("1e300", "1"), 2e300);
+        assert_eq!(length("3e200", "4e200"), 1e201);
+        assert_eq!(length("3", "4"), 10.0);
+        assert_eq!(length("1", "1"), 2.0 * std::f64::consts::SQRT_2);
+        assert_eq!(length("0.3", "0.4"), 1.0);
+        assert_eq!(length("0", "1/2"), 1.0);
     }
 
     #[test]

@@ -331,6 +331,9 @@ fn ball_json(lane: &LaneWorld, i: usize, halfway: &HalfwaySnapshot) -> Value {
             "window_s": [c.window.0, c.window.1],
             "sticking_predicted": c.sticking_predicted,
             "speed_m_s": b.velocity.length()});
+    } else {
+        // Every ball has the key: `null` when it rests on no wall.
+        v["slope"] = Value::Null;
     }
     v
 }
@@ -361,6 +364,10 @@ fn lane_json_with(lane: &LaneWorld, balls: Value, rods: Value) -> Value {
     json!({
         "name": lane.name,
         "method": lane.settings.method.label(),
+        // The settings the lane ran with at the end (an edit or a demo's `Settings` may have changed its scene's).
+        "h_s": lane.settings.h,
+        "stiffness_n_m": lane.settings.stiffness,
+        "friction_mu": lane.settings.friction,
         "steps": s.steps,
         "time_s": lane.time,
         "min_gap_m": null_if_not_finite(s.min_gap),
@@ -449,16 +456,20 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
         Some(g) if g.is_finite() => format!("{:.4e} m", g),
         _ => "n/a".into(),
     };
+    // A lane that took no step has no Newton figures (`null` in the JSON), not a maximum and mean of 0.
+    let newton = if s.newton_steps == 0 {
+        "Newton n/a (no step)".to_string()
+    } else {
+        format!("Newton max {} mean {:.2}", s.max_newton, s.mean_newton())
+    };
     let mut out = format!(
-        "lane \"{}\" ({}): {} step{}, t = {:.4} s\n  min gap {gap}, max penetration {:.4e} m, Newton max {} mean {:.2}, tunneled {}, energy {:.6e} J\n",
+        "lane \"{}\" ({}): {} step{}, t = {:.4} s\n  min gap {gap}, max penetration {:.4e} m, {newton}, tunneled {}, energy {:.6e} J\n",
         lane.name,
         lane.settings.method.label(),
         s.steps,
         if s.steps == 1 { "" } else { "s" },
         lane.time,
         s.max_penetration,
-        s.max_newton,
-        s.mean_newton(),
         s.tunneled,
         lane.energy()
     );
@@ -572,21 +583,12 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     let lanes = run_scene_measured_with(&scene, steps, |done| bar.set_position(done));
     bar.finish_and_clear();
     let end = crate::demo::seconds_of(steps, &scene).unwrap_or(0.0);
-    let smallest = crate::demo::smallest_h(&scene);
-    let largest = scene.lanes.iter().map(|l| l.contact.h).fold(0.0, f64::max);
-    if smallest < largest {
-        // A scene file's `steps` count steps of its smallest h: a lane edited to 1 ms shortens the run tenfold.
-        eprintln!(
-            "note: {}: the lanes' h differ ({} s to {} s); they keep time together for {} of the smallest, {} s",
-            args.scene.display(),
-            crate::text::significant(smallest),
-            crate::text::significant(largest),
-            crate::text::counted(steps, "step", "steps"),
-            crate::text::significant(end)
-        );
+    // A scene file's `steps` count steps of its smallest h: a lane edited to 1 ms shortens the run tenfold.
+    if let Some(note) = crate::demo::mixed_h_note(&scene, Some(steps)) {
+        crate::cli::stdout::errln!("note: {}: {note}", args.scene.display());
     }
     for note in short_lane_notes(lanes.iter().map(|(lane, _)| lane), end, steps) {
-        eprintln!("note: {}: {note}", args.scene.display());
+        crate::cli::stdout::errln!("note: {}: {note}", args.scene.display());
     }
     if args.json {
         write_json(&run_report(&scene.name, &lanes), false)?;

@@ -79,4 +79,14 @@ macro_rules! out {
     };
 }
 
-pub(crate) use {out, outln};
+/// `eprintln!` that never panics: a message or note on standard error is dropped when stderr is gone (a pipe
+/// whose reader Ctrl-C ended with us, `2>&-`), where `eprintln!` panicked and the process exited 101 instead of
+/// its own status.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+pub(crate) use {errln, out, outln};

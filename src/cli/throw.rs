@@ -135,6 +135,8 @@ pub struct ThrowRow {
 
 /// The seed's Newton cap (its listing's `for it in range(1, 60)`), which every lane of `throw` uses.
 pub const THROW_NEWTON_CAP: u32 = 59;
+/// The seed's Newton tolerance on the direction's largest component [m].
+pub const THROW_NEWTON_TOLERANCE: f64 = 1e-10;
 
 impl ThrowArgs {
     /// Checks every parameter against what the scene accepts, so the error names the option and its value rather
@@ -281,7 +283,7 @@ impl ThrowArgs {
         let settings = ContactSettings {
             h: self.h,
             gravity: DVec2::ZERO,
-            newton_tolerance: 1e-10,
+            newton_tolerance: THROW_NEWTON_TOLERANCE,
             newton_max_iterations: THROW_NEWTON_CAP,
             ccd_factor: self.ccd_factor,
             ..ContactSettings::default()
@@ -535,8 +537,15 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
         compact_number(args.h * 1000.0)
     );
     let mut header = String::from(" v0[m/s] | ");
-    for &k in &args.k {
-        header.push_str(&format!("{:13} | ", format!("pen k={}", compact_number(k))));
+    // The seed's 13 characters a penalty column, wider where its heading is (`--k 123456.789`).
+    let titles: Vec<String> = args
+        .k
+        .iter()
+        .map(|&k| format!("pen k={}", compact_number(k)))
+        .collect();
+    let widths: Vec<usize> = titles.iter().map(|t| t.chars().count().max(13)).collect();
+    for (title, &width) in titles.iter().zip(&widths) {
+        header.push_str(&format!("{title:width$} | "));
     }
     header.push_str(&format!("IPC d^={}mm", compact_number(args.dhat * 1000.0)));
     out.push_str(&header);
@@ -550,11 +559,15 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
         let mut cells: Vec<String> = row
             .penalty
             .iter()
-            .map(|(_, outcome)| match outcome {
-                Outcome::Stopped { depth, .. } => format!("stop {}", depth_cell(*depth)),
-                Outcome::Missed { .. } => format!("{:13}", "never reached"),
-                Outcome::Through { .. } => format!("{:13}", "through"),
-                Outcome::Failed { .. } => format!("{:13}", "failed"),
+            .zip(&widths)
+            .map(|((_, outcome), &width)| {
+                let cell = match outcome {
+                    Outcome::Stopped { depth, .. } => format!("stop {}", depth_cell(*depth)),
+                    Outcome::Missed { .. } => "never reached".into(),
+                    Outcome::Through { .. } => "through".into(),
+                    Outcome::Failed { .. } => "failed".into(),
+                };
+                format!("{cell:width$}")
             })
             .collect();
         cells.push(match &row.ipc {
@@ -713,6 +726,8 @@ pub fn format_json(args: &ThrowArgs, rows: &[ThrowRow]) -> Value {
         "parameters": {
             "h": args.h, "dhat": args.dhat, "kappa": args.kappa, "wall": args.wall,
             "thickness": args.thickness, "mass": args.mass, "steps": args.steps, "ccd_factor": args.ccd_factor,
+            "v0": args.v0, "k": args.k, "newton_tolerance": THROW_NEWTON_TOLERANCE,
+            "newton_max_iterations": THROW_NEWTON_CAP,
         },
         "rows": rows,
     })
@@ -772,6 +787,22 @@ mod tests {
                 "{depth}: {}",
                 depth_cell(depth)
             );
+        }
+    }
+
+    /// A penalty column is as wide as its heading: `--k 123456.789` gave "pen k=1.23456789e5", wider than the
+    /// seed's 13 characters, and the rows' separators no longer stood under the heading's.
+    #[test]
+    fn a_wide_penalty_heading_widens_its_column() {
+        let a = args(&["--k", "123456.789,1.5e6", "--v0", "1,5"]);
+        let rows = run_throws(&a).map_err(|e| e.to_string());
+        let table = format_table(&a, rows.as_deref().unwrap_or_default());
+        let bars =
+            |line: &str| -> Vec<usize> { line.match_indices(" | ").map(|(i, _)| i).collect() };
+        let lines: Vec<&str> = table.lines().skip(1).take(3).collect();
+        assert!(lines[0].contains("pen k=1.23456789e5 | "), "{table}");
+        for line in &lines[1..] {
+            assert_eq!(bars(line), bars(lines[0]), "{table}");
         }
     }
 

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use script::{
     FIXED_RATES_HZ, Script, ScriptAction, fixed_rate_hz, rate_for_step, record_script,
+    record_script_timed,
 };
 pub use session::*;
 
@@ -35,19 +36,27 @@ pub const DEMO_VERSION: u32 = 1;
 ///   every lane whose step ends by then, where each lane used to take a step every tick; the run ends at a scene's
 ///   `steps` of the smallest h of its lanes, and a lane the panel edited to another h takes the steps that fit.
 ///   Lanes that run their scene's own h step as before (every shipped scene and demo keeps its hashes).
-pub const PHYSICS_REVISION: u32 = 4;
+/// - 5: an IPC solve also ends when a line search that had to backtrack finds no lower energy than E(x), only an
+///   equal one: the energy's rounding, where the solve used to repeat the same direction at α ≈ 10⁻⁸ until its cap.
+///   Solves that met it end earlier, in their last bits (the shipped slope's state after 60 ticks changes; the
+///   shipped wall-throw demo's hashes do not).
+pub const PHYSICS_REVISION: u32 = 5;
 
 /// What changed in the physics after `revision`, in a few words for a replay's verdict.
 fn physics_changes_since(revision: u32) -> &'static str {
     match revision {
         1 => {
-            "ball–wall distances to the last bit, Newton's stop beside contacts closer than its tolerance, and lanes \
-             of different h keeping time together"
+            "ball–wall distances to the last bit, Newton's stop beside contacts closer than its tolerance, lanes \
+             of different h keeping time together, and Newton's stop at the energy's rounding"
         }
         2 => {
-            "Newton's stop beside contacts closer than its tolerance, and lanes of different h keeping time together"
+            "Newton's stop beside contacts closer than its tolerance, lanes of different h keeping time together, \
+             and Newton's stop at the energy's rounding"
         }
-        3 => "lanes of different h keeping time together",
+        3 => {
+            "lanes of different h keeping time together, and Newton's stop at the energy's rounding"
+        }
+        4 => "Newton's stop at the energy's rounding",
         _ => "changes to the physics",
     }
 }

@@ -146,8 +146,21 @@ pub fn record_script(
     scene: &Scene,
     script: &Script,
     script_file: &str,
-    mut progress: impl FnMut(u64, u64),
+    progress: impl FnMut(u64, u64),
 ) -> Result<Demo, DemoError> {
+    record_script_timed(scene, script, script_file, progress).map(|(demo, _)| demo)
+}
+
+/// [`record_script`], with how long the demo plays [s]: each tick at the rate of the lanes it steps
+/// ([`crate::demo::play_rate_hz`]), as a replay and an export play it.
+pub fn record_script_timed(
+    scene: &Scene,
+    script: &Script,
+    script_file: &str,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<(Demo, f64), DemoError> {
+    let fixed_hz = fixed_rate_hz(scene);
+    let mut play_seconds = 0.0;
     check_demo_size(scene, script, script_file, crate::scene::MAX_SCENE_BYTES)?;
     let mut session = Session::new(scene.clone());
     let every = script.hash_every();
@@ -182,6 +195,8 @@ pub fn record_script(
             });
         }
         if tick < script.ticks {
+            // At the rate of the lanes as this tick finds them, before it steps them.
+            play_seconds += 1.0 / session.play_rate_hz(fixed_hz);
             session.step();
         }
         if tick.is_multiple_of(256) {
@@ -189,7 +204,10 @@ pub fn record_script(
         }
     }
     progress(script.ticks, script.ticks);
-    Ok(demo_of(scene, script, script.hash_every(), hashes))
+    Ok((
+        demo_of(scene, script, script.hash_every(), hashes),
+        play_seconds,
+    ))
 }
 
 /// The demo `script` records from `scene`, with a hash every `every` ticks and the given `hashes`.

@@ -526,6 +526,24 @@ pub fn smallest_h(scene: &Scene) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// Where `scene`'s lanes differ in h, a note that its `steps` count steps of the smallest ("the lanes' h differ
+/// (0.001 s to 0.01 s); they keep time together for 80 steps of the smallest, 0.08 s"): editing one lane of a
+/// scene file to a finer h shortens its run. None where they agree or the run has no end.
+pub fn mixed_h_note(scene: &Scene, steps: Option<u64>) -> Option<String> {
+    let steps = steps.or(scene.steps)?;
+    let smallest = smallest_h(scene);
+    let largest = scene.lanes.iter().map(|l| l.contact.h).fold(0.0, f64::max);
+    (smallest < largest).then(|| {
+        format!(
+            "the lanes' h differ ({} s to {} s); they keep time together for {} of the smallest, {} s",
+            crate::text::significant(smallest),
+            crate::text::significant(largest),
+            crate::text::counted(steps, "step", "steps"),
+            crate::text::significant(steps as f64 * smallest)
+        )
+    })
+}
+
 /// The run's end after a ball or a rod is spawned into lanes whose clocks have reached `lanes_time`: a scene's
 /// run (its `scene_seconds`) starts over from the spawn, so a ball thrown after the run finished moves. An end is
 /// never brought forward, and a scene without one runs on.
@@ -632,6 +650,25 @@ pub fn step_lanes(lanes: &mut [&mut LaneWorld], end: Option<f64>) -> bool {
         }
     }
     stepped
+}
+
+/// The rate a tick of lanes standing as `lanes` plays at in a replay or a clip [Hz]: 1 / the smallest h of the lanes
+/// that can step (what the tick advances the run by), or of all of them when none can (paused, faulted, after the
+/// run's end), at the window's fixed rates ([`crate::demo::rate_for_step`]): real time down to h = 1 ms. A demo
+/// stores only the rate it began at, so a lane edited or thrown at another h part-way used to play at the first
+/// rate, ten times too slow after 10 ms became 1 ms. `fallback_hz` when there are no lanes.
+pub fn play_rate_hz(lanes: &[LaneWorld], end: Option<f64>, fallback_hz: f64) -> f64 {
+    let smallest = |can_step: bool| {
+        lanes
+            .iter()
+            .filter(|l| !can_step || lane_can_step(l, end))
+            .map(|l| l.settings.h)
+            .reduce(f64::min)
+    };
+    match smallest(true).or_else(|| smallest(false)) {
+        Some(h) => crate::demo::rate_for_step(Some(h)),
+        None => fallback_hz,
+    }
 }
 
 /// The ticks [`step_lanes`] takes before no lane can step by `end`, when no lane faults on the way: a lane's last
@@ -864,6 +901,11 @@ impl Session {
         Ok(Effect::InPlace)
     }
 
+    /// The rate the next tick plays at in a replay or a clip ([`play_rate_hz`]) [Hz].
+    pub fn play_rate_hz(&self, fallback_hz: f64) -> f64 {
+        play_rate_hz(&self.lanes, self.run_end, fallback_hz)
+    }
+
     /// One fixed tick.
     pub fn step(&mut self) {
         let mut lanes: Vec<&mut LaneWorld> = self.lanes.iter_mut().collect();
@@ -1009,6 +1051,46 @@ mod tests {
             ticks_until(&faulted, 0.009, 1_000),
             4,
             "a faulted lane takes no tick"
+        );
+    }
+
+    /// A scene file whose lanes differ in h is told that its steps count the smallest h (the window says it on
+    /// load, `run` on stderr); one whose lanes agree, or without `steps`, says nothing.
+    #[test]
+    fn a_scene_whose_lanes_differ_in_h_is_told_its_run_counts_the_smallest() {
+        assert_eq!(
+            mixed_h_note(&wall_throw_at([0.01, 0.001], 80), None).as_deref(),
+            Some(
+                "the lanes' h differ (0.001 s to 0.01 s); they keep time together for 80 steps of the smallest, 0.08 s"
+            )
+        );
+        assert_eq!(mixed_h_note(&wall_throw_at([0.01, 0.01], 80), None), None);
+        let mut endless = wall_throw_at([0.01, 0.001], 80);
+        endless.steps = None;
+        assert_eq!(mixed_h_note(&endless, None), None);
+        assert!(mixed_h_note(&endless, Some(5)).is_some_and(|n| n.contains("5 steps")));
+    }
+
+    /// A tick plays at 1 / the smallest h of the lanes that can still step, of all lanes once none can, and at
+    /// the recorded rate without lanes.
+    #[test]
+    fn a_tick_plays_at_the_rate_of_the_lanes_that_step() {
+        let mut session = Session::new(wall_throw_at([0.001, 0.01], 800));
+        assert_eq!(play_rate_hz(&session.lanes, session.run_end, 60.0), 1000.0);
+        session.lanes[0].fault = Some("a test's fault".into());
+        assert_eq!(play_rate_hz(&session.lanes, session.run_end, 60.0), 100.0);
+        session.lanes[1].fault = Some("a test's fault".into());
+        assert_eq!(
+            play_rate_hz(&session.lanes, session.run_end, 60.0),
+            1000.0,
+            "none steps: all lanes"
+        );
+        assert_eq!(play_rate_hz(&[], None, 60.0), 60.0);
+        let fine = Session::new(wall_throw_at([1e-4, 1e-4], 8));
+        assert_eq!(
+            play_rate_hz(&fine.lanes, fine.run_end, 60.0),
+            1000.0,
+            "the window's fastest rate"
         );
     }
 

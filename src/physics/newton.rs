@@ -369,6 +369,7 @@ fn newton_loop(
             None => potential.energy_over(x, &ws.candidates),
         };
         let mut e_trial = trial_energy(potential, x, alpha, ws);
+        let backtracked = e_trial > e0;
         while e_trial > e0 && alpha > MIN_ALPHA {
             alpha *= 0.5;
             e_trial = trial_energy(potential, x, alpha, ws);
@@ -393,6 +394,15 @@ fn newton_loop(
         // energy does not rise), and every later iteration would repeat it up to the cap. Nothing representable
         // is left to do.
         if below_tolerance && *x == ws.trial {
+            report.stop = StopReason::Converged;
+            return report;
+        }
+        // A line search that had to backtrack and then found an energy equal to E(x) to the last bit, and none
+        // lower, has met the energy's rounding: the direction descends, but by less than E resolves. Every later
+        // direction would be the same, taken as short (a resting 10-ball pit took a direction of 1.1·10⁻¹⁰ m, just
+        // above the seed's tolerance, 48 times at α = 6·10⁻⁸ until the cap). Nothing representable is left to
+        // gain.
+        if backtracked && e_trial == e0 {
             report.stop = StopReason::Converged;
             return report;
         }

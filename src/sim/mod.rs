@@ -683,13 +683,18 @@ type EditedLanes<'w, 's> =
 
 /// Gather: copies each valid settings edit into its lane; an invalid one is reverted and reported.
 /// While a demo replays, the lanes follow the demo and edits are reverted.
+/// An edit that changes a lane's h sets the fixed clock to 1 / the lanes' smallest h, as a restart does
+/// ([`prepare_lanes`]) and as a replay of the edit plays it: an edit from 10 ms to 1 ms used to speed the clock up
+/// only when it came through a throw, and one to 5 ms left it at 100 Hz (half real time).
 pub fn gather_settings(
     mut lanes: ParamSet<(EditedLanes, Query<&Lane>)>,
     mut log: ResMut<SimLog>,
     mut recorder: ResMut<Recorder>,
     control: Res<SimControl>,
     replay: Option<Res<Replay>>,
+    mut fixed: ResMut<Time<Fixed>>,
 ) {
+    let mut h_changed = false;
     // A recording with no room for these edits ends before them (see `Recorder::end_unless_room`).
     let coming = lanes
         .p0()
@@ -715,6 +720,7 @@ pub fn gather_settings(
             .and_then(|()| apply_settings(&mut lane.world, &settings.0));
         match applied {
             Ok(()) => {
+                h_changed |= changed.contains(&LaneSetting::H);
                 // A refused edit of a setting this edit changed is answered by it: its banner would now mislead.
                 // One of the lane's other settings is not (the field that took the focus from a refused one).
                 log.withdraw_lane_edit(lane.index, &changed);
@@ -738,6 +744,14 @@ pub fn gather_settings(
                 settings.0 = lane.world.settings.clone();
             }
         }
+    }
+    if h_changed {
+        let smallest_h = lanes
+            .p1()
+            .iter()
+            .map(|lane| lane.world.settings.h)
+            .reduce(f64::min);
+        fixed.set_timestep_hz(crate::demo::rate_for_step(smallest_h));
     }
 }
 
@@ -1082,7 +1096,11 @@ fn apply_messages(
     for path in candidates {
         match ActiveScene::load(&path) {
             Ok(scene) => {
-                c.log.info(format!("loaded {}", path.display()));
+                // A scene file whose lanes differ in h runs its `steps` of the smallest: said, as `run` says it.
+                match crate::demo::mixed_h_note(&scene.current, None) {
+                    Some(note) => c.log.info(format!("loaded {}: {note}", path.display())),
+                    None => c.log.info(format!("loaded {}", path.display())),
+                }
                 c.recorder
                     .record(tick, Action::Scene(Box::new(scene.current.clone())));
                 rebuild = Some(scene.current.clone());

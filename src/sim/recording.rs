@@ -575,7 +575,7 @@ fn sync_lanes(
         for entity in members {
             commands.entity(entity).despawn();
         }
-        fixed.set_timestep_hz(replay.player.demo.fixed_hz);
+        set_play_rate(fixed, replay);
         // Laid out as the run on screen was built (its scene), not by where its balls are at this tick.
         let layout = session.scene.build().iter().map(lane_bounds).collect();
         spawn_lane_entities_with_history(commands, session.lanes.clone(), histories, Some(layout));
@@ -779,5 +779,17 @@ pub fn drive_replay(
             &mut fixed,
             Vec::new(),
         );
+        set_play_rate(&mut fixed, replay);
+    }
+}
+
+/// The fixed clock at the rate the replay's next tick plays at ([`crate::demo::play_rate_hz`]), as an export
+/// plays it: a demo whose lanes were edited or thrown to another h part-way plays at the lanes' speed throughout,
+/// not at the rate it began at. Set only when it changes, so the clock keeps its accumulated time.
+fn set_play_rate(fixed: &mut Time<Fixed>, replay: &Replay) {
+    let session = &replay.player.session;
+    let hz = session.play_rate_hz(replay.player.demo.fixed_hz);
+    if (fixed.timestep().as_secs_f64() * hz - 1.0).abs() > 1e-9 {
+        fixed.set_timestep_hz(hz);
     }
 }

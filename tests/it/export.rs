@@ -210,7 +210,8 @@ fn gif_delays_decoded_from_an_export_add_up_to_the_clip_length() {
     fs::create_dir_all(&dir).expect("a scratch folder");
     let demo = dir.join("slope.demo.ron");
     record_slope(&demo);
-    for (fps, frames) in [(30u32, 10usize), (7, 3), (50, 16)] {
+    // At 7 fps, 2.1 frame intervals: a fourth frame shows the last tick (the third shows tick 29).
+    for (fps, frames) in [(30u32, 10usize), (7, 4), (50, 16)] {
         let gif = dir.join(format!("at{fps}.gif"));
         let run = Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
             .arg("export")
@@ -236,12 +237,12 @@ fn gif_delays_decoded_from_an_export_add_up_to_the_clip_length() {
                 [
                     "progress check 0/30",
                     "progress check 30/30",
-                    "progress frames 0/3"
+                    "progress frames 0/4"
                 ],
                 "{stderr}"
             );
-            assert_eq!(progress.last(), Some(&"progress frames 3/3"), "{stderr}");
-            assert!(progress.len() <= 6, "{stderr}");
+            assert_eq!(progress.last(), Some(&"progress frames 4/4"), "{stderr}");
+            assert!(progress.len() <= 7, "{stderr}");
         } else {
             assert!(progress.is_empty(), "{stderr}");
         }
@@ -253,7 +254,7 @@ fn gif_delays_decoded_from_an_export_add_up_to_the_clip_length() {
         while let Some(frame) = decoder.read_next_frame().expect("a GIF frame") {
             delays.push(u64::from(frame.delay));
         }
-        // 30 ticks at 100 Hz: floor(0.3 s · fps) + 1 frames, each shown for 1/fps s.
+        // 30 ticks at 100 Hz: floor(0.3 s · fps) + 1 frames (and one for the end), each shown for 1/fps s.
         assert_eq!(delays.len(), frames, "{fps} fps: {delays:?}");
         let total: u64 = delays.iter().sum();
         let expected = (frames as f64 * 100.0 / f64::from(fps)).round() as u64;
@@ -266,6 +267,71 @@ fn gif_delays_decoded_from_an_export_add_up_to_the_clip_length() {
             "{fps} fps: {delays:?}"
         );
     }
+    fs::remove_dir_all(&dir).expect("scratch folder removed");
+}
+
+/// `--from` and `--to` cut the clip to the ticks between them (the whole demo still checked), and a demo whose
+/// lanes went from 10 ms to 1 ms part-way plays each tick at its lanes' rate: ticks 100 to 200 of a throw at
+/// 10 ms and then at 1 ms are 0.1 s and 0.1 s of play (the recorded 100 Hz made the second 1 s).
+#[test]
+fn a_clip_cut_by_from_and_to_plays_its_ticks_at_their_lanes_rates() {
+    if !vulkan_driver_present() {
+        eprintln!("export test skipped: no Vulkan driver (install mesa-vulkan-drivers)");
+        return;
+    }
+    let dir: PathBuf = std::env::temp_dir().join(format!("cs-export-cut-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("a scratch folder");
+    let demo = dir.join("two.demo.ron");
+    let scene = Scene::load(Path::new("assets/scenes/wall_throw.ron")).expect("the shipped scene");
+    let script = Script::parse(
+        "Script(ticks: 300, actions: [(tick: 150, action: Throw(v0: 5.0, h: Some(0.001), steps: Some(800)))])",
+        "two.script.ron",
+    )
+    .expect("parses");
+    record_script(&scene, &script, "two.script.ron", |_, _| {})
+        .expect("records")
+        .save(&demo)
+        .expect("saved");
+    let frames = dir.join("frames/");
+    let run = Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .arg("export")
+        .arg(&demo)
+        .arg("--out")
+        .arg(&frames)
+        .args([
+            "--fps", "100", "--size", "64x64", "--from", "140", "--to", "250",
+        ])
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // Ticks 140–150 at 10 ms (0.1 s) and 150–250 at 1 ms (0.1 s): 0.2 s at 100 fps, 21 frames.
+    assert!(
+        stdout.contains("exported 21 frames") && stdout.contains("0.20 s of play"),
+        "{stdout}"
+    );
+    assert_eq!(fs::read_dir(&frames).expect("the frames").count(), 21);
+    for (to, says) in [("301", "--to 301: "), ("x", "--to")] {
+        let refused = Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+            .arg("export")
+            .arg(&demo)
+            .arg("--out")
+            .arg(dir.join("never.gif"))
+            .args(["--to", to])
+            .output()
+            .expect("the binary runs");
+        assert_eq!(refused.status.code(), Some(1), "--to {to}");
+        assert!(
+            String::from_utf8_lossy(&refused.stderr).contains(says),
+            "--to {to}"
+        );
+    }
+    assert!(!dir.join("never.gif").exists());
     fs::remove_dir_all(&dir).expect("scratch folder removed");
 }
 

@@ -1679,3 +1679,20 @@ fn an_ipc_ball_thrown_round_a_wall_s_end_within_a_step_is_not_counted_as_tunnell
     );
     assert_eq!(lane.stats.tunneled, 0);
 }
+
+/// The shipped ball pit's IPC lane at rest: at step 8 625 its Newton direction stood at 1.1·10⁻¹⁰ m, just above the
+/// lane's tolerance (10⁻¹⁰ m), and E could no longer be lowered to the last bit; the solve took that direction 48
+/// times at α ≈ 6·10⁻⁸ until its cap of 59. A line search that backtracks and finds only an equal energy now ends the
+/// solve: no step of the 9 000 reaches the cap, and every gap stays open.
+#[test]
+fn a_solve_at_the_energy_s_rounding_ends_instead_of_repeating_its_direction_to_the_cap() {
+    let scene = Scene::load(Path::new("assets/scenes/ball_pit.ron")).expect("the shipped ball pit");
+    let mut lanes = scene.build();
+    let ipc = &mut lanes[1];
+    for _ in 0..9_000 {
+        ipc.step().expect("steps");
+    }
+    assert_eq!(ipc.stats.iteration_caps, 0, "{:?}", ipc.stats);
+    assert!(ipc.stats.max_newton < 59, "{:?}", ipc.stats);
+    assert!(ipc.stats.max_penetration == 0.0, "{:?}", ipc.stats);
+}

@@ -471,12 +471,21 @@ fn the_binary_prints_one_line_and_fails_on_bad_input() {
         vec!["bench", "--n", "-5"],
         vec!["bench", "--repeat", "-2"],
         vec!["export", "--fps", "-1", "assets/demos/wall_throw.demo.ron"],
+        vec!["export", "--fps", "0", "assets/demos/wall_throw.demo.ron"],
+        vec![
+            "export",
+            "--size",
+            "8x8",
+            "assets/demos/wall_throw.demo.ron",
+        ],
     ] {
         let out = std::process::Command::new(exe)
             .args(&argv)
             .output()
             .expect("runs");
-        assert!(!out.status.success(), "{argv:?} succeeded");
+        // A refused value exits 1, whether the option's parser or the command refused it (`export --fps 0`
+        // used to exit 2 where `throw --h 0` exited 1).
+        assert_eq!(out.status.code(), Some(1), "{argv:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(stderr.trim_end().lines().count(), 1, "{argv:?}: {stderr}");
         assert!(stderr.contains(argv[1]), "{argv:?}: {stderr}");
@@ -486,24 +495,27 @@ fn the_binary_prints_one_line_and_fails_on_bad_input() {
 #[test]
 fn an_option_error_keeps_what_is_missing_or_allowed_on_its_one_line() {
     let exe = env!("CARGO_BIN_EXE_contact-sandbox");
-    for (argv, says) in [
+    for (argv, says, status) in [
         // clap puts the missing options, the allowed values and the tip on lines after the first.
-        (vec!["run"], vec!["not provided", "--scene <SCENE>"]),
-        (vec!["replay"], vec!["not provided", "<DEMO>"]),
+        (vec!["run"], vec!["not provided", "--scene <SCENE>"], 2),
+        (vec!["replay"], vec!["not provided", "<DEMO>"], 2),
+        // A refused value exits 1, as one refused after parsing does.
         (
             vec!["export", "d.ron", "--out", "a.gif", "--encoder", "x264"],
             vec!["'x264'", "possible values", "openh264"],
+            1,
         ),
         (
             vec!["throw", "--thicknes", "0.02"],
             vec!["'--thicknes'", "tip:", "'--thickness'"],
+            2,
         ),
     ] {
         let out = std::process::Command::new(exe)
             .args(&argv)
             .output()
             .expect("runs");
-        assert_eq!(out.status.code(), Some(2), "{argv:?}");
+        assert_eq!(out.status.code(), Some(status), "{argv:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(stderr.trim_end().lines().count(), 1, "{argv:?}: {stderr}");
         for part in says {
