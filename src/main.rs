@@ -54,11 +54,10 @@ fn main() -> ExitCode {
             // A value the option refuses (`--fps 0`, `--steps -1`, `--encoder x264`) exits 1, as a value refused
             // after parsing does (`--steps 0`); 2 is left for a command line clap cannot read (an unknown option, a
             // missing value or argument).
-            return match e.kind() {
-                clap::error::ErrorKind::ValueValidation | clap::error::ErrorKind::InvalidValue => {
-                    ExitCode::FAILURE
-                }
-                _ => ExitCode::from(2),
+            return if refused_value(&e) {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::from(2)
             };
         }
     };
@@ -95,6 +94,21 @@ fn main() -> ExitCode {
                 }
             }
         },
+    }
+}
+
+/// Did clap refuse a value the command line gave (its parser's range or format, or a word outside an option's
+/// choices), rather than fail to read the command line? An option given without its value (`--fps` at the end) is
+/// reported by clap as an invalid empty value: that is a command line it cannot read.
+fn refused_value(error: &clap::Error) -> bool {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    match error.kind() {
+        ErrorKind::ValueValidation => true,
+        ErrorKind::InvalidValue => matches!(
+            error.get(ContextKind::InvalidValue),
+            Some(ContextValue::String(value)) if !value.is_empty()
+        ),
+        _ => false,
     }
 }
 

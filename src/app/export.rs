@@ -628,7 +628,7 @@ pub fn render_clip(plan: ExportPlan) -> Result<ExportOutcome> {
     };
     // With an overlay, the lanes are fitted to the frame below its band (see `fit_below_the_overlay`).
     let overlay_canvas = plan.overlay.as_ref().map(|_| {
-        let band = overlay_band_px(plan.height);
+        let band = overlay_band_px(plan.width, plan.height);
         (
             Vec2::new(0.0, band),
             Vec2::new(plan.width as f32, plan.height as f32),
@@ -767,7 +767,7 @@ fn aim_camera_at_image(
             OverlayText,
             Text2d::new(""),
             TextFont {
-                font_size: FontSize::Px(overlay_font_px(driver.height)),
+                font_size: FontSize::Px(overlay_font_px(driver.width, driver.height)),
                 ..default()
             },
             TextColor(color),
@@ -792,9 +792,20 @@ fn label_scale(height: u32) -> LabelScale {
     LabelScale((height as f32 / LABELS_FULL_SIZE_HEIGHT_PX).max(MIN_TITLE_PX / TITLE_PX))
 }
 
-/// Height of the overlay's text in a frame `height` px tall [px].
-fn overlay_font_px(height: u32) -> f32 {
-    (height as f32 / 40.0).max(8.0)
+/// Characters the overlay's longer line is sized for: "tick 12616/12616   t = 123.700 s   hashes: match (212
+/// hashes)" has 61.
+const OVERLAY_LINE_CHARS: f32 = 64.0;
+
+/// Advance of one character of the overlay's monospaced font (Fira Mono), in units of its size.
+const MONO_ADVANCE: f32 = 0.6;
+
+/// Height of the overlay's text in a frame `width` × `height` px [px]: a 40th of the height, smaller where a line
+/// of [`OVERLAY_LINE_CHARS`] would not fit the width (a portrait 360 × 640 clip cut the verdict to "hashes: m"),
+/// never below 8 px (the text then wraps at the frame's margin).
+fn overlay_font_px(width: u32, height: u32) -> f32 {
+    let fits =
+        (width as f32 - 2.0 * overlay_margin_px(height)) / (MONO_ADVANCE * OVERLAY_LINE_CHARS);
+    (height as f32 / 40.0).min(fits).max(8.0)
 }
 
 /// Gap between the frame's edge and the overlay [px].
@@ -804,8 +815,8 @@ fn overlay_margin_px(height: u32) -> f32 {
 
 /// Height of the band the overlay takes at the top of a frame `height` px tall [px]: its two lines at Bevy's
 /// default line height (1.2 times the text's height) with a margin above and below.
-fn overlay_band_px(height: u32) -> f32 {
-    2.4 * overlay_font_px(height) + 2.0 * overlay_margin_px(height)
+fn overlay_band_px(width: u32, height: u32) -> f32 {
+    2.4 * overlay_font_px(width, height) + 2.0 * overlay_margin_px(height)
 }
 
 /// Update, after the camera's fit: with an overlay, the lanes are framed in the frame below its band (the band
@@ -1490,6 +1501,24 @@ mod tests {
             format!("sw.demo.ron - {switched}")
         );
         assert_ne!(switched, "Wall throw");
+    }
+
+    /// The overlay's text is a 40th of the frame's height, smaller where its longer line would not fit the width:
+    /// a portrait 360 × 640 clip cut the verdict to "hashes: m".
+    #[test]
+    fn the_overlay_fits_a_narrow_frame() {
+        assert_eq!(overlay_font_px(1280, 720), 18.0);
+        assert_eq!(overlay_font_px(640, 360), 9.0);
+        assert_eq!(overlay_font_px(64, 64), 8.0);
+        let line = "tick 12616/12616   t = 123.700 s   hashes: match (212 hashes)";
+        let font = overlay_font_px(360, 640);
+        assert!((8.0..16.0).contains(&font), "{font}");
+        let room = 360.0 - 2.0 * overlay_margin_px(640);
+        assert!(
+            line.chars().count() as f32 * MONO_ADVANCE * font <= room,
+            "{font} px"
+        );
+        assert!(overlay_band_px(360, 640) < overlay_band_px(640, 640));
     }
 
     /// The overlay's time is the lanes' clock: lanes at h = 0.1 ms are recorded at the capped 1 000 Hz, so ticks over

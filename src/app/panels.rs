@@ -2537,10 +2537,15 @@ fn plots_panel(
                                 continue;
                             };
                             let mut points = Vec::new();
+                            let from = span.map_or(f64::NEG_INFINITY, |(t0, _)| t0);
                             min_max_per_column(
-                                diagnostics.history.iter().filter_map(|s| {
-                                    extract(s).filter(|v| v.is_finite()).map(|v| [s.time, v])
-                                }),
+                                diagnostics
+                                    .history
+                                    .iter()
+                                    .filter(|s| s.time >= from)
+                                    .filter_map(|s| {
+                                        extract(s).filter(|v| v.is_finite()).map(|v| [s.time, v])
+                                    }),
                                 x0,
                                 columns_per_unit,
                                 &mut points,
@@ -2558,13 +2563,31 @@ fn plots_panel(
 
 /// The time the three plots share: from the earliest first sample of any lane to the latest last one. Each plot
 /// fitted its own samples, and the min-gap plot, which has none while no ball is in a lane (the rod drop), ran
-/// from -0.5 s to 0 s beside the others' 0 to 10 s.
+/// from -0.5 s to 0 s beside the others' 0 to 10 s. A lane whose history is full (it has dropped its oldest
+/// samples) starts the span at its first sample, so that every lane is drawn over the same time: a lane of 5 ms
+/// beside one of 10 ms keeps half as long a history, and its line covered the last 10 s of the other's 20.
 fn shared_time_span<'a>(
     histories: impl Iterator<Item = &'a std::collections::VecDeque<crate::sim::DiagnosticSample>>,
 ) -> Option<(f64, f64)> {
-    histories
-        .filter_map(|h| Some((h.front()?.time, h.back()?.time)))
-        .reduce(|(a0, a1), (b0, b1)| (a0.min(b0), a1.max(b1)))
+    let spans: Vec<(f64, f64, bool)> = histories
+        .filter_map(|h| {
+            Some((
+                h.front()?.time,
+                h.back()?.time,
+                h.len() >= crate::sim::HISTORY_LEN,
+            ))
+        })
+        .collect();
+    let (first, last) = spans
+        .iter()
+        .map(|&(a, b, _)| (a, b))
+        .reduce(|(a0, a1), (b0, b1)| (a0.min(b0), a1.max(b1)))?;
+    let cut = spans
+        .iter()
+        .filter(|&&(_, _, full)| full)
+        .map(|&(a, _, _)| a)
+        .fold(first, f64::max);
+    Some((cut.min(last), last))
 }
 
 /// A gap on the min-gap plot's axis: sign(g)·log₁₀(1 + |g| / s), linear within `scale` s of zero and
@@ -4614,6 +4637,16 @@ mod tests {
         );
         assert_eq!(shared_time_span([&empty].into_iter()), None);
         assert_eq!(shared_time_span([&a].into_iter()), Some((2.0, 9.5)));
+        // A full history (a finer lane's, which dropped its oldest samples) starts the span at its first sample:
+        // every lane is drawn over the same time.
+        let full: Vec<f64> = (0..crate::sim::HISTORY_LEN)
+            .map(|i| 10.0 + i as f64 * 0.005)
+            .collect();
+        let full = history(&full);
+        let coarse = history(&[0.0, 10.0, 19.0]);
+        let (t0, t1) = shared_time_span([&coarse, &full].into_iter()).expect("a span");
+        assert_eq!(t0, 10.0);
+        assert!((t1 - 19.995).abs() < 1e-9, "{t1}");
     }
 
     /// The landscape draws each method with the first lane's settings that runs it, and where none does, the

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde_json::json;
 
 use crate::demo::{
@@ -49,14 +49,11 @@ pub struct ReplayArgs {
 }
 
 fn progress_bar(len: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if let Ok(style) =
-        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ticks, {per_sec}, ETA {eta}")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message(what.to_string());
-    bar
+    super::progress_bar(
+        len,
+        "{msg} [{bar:40}] {pos}/{len} ticks, {rate}, ETA {eta}",
+        what,
+    )
 }
 
 pub fn run_record(args: &RecordArgs) -> Result<()> {

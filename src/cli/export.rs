@@ -27,8 +27,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use super::progress_bar;
 use anyhow::{Context, Result, anyhow, bail};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::app::export::{ClipFormat, ExportPlan, Overlay, quiet_headless_gpu_probe, render_clip};
 use crate::demo::{
@@ -586,6 +586,9 @@ fn hidden_beside(out: &Path, what: &str) -> PathBuf {
     ))
 }
 
+/// How long a partial output must have gone unwritten before [`remove_stale_partials`] takes its process for gone.
+const STALE_PARTIAL_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Removes what exports of `out` that were killed outright (SIGKILL, a power cut) left beside it: `.NAME.partial-PID`
 /// files and folders whose process is gone. Returns their names. A live process's (another export of the same clip
 /// under way) and this one's are left alone.
@@ -607,7 +610,13 @@ fn remove_stale_partials(out: &Path) -> Vec<String> {
         else {
             continue;
         };
-        if pid == std::process::id() || process_alive(pid) {
+        // A process of another PID namespace (a container) sharing the folder looks gone from here: a partial
+        // written to within the last minute is left alone whatever its PID says.
+        let recent = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().map_or(true, |age| age < STALE_PARTIAL_AGE));
+        if pid == std::process::id() || process_alive(pid) || recent {
             continue;
         }
         let path = entry.path();
@@ -924,15 +933,6 @@ fn human_bytes(bytes: u64) -> String {
     }
 }
 
-fn progress_bar(len: u64, template: &str, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message(what.to_string());
-    bar
-}
-
 pub fn run_export(args: &ExportArgs) -> Result<()> {
     // First, while the process has one thread.
     quiet_headless_gpu_probe();
@@ -988,23 +988,19 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
              exporting it (pass --allow-mismatch to export it unchecked, labelled \"unchecked\")"
         );
     }
-    // At the rate it was recorded at, before the check finds the lanes' own rates (below): a demo whose ticks are
-    // too many for a clip is refused before a long check.
-    frame_count(to - from, demo.fixed_hz, args.fps)
+    // A clip whose ticks make too many frames even at the fastest rate a tick plays at is refused before a long
+    // check; the check finds the lanes' own rates (below).
+    let fastest_hz = demo.fixed_hz.max(*crate::demo::FIXED_RATES_HZ.end());
+    frame_count(to - from, fastest_hz, args.fps)
         .filter(|&frames| frames <= MAX_FRAMES)
         .ok_or_else(|| {
-            let frames = (demo.ticks as f64 * args.fps as f64 / demo.fixed_hz).floor() + 1.0;
-            let frames = if frames < 1e15 {
-                format!("{frames:.0}")
-            } else {
-                format!("{frames:.3e}")
-            };
+            let frames = ((to - from) as f64 * args.fps as f64 / fastest_hz).floor() + 1.0;
             anyhow!(
-                "{file}: {} ticks at fixed_hz {:?} make {frames} frames at {} fps; exports are limited to \
-                 {MAX_FRAMES} frames (lower --fps, or check the demo's fixed_hz)",
-                demo.ticks,
-                demo.fixed_hz,
-                args.fps
+                "{file}: {} make at least {frames:.0} frames at {} fps (a tick plays at most 1/{} s); exports are \
+                 limited to {MAX_FRAMES} frames (lower --fps, or cut the clip with --from and --to)",
+                counted(to - from, "tick", "ticks"),
+                args.fps,
+                crate::text::number(fastest_hz)
             )
         })?;
     let target = check_output(&args.out, kind, args.force)?;
@@ -1060,9 +1056,9 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         .filter(|&frames| frames <= MAX_FRAMES)
         .ok_or_else(|| {
             anyhow!(
-                "{file}: {} ticks play {:.1} s (the lanes' rates), {} frames at {} fps; exports are limited to \
-                 {MAX_FRAMES} frames (lower --fps)",
-                demo.ticks,
+                "{file}: {} play {:.1} s at their lanes' rates, {} frames at {} fps; exports are limited to \
+                 {MAX_FRAMES} frames (lower --fps, or cut the clip with --from and --to)",
+                counted(to - from, "tick", "ticks"),
                 schedule.seconds(),
                 (schedule.seconds() * args.fps as f64).floor() + 1.0,
                 args.fps
@@ -1119,7 +1115,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     player.start()?;
     let progress = progress_bar(
         frames,
-        "{msg} [{bar:40}] {pos}/{len} frames, {per_sec}, ETA {eta}",
+        "{msg} [{bar:40}] {pos}/{len} frames, {rate}, ETA {eta}",
         "exporting",
     );
     let frame_lines = args.progress_lines.then(|| {
@@ -1435,6 +1431,19 @@ mod tests {
             fs::write(dir.join(name), b"half a clip").expect("written");
         }
         fs::create_dir(dir.join(format!(".clip.gif.partial-{dead}0"))).expect("a folder");
+        // Written two minutes ago, all but one: a partial written to within the last minute is kept whatever its
+        // PID (a process of another PID namespace looks gone from here).
+        let ago = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+        for entry in fs::read_dir(&dir).expect("the folder").flatten() {
+            fs::File::open(entry.path())
+                .and_then(|f| f.set_modified(ago))
+                .expect("an old time");
+        }
+        fs::write(
+            dir.join(format!(".clip.gif.partial-{dead}1")),
+            b"being written",
+        )
+        .expect("written");
         let removed = remove_stale_partials(&out);
         let _ = live.kill();
         let _ = live.wait();
@@ -1446,7 +1455,7 @@ mod tests {
         assert_eq!(removed, expected);
         assert_eq!(
             fs::read_dir(&dir).expect("the folder").count(),
-            6 - expected.len()
+            7 - expected.len()
         );
         fs::remove_dir_all(&dir).expect("removed");
     }
@@ -1678,25 +1687,30 @@ mod tests {
         assert!(frame_count(1 << 50, 1.0, 120).is_some_and(|n| n > MAX_FRAMES));
     }
 
+    /// A demo of more ticks than a clip can show even at the fastest rate a tick plays at (1 000 Hz) is refused
+    /// before its check, and `--from`/`--to` that cut it short enough are not.
     #[test]
-    fn export_refuses_a_demo_with_a_tiny_fixed_hz_naming_it() {
-        let dir = scratch("tiny-hz");
-        let demo = dir.join("tiny.demo.ron");
+    fn export_refuses_a_demo_too_long_for_a_clip_before_checking_it() {
+        let dir = scratch("too-long");
+        let demo = dir.join("long.demo.ron");
         let text = fs::read_to_string("assets/demos/wall_throw.demo.ron").unwrap();
-        assert!(text.contains("fixed_hz: 100.0,"));
-        fs::write(
-            &demo,
-            text.replacen("fixed_hz: 100.0,", "fixed_hz: 1e-17,", 1),
-        )
-        .unwrap();
+        assert!(text.contains("ticks: 300,"));
+        assert!(text.contains("tick: 300,"), "the last hash, at the end");
+        let long = text
+            .replacen("ticks: 300,", "ticks: 10000000,", 1)
+            .replacen("tick: 300,", "tick: 10000000,", 1);
+        fs::write(&demo, long).unwrap();
         let message = run_export(&export_args(&demo, &dir.join("clip.gif")))
             .unwrap_err()
             .to_string();
         assert!(
-            message.contains("fixed_hz 1e-17") && message.contains("limited to"),
+            message.contains("10000000 ticks make at least 300001 frames at 30 fps")
+                && message.contains("limited to 120000 frames"),
             "{message}"
         );
         assert!(!dir.join("clip.gif").exists());
+        let cut = clip_range(Some(9_000_000), None, 10_000_000, "long.demo.ron").expect("a range");
+        assert!(frame_count(cut.1 - cut.0, 1000.0, 30).is_some_and(|f| f <= MAX_FRAMES));
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -38,6 +38,26 @@ pub fn parse_listed_number(text: &str) -> Result<f64, String> {
         .map_err(|_| "must be a number, such as 5, 0.5 or 1e4".into())
 }
 
+/// A progress bar of `len` on standard error, drawn by `template` with `what` as its message. `{rate}` gives the
+/// rate to the unit ("34442/s"; indicatif's `{per_sec}` printed "34,442.3196/s").
+pub fn progress_bar(len: u64, template: &str, what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+        bar.set_style(
+            style
+                .with_key(
+                    "rate",
+                    |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.0}/s", state.per_sec());
+                    },
+                )
+                .progress_chars("=> "),
+        );
+    }
+    bar.set_message(what.to_string());
+    bar
+}
+
 /// A word in a comma-separated list, with spaces around it dropped (`--engines "ipc, penalty"`).
 pub fn parse_listed_word(text: &str) -> Result<String, String> {
     Ok(text.trim().to_string())

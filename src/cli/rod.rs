@@ -187,8 +187,21 @@ fn nearest_root(s: &BigRational) -> f64 {
         let two = BigRational::from_integer(2.into());
         let low = (&c + below) / &two;
         let high = (&c + above) / &two;
-        if &(&low * &low) <= s && s <= &(&high * &high) {
-            return candidate;
+        let (low2, high2) = (&low * &low, &high * &high);
+        if &low2 <= s && s <= &high2 {
+            // Exactly half-way between two floats: the one with the even last bit, as IEEE rounding does.
+            let neighbour = if s == &low2 {
+                candidate.next_down()
+            } else if s == &high2 {
+                candidate.next_up()
+            } else {
+                return candidate;
+            };
+            return if candidate.to_bits() & 1 == 0 {
+                candidate
+            } else {
+                neighbour
+            };
         }
     }
     root
@@ -359,6 +372,11 @@ mod tests {
         assert_eq!(length("1", "1"), 2.0 * std::f64::consts::SQRT_2);
         assert_eq!(length("0.3", "0.4"), 1.0);
         assert_eq!(length("0", "1/2"), 1.0);
+        // L = 1 + 3·2⁻⁵³, half-way between 1 + 2⁻⁵² and 1 + 2⁻⁵¹: the even one.
+        assert_eq!(
+            length("0", "9007199254740995/18014398509481984"),
+            1.0 + 2f64.powi(-51)
+        );
     }
 
     #[test]

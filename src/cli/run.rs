@@ -82,14 +82,11 @@ pub fn lane_steps(scene: &Scene, steps: u64) -> Vec<u64> {
 /// stderr is not one (a pipe, a file, a test that captures it), so the library functions take a progress
 /// callback and only the subcommands' entry points make a bar.
 pub fn lane_steps_bar(what: &str, lane_steps: u64) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(lane_steps);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{msg} [{bar:40}] {pos}/{len} lane steps, {per_sec}, ETA {eta}",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message(what.to_string());
-    bar
+    super::progress_bar(
+        lane_steps,
+        "{msg} [{bar:40}] {pos}/{len} lane steps, {rate}, ETA {eta}",
+        what,
+    )
 }
 
 /// Steps one lane `steps` times as `run` does, keeping the [`HalfwaySnapshot`] at step `steps / 2`; tells

@@ -657,10 +657,14 @@ pub fn step_lanes(lanes: &mut [&mut LaneWorld], end: Option<f64>) -> bool {
 /// run's end), at the window's fixed rates ([`crate::demo::rate_for_step`]): real time down to h = 1 ms. A demo
 /// stores only the rate it began at, so a lane edited or thrown at another h part-way used to play at the first
 /// rate, ten times too slow after 10 ms became 1 ms. `fallback_hz` when there are no lanes.
-pub fn play_rate_hz(lanes: &[LaneWorld], end: Option<f64>, fallback_hz: f64) -> f64 {
+pub fn play_rate_hz<'a>(
+    lanes: impl Iterator<Item = &'a LaneWorld> + Clone,
+    end: Option<f64>,
+    fallback_hz: f64,
+) -> f64 {
     let smallest = |can_step: bool| {
         lanes
-            .iter()
+            .clone()
             .filter(|l| !can_step || lane_can_step(l, end))
             .map(|l| l.settings.h)
             .reduce(f64::min)
@@ -903,7 +907,7 @@ impl Session {
 
     /// The rate the next tick plays at in a replay or a clip ([`play_rate_hz`]) [Hz].
     pub fn play_rate_hz(&self, fallback_hz: f64) -> f64 {
-        play_rate_hz(&self.lanes, self.run_end, fallback_hz)
+        play_rate_hz(self.lanes.iter(), self.run_end, fallback_hz)
     }
 
     /// One fixed tick.
@@ -1076,19 +1080,25 @@ mod tests {
     #[test]
     fn a_tick_plays_at_the_rate_of_the_lanes_that_step() {
         let mut session = Session::new(wall_throw_at([0.001, 0.01], 800));
-        assert_eq!(play_rate_hz(&session.lanes, session.run_end, 60.0), 1000.0);
+        assert_eq!(
+            play_rate_hz(session.lanes.iter(), session.run_end, 60.0),
+            1000.0
+        );
         session.lanes[0].fault = Some("a test's fault".into());
-        assert_eq!(play_rate_hz(&session.lanes, session.run_end, 60.0), 100.0);
+        assert_eq!(
+            play_rate_hz(session.lanes.iter(), session.run_end, 60.0),
+            100.0
+        );
         session.lanes[1].fault = Some("a test's fault".into());
         assert_eq!(
-            play_rate_hz(&session.lanes, session.run_end, 60.0),
+            play_rate_hz(session.lanes.iter(), session.run_end, 60.0),
             1000.0,
             "none steps: all lanes"
         );
-        assert_eq!(play_rate_hz(&[], None, 60.0), 60.0);
+        assert_eq!(play_rate_hz([].iter(), None, 60.0), 60.0);
         let fine = Session::new(wall_throw_at([1e-4, 1e-4], 8));
         assert_eq!(
-            play_rate_hz(&fine.lanes, fine.run_end, 60.0),
+            play_rate_hz(fine.lanes.iter(), fine.run_end, 60.0),
             1000.0,
             "the window's fastest rate"
         );

@@ -398,14 +398,12 @@ fn newton_loop(
             return report;
         }
         // A line search that had to backtrack and then found an energy equal to E(x) to the last bit, and none
-        // lower, has met the energy's rounding: the direction descends, but by less than E resolves. Every later
-        // direction would be the same, taken as short (a resting 10-ball pit took a direction of 1.1·10⁻¹⁰ m, just
-        // above the seed's tolerance, 48 times at α = 6·10⁻⁸ until the cap). Nothing representable is left to
-        // gain.
-        if backtracked && e_trial == e0 {
-            report.stop = StopReason::Converged;
-            return report;
-        }
+        // lower, before α reached its floor, has met the energy's rounding: the direction descends (H is positive
+        // definite, and each contact group's part is scaled by a positive length), but by less than E resolves.
+        // Every later direction would be the same, taken as short (a resting 10-ball pit took a direction of
+        // 1.1·10⁻¹⁰ m, just above the seed's tolerance, 48 times at α = 6·10⁻⁸ until the cap). The solve ends
+        // below, once this step is recorded and unless adaptive stiffness changed κ.
+        let at_rounding = backtracked && e_trial == e0 && alpha > MIN_ALPHA;
         last_energy = Some(e_trial);
         if ws.record_pieces {
             for (i, (from, to)) in ws.trial.iter().zip(x.iter()).enumerate() {
@@ -431,11 +429,13 @@ fn newton_loop(
         }
         previous_full = full;
         previous_size = step_size;
+        let mut kappa_changed = false;
         if let (Some(adaptive), ContactModel::Barrier { kappa, dhat }) =
             (adaptive.as_deref_mut(), potential.model)
         {
             let min_distance = min_contact_distance(potential, x, ws);
             let updated = adaptive.update(previous_min_distance, min_distance, kappa);
+            kappa_changed = updated != kappa;
             potential.model = ContactModel::Barrier {
                 dhat,
                 kappa: updated,
@@ -443,6 +443,10 @@ fn newton_loop(
             report.kappa = Some(updated);
             last_energy = None;
             previous_min_distance = min_distance;
+        }
+        if at_rounding && !kappa_changed {
+            report.stop = StopReason::Converged;
+            return report;
         }
     }
     report

@@ -164,6 +164,7 @@ impl Plugin for SimPlugin {
                         .after(SimSet::Gather)
                         .before(SimSet::Step),
                     (step_lanes, drive_replay).in_set(SimSet::Step),
+                    follow_lanes_rate.after(SimSet::Step),
                     write_back_bodies.in_set(SimSet::Writeback),
                 ),
             );
@@ -683,18 +684,13 @@ type EditedLanes<'w, 's> =
 
 /// Gather: copies each valid settings edit into its lane; an invalid one is reverted and reported.
 /// While a demo replays, the lanes follow the demo and edits are reverted.
-/// An edit that changes a lane's h sets the fixed clock to 1 / the lanes' smallest h, as a restart does
-/// ([`prepare_lanes`]) and as a replay of the edit plays it: an edit from 10 ms to 1 ms used to speed the clock up
-/// only when it came through a throw, and one to 5 ms left it at 100 Hz (half real time).
 pub fn gather_settings(
     mut lanes: ParamSet<(EditedLanes, Query<&Lane>)>,
     mut log: ResMut<SimLog>,
     mut recorder: ResMut<Recorder>,
     control: Res<SimControl>,
     replay: Option<Res<Replay>>,
-    mut fixed: ResMut<Time<Fixed>>,
 ) {
-    let mut h_changed = false;
     // A recording with no room for these edits ends before them (see `Recorder::end_unless_room`).
     let coming = lanes
         .p0()
@@ -720,7 +716,6 @@ pub fn gather_settings(
             .and_then(|()| apply_settings(&mut lane.world, &settings.0));
         match applied {
             Ok(()) => {
-                h_changed |= changed.contains(&LaneSetting::H);
                 // A refused edit of a setting this edit changed is answered by it: its banner would now mislead.
                 // One of the lane's other settings is not (the field that took the focus from a refused one).
                 log.withdraw_lane_edit(lane.index, &changed);
@@ -745,13 +740,32 @@ pub fn gather_settings(
             }
         }
     }
-    if h_changed {
-        let smallest_h = lanes
-            .p1()
-            .iter()
-            .map(|lane| lane.world.settings.h)
-            .reduce(f64::min);
-        fixed.set_timestep_hz(crate::demo::rate_for_step(smallest_h));
+}
+
+/// FixedUpdate, after the step: the fixed clock follows the rate the lanes' next tick plays at
+/// ([`crate::demo::play_rate_hz`]: 1 / the smallest h of the lanes that can step), set when that rate changes, so
+/// the window runs as a replay and an export of it play: an edit from 10 ms to 5 ms left the clock at 100 Hz (half
+/// real time), and after a 1 ms lane faulted its 10 ms neighbour ran at 1 000 Hz (ten times real time). Between
+/// changes the fixed-rate slider holds. A replay sets the clock itself.
+pub fn follow_lanes_rate(
+    lanes: Query<&Lane>,
+    control: Res<SimControl>,
+    replay: Option<Res<Replay>>,
+    mut fixed: ResMut<Time<Fixed>>,
+    mut last: Local<Option<f64>>,
+) {
+    if replay.is_some() {
+        *last = None;
+        return;
+    }
+    let hz = crate::demo::play_rate_hz(
+        lanes.iter().map(|lane| &lane.world),
+        control.run_end,
+        fixed.timestep().as_secs_f64().recip(),
+    );
+    if *last != Some(hz) {
+        *last = Some(hz);
+        fixed.set_timestep_hz(hz);
     }
 }
 

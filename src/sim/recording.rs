@@ -391,6 +391,9 @@ pub struct Replay {
     pub full_check: Arc<Mutex<Option<Result<Verdict, String>>>>,
     accumulator: f64,
     synced_generation: Option<u64>,
+    /// The lanes' play rate last set on the fixed clock ([`set_play_rate`]): it is set again only when the lanes'
+    /// rate changes, so the fixed-rate slider holds until then.
+    play_hz: Option<f64>,
     /// The sandbox as it was when the replay started, restored when it stops.
     before: Option<SandboxSnapshot>,
 }
@@ -427,6 +430,7 @@ impl Replay {
             full_check,
             accumulator: 0.0,
             synced_generation: None,
+            play_hz: None,
             before: None,
         }
     }
@@ -442,6 +446,7 @@ impl Replay {
             full_check: Arc::new(Mutex::new(None)),
             accumulator: 0.0,
             synced_generation: None,
+            play_hz: None,
             before: None,
         }
     }
@@ -567,6 +572,8 @@ fn sync_lanes(
     fixed: &mut Time<Fixed>,
     histories: Vec<LaneDiagnostics>,
 ) {
+    // After every tick and seek: the rate the next tick plays at.
+    set_play_rate(fixed, replay);
     let session = &replay.player.session;
     if replay.synced_generation != Some(session.generation) {
         for (entity, ..) in lanes.iter() {
@@ -575,7 +582,6 @@ fn sync_lanes(
         for entity in members {
             commands.entity(entity).despawn();
         }
-        set_play_rate(fixed, replay);
         // Laid out as the run on screen was built (its scene), not by where its balls are at this tick.
         let layout = session.scene.build().iter().map(lane_bounds).collect();
         spawn_lane_entities_with_history(commands, session.lanes.clone(), histories, Some(layout));
@@ -779,17 +785,20 @@ pub fn drive_replay(
             &mut fixed,
             Vec::new(),
         );
-        set_play_rate(&mut fixed, replay);
     }
 }
 
 /// The fixed clock at the rate the replay's next tick plays at ([`crate::demo::play_rate_hz`]), as an export
 /// plays it: a demo whose lanes were edited or thrown to another h part-way plays at the lanes' speed throughout,
-/// not at the rate it began at. Set only when it changes, so the clock keeps its accumulated time.
-fn set_play_rate(fixed: &mut Time<Fixed>, replay: &Replay) {
-    let session = &replay.player.session;
-    let hz = session.play_rate_hz(replay.player.demo.fixed_hz);
-    if (fixed.timestep().as_secs_f64() * hz - 1.0).abs() > 1e-9 {
+/// not at the rate it began at. Set only when the lanes' rate changes (after a tick or a seek), so the fixed-rate
+/// slider holds until then.
+fn set_play_rate(fixed: &mut Time<Fixed>, replay: &mut Replay) {
+    let hz = replay
+        .player
+        .session
+        .play_rate_hz(replay.player.demo.fixed_hz);
+    if replay.play_hz != Some(hz) {
+        replay.play_hz = Some(hz);
         fixed.set_timestep_hz(hz);
     }
 }

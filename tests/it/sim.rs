@@ -806,11 +806,9 @@ fn a_rod_dropped_into_the_floor_is_set_on_it_and_one_below_it_is_refused() {
     );
 }
 
-/// The window's lanes keep time together: the penalty lane edited to 1 ms and restarted (R keeps the edit) takes
-/// ten steps to the IPC lane's one, both balls at the same time on every tenth tick; the fixed clock runs at
-/// 1 000 Hz, so the run is in real time; both lanes end at the scene's 0.8 s.
-/// An edit of a lane's h sets the fixed clock to 1 / the lanes' smallest h at once, as a restart does and as a
-/// replay plays it: an edit to 5 ms left the clock at 100 Hz, the run at half real time.
+/// An edit of a lane's h sets the fixed clock to 1 / the lanes' smallest h, as a restart does and as a replay
+/// plays it: an edit to 5 ms left the clock at 100 Hz, the run at half real time. A lane that faults leaves the
+/// clock to the lanes that still step.
 #[test]
 fn an_edit_of_a_lane_s_h_sets_the_fixed_clock_at_once() {
     let mut app = headless(WALL_THROW);
@@ -832,8 +830,22 @@ fn an_edit_of_a_lane_s_h_sets_the_fixed_clock_at_once() {
         "the other lane's 10 ms: {} Hz",
         rate(&app)
     );
+    edit_lane(&mut app, 0, |s| s.0.h = 0.001);
+    assert!((rate(&app) - 1000.0).abs() < 1e-6, "{} Hz", rate(&app));
+    // The 1 ms lane faults: the 20 ms lane alone steps on, in real time.
+    let mut query = app.world_mut().query::<&mut Lane>();
+    for mut lane in query.iter_mut(app.world_mut()) {
+        if lane.index == 0 {
+            lane.world.fault = Some("a test's fault".into());
+        }
+    }
+    app.update();
+    assert!((rate(&app) - 50.0).abs() < 1e-6, "{} Hz", rate(&app));
 }
 
+/// The window's lanes keep time together: the penalty lane edited to 1 ms and restarted (R keeps the edit) takes
+/// ten steps to the IPC lane's one, both balls at the same time on every tenth tick; the fixed clock runs at
+/// 1 000 Hz, so the run is in real time; both lanes end at the scene's 0.8 s.
 #[test]
 fn a_lane_edited_to_a_smaller_h_keeps_time_with_the_others_after_a_restart() {
     let mut app = headless(WALL_THROW);

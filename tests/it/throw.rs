@@ -510,6 +510,9 @@ fn an_option_error_keeps_what_is_missing_or_allowed_on_its_one_line() {
             vec!["'--thicknes'", "tip:", "'--thickness'"],
             2,
         ),
+        // An option without its value is a command line clap cannot read, not a refused value.
+        (vec!["export", "d.ron", "--out"], vec!["--out"], 2),
+        (vec!["throw", "--h"], vec!["--h"], 2),
     ] {
         let out = std::process::Command::new(exe)
             .args(&argv)
