@@ -19,15 +19,7 @@ pub fn time_of_impact_ball_wall(p: DVec2, delta: DVec2, radius: f64, wall: &Wall
     // The start's rounding error joins each face's distance last, as in `signed_distance`, so the time of impact
     // and the distance agree on where a face is to the last bit.
     let (o, error) = wall.to_local_with_error(p);
-    let rotation = wall.rotation();
-    let dir = if rotation.y == 0.0 && rotation.x == 1.0 {
-        delta
-    } else {
-        DVec2::new(
-            rotation.x * delta.x + rotation.y * delta.y,
-            -rotation.y * delta.x + rotation.x * delta.y,
-        )
-    };
+    let dir = wall.to_local_direction(delta);
     let grown = wall.half_extents + DVec2::splat(radius);
     let mut t_enter = 0.0f64;
     let mut t_exit = 1.0f64;

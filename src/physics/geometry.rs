@@ -173,12 +173,16 @@ impl Wall {
 
     /// World point → box-local coordinates `Rᵀ (p − c)`.
     pub fn to_local(&self, p: DVec2) -> DVec2 {
+        self.to_local_direction(p - self.center)
+    }
+
+    /// World direction → box-local direction `Rᵀ u`; exactly `u` for an axis-aligned wall.
+    pub fn to_local_direction(&self, u: DVec2) -> DVec2 {
         let r = self.rotation();
-        let d = p - self.center;
         if r.y == 0.0 && r.x == 1.0 {
-            return d;
+            return u;
         }
-        DVec2::new(r.x * d.x + r.y * d.y, -r.y * d.x + r.x * d.y)
+        DVec2::new(r.x * u.x + r.y * u.y, -r.y * u.x + r.x * u.y)
     }
 
     /// [`Wall::to_local`] with the rounding error of `p − c`: for an axis-aligned wall `p − c = local + error`

@@ -302,16 +302,7 @@ fn segment_meets_box(a: DVec2, b: DVec2, wall: &Wall) -> bool {
         .max(wall.center.abs().max_element());
     let resolution = RESOLUTION_ULPS * f64::EPSILON * scale;
     let (o, error) = wall.to_local_with_error(a);
-    let r = wall.rotation();
-    let delta = b - a;
-    let d = if r.y == 0.0 && r.x == 1.0 {
-        delta
-    } else {
-        DVec2::new(
-            r.x * delta.x + r.y * delta.y,
-            -r.y * delta.x + r.x * delta.y,
-        )
-    };
+    let d = wall.to_local_direction(b - a);
     let (mut t0, mut t1) = (0.0f64, 1.0f64);
     for axis in 0..2 {
         let (o_a, e_a, d_a) = (o[axis], error[axis], d[axis]);
