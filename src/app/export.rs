@@ -78,11 +78,18 @@ pub enum ClipFormat {
 /// The overlay's text at the player's tick: the demo, the scene it shows then, the tick, the lanes' time and the
 /// verdict. The time is the lanes' own clock, as in the window's replay: ticks over the recorded rate differ from it
 /// where the rate was capped (an h below 1 ms) and after the run's end, when ticks pass and the lanes stand.
-fn overlay_label(overlay: &Overlay, player: &crate::demo::Player) -> String {
+/// The first line, the demo's and the scene's names, is cut with "..." to `max_chars` (a long demo name in a
+/// 320 × 180 clip wrapped to a third line over the top lane's title).
+fn overlay_label(overlay: &Overlay, player: &crate::demo::Player, max_chars: usize) -> String {
+    let names = format!("{} - {}", overlay.demo_name, player.session.loaded.name);
+    let names = if names.chars().count() > max_chars {
+        let kept: String = names.chars().take(max_chars.saturating_sub(3)).collect();
+        format!("{kept}...")
+    } else {
+        names
+    };
     format!(
-        "{} - {}\ntick {}/{}   t = {:.3} s   hashes: {}",
-        overlay.demo_name,
-        player.session.loaded.name,
+        "{names}\ntick {}/{}   t = {:.3} s   hashes: {}",
         player.tick(),
         player.demo.ticks,
         crate::demo::lanes_time(&player.session.lanes),
@@ -808,6 +815,14 @@ fn overlay_font_px(width: u32, height: u32) -> f32 {
     (height as f32 / 40.0).min(fits).max(8.0)
 }
 
+/// Characters of the overlay's font that fit across a frame `width` × `height` px inside its margins.
+fn overlay_line_chars(width: u32, height: u32) -> usize {
+    let room = width as f32 - 2.0 * overlay_margin_px(height);
+    (room / (MONO_ADVANCE * overlay_font_px(width, height)))
+        .floor()
+        .max(4.0) as usize
+}
+
 /// Gap between the frame's edge and the overlay [px].
 fn overlay_margin_px(height: u32) -> f32 {
     height as f32 / 60.0
@@ -962,7 +977,11 @@ fn place_overlay(
     };
     let scale = camera_scale(projection);
     let margin = overlay_margin_px(driver.height);
-    let label = overlay_label(overlay, &replay.player);
+    let label = overlay_label(
+        overlay,
+        &replay.player,
+        overlay_line_chars(driver.width, driver.height),
+    );
     for (mut text, mut transform) in &mut texts {
         if text.0 != label {
             text.0.clone_from(&label);
@@ -1492,12 +1511,12 @@ mod tests {
         };
         let first = |label: String| label.lines().next().unwrap_or_default().to_string();
         assert_eq!(
-            first(overlay_label(&overlay, &player)),
+            first(overlay_label(&overlay, &player, usize::MAX)),
             "sw.demo.ron - Wall throw"
         );
         player.seek(4).expect("seeks past the switch");
         assert_eq!(
-            first(overlay_label(&overlay, &player)),
+            first(overlay_label(&overlay, &player, usize::MAX)),
             format!("sw.demo.ron - {switched}")
         );
         assert_ne!(switched, "Wall throw");
@@ -1547,14 +1566,28 @@ mod tests {
         let second = |label: String| label.lines().nth(1).unwrap_or_default().to_string();
         player.seek(40).expect("seeks within the run");
         assert_eq!(
-            second(overlay_label(&overlay, &player)),
+            second(overlay_label(&overlay, &player, usize::MAX)),
             "tick 40/100   t = 0.004 s   hashes: match (1 hash)"
         );
         player.seek(100).expect("seeks past the run's end");
         assert_eq!(
-            second(overlay_label(&overlay, &player)),
+            second(overlay_label(&overlay, &player, usize::MAX)),
             "tick 100/100   t = 0.008 s   hashes: match (1 hash)"
         );
+        // A long demo name is cut to the frame's width, so the overlay keeps its two lines (in a 320 × 180 clip it
+        // wrapped to a third, over the top lane's title).
+        let long = Overlay {
+            demo_name: "a_rather_long_demo_name_for_the_physics_class_on_monday.demo.ron".into(),
+            ..overlay.clone()
+        };
+        let fits = overlay_line_chars(320, 180);
+        let label = overlay_label(&long, &player, fits);
+        let first = label.lines().next().unwrap_or_default();
+        assert!(
+            first.ends_with("...") && first.chars().count() == fits,
+            "{first} ({fits})"
+        );
+        assert_eq!(label.lines().count(), 2);
     }
 
     /// A 1×1 GIF89a with a 2-colour table, a NETSCAPE loop extension and frames of the given delays.

@@ -147,7 +147,14 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     let started = Instant::now();
     let mut player = Player::new(demo, file.clone());
     player.start()?;
-    while !(args.verify && player.verdict.mismatch.is_some()) && player.advance()? {
+    // How long the replayed ticks play, each at the rate of the lanes it steps, as an export plays them.
+    let mut play_seconds = 0.0;
+    while !(args.verify && player.verdict.mismatch.is_some()) {
+        let rate = player.session.play_rate_hz(player.demo.fixed_hz);
+        if !player.advance()? {
+            break;
+        }
+        play_seconds += 1.0 / rate;
         if player.tick().is_multiple_of(64) {
             bar.set_position(player.tick());
         }
@@ -169,7 +176,15 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     } else {
         None
     };
-    let printed = print_replay(args, &file, &player, ticks, hashes, seconds, &verdict);
+    let printed = print_replay(
+        args,
+        &file,
+        &player,
+        (ticks, play_seconds),
+        hashes,
+        seconds,
+        &verdict,
+    );
     match failure {
         Some(failure) => Err(failure),
         None => printed,
@@ -181,7 +196,7 @@ fn print_replay(
     args: &ReplayArgs,
     file: &str,
     player: &Player,
-    ticks: u64,
+    (ticks, play_seconds): (u64, f64),
     hashes: usize,
     seconds: f64,
     verdict: &crate::demo::Verdict,
@@ -196,7 +211,7 @@ fn print_replay(
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let was = player.session.scene.lanes.get(i).map(|spec| &spec.contact);
+                let was = player.session.loaded.lanes.get(i).map(|spec| &spec.contact);
                 let edited = was.map(|was| crate::sim::settings_changes(was, &l.settings));
                 super::run::lane_streamed(l, &no_halfway, |lane| {
                     lane["outcome"] = json!(lane_outcome(l));
@@ -211,6 +226,9 @@ fn print_replay(
             // The scene the demo begins with, as `run --json` names its scene.
             "scene": player.demo.scene.name,
             "ticks": ticks,
+            // How long the replayed ticks play, each at its lanes' rate, and the rate the demo starts at.
+            "play_seconds": play_seconds,
+            "fixed_hz": player.demo.fixed_hz,
             "replayed_ticks": player.tick(),
             "hashes": hashes,
             "matched": verdict.matched,
@@ -226,7 +244,7 @@ fn print_replay(
         super::stdout::write_json(&report, true)?;
     } else {
         outln!(
-            "{file}: scene '{}', {} at {} Hz, {}",
+            "{file}: scene '{}', {} ({play_seconds:.2} s of play, from {} Hz), {}",
             player.demo.scene.name,
             counted(ticks, "tick", "ticks"),
             crate::text::number(player.demo.fixed_hz),
@@ -234,9 +252,10 @@ fn print_replay(
         )?;
         if !args.verify {
             for (i, l) in player.session.lanes.iter().enumerate() {
-                // A lane edited during the demo is named with what the edit changed, not only by a name that
-                // may quote a setting it no longer has ("penalty k=1e4" running at k = 1e6).
-                let was = player.session.scene.lanes.get(i).map(|spec| &spec.contact);
+                // A lane edited or thrown to other settings during the demo is named with what changed from the
+                // scene its name describes (as the window and a clip title it), not only by a name that may quote
+                // a setting it no longer has ("penalty k=1e4" running at k = 1e6).
+                let was = player.session.loaded.lanes.get(i).map(|spec| &spec.contact);
                 outln!(
                     "  lane '{}': {}; {}",
                     crate::sim::lane_title(l, was),

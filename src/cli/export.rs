@@ -590,17 +590,18 @@ fn hidden_beside(out: &Path, what: &str) -> PathBuf {
 const STALE_PARTIAL_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Removes what exports of `out` that were killed outright (SIGKILL, a power cut) left beside it: `.NAME.partial-PID`
-/// files and folders whose process is gone. Returns their names. A live process's (another export of the same clip
-/// under way) and this one's are left alone.
-fn remove_stale_partials(out: &Path) -> Vec<String> {
+/// files and folders whose process is gone. Returns their names, and those of the ones left because they were written
+/// to within [`STALE_PARTIAL_AGE`]. A live process's (another export of the same clip under way) and this one's are
+/// left alone.
+fn remove_stale_partials(out: &Path) -> (Vec<String>, Vec<String>) {
     let Some(name) = out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return Vec::new();
+        return Default::default();
     };
     let prefix = format!(".{name}.partial-");
     let Ok(entries) = fs::read_dir(output_folder(out)) else {
-        return Vec::new();
+        return Default::default();
     };
-    let mut removed = Vec::new();
+    let (mut removed, mut recent) = (Vec::new(), Vec::new());
     for entry in entries.flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
         let Some(pid) = file
@@ -612,11 +613,15 @@ fn remove_stale_partials(out: &Path) -> Vec<String> {
         };
         // A process of another PID namespace (a container) sharing the folder looks gone from here: a partial
         // written to within the last minute is left alone whatever its PID says.
-        let recent = entry
+        let written_lately = entry
             .metadata()
             .and_then(|m| m.modified())
             .is_ok_and(|t| t.elapsed().map_or(true, |age| age < STALE_PARTIAL_AGE));
-        if pid == std::process::id() || process_alive(pid) || recent {
+        if pid == std::process::id() || process_alive(pid) {
+            continue;
+        }
+        if written_lately {
+            recent.push(file);
             continue;
         }
         let path = entry.path();
@@ -630,7 +635,8 @@ fn remove_stale_partials(out: &Path) -> Vec<String> {
         }
     }
     removed.sort();
-    removed
+    recent.sort();
+    (removed, recent)
 }
 
 /// Is there a process `pid` (one this user may not signal counts)? Off Unix, always (nothing is removed).
@@ -777,10 +783,17 @@ impl TempOutput {
     fn create(target: &Destination, kind: OutputKind, replace: bool) -> Result<TempOutput> {
         let temp = match target {
             Destination::Replace(path) => {
-                for file in remove_stale_partials(path) {
+                let (removed, recent) = remove_stale_partials(path);
+                for file in removed {
                     crate::cli::stdout::errln!(
                         "note: removed '{file}', the unfinished output of an export of '{}' whose process is gone",
                         path.display()
+                    );
+                }
+                for file in recent {
+                    crate::cli::stdout::errln!(
+                        "note: left '{file}': its process is gone, but it was written to less than a minute ago \
+                         (it may be an export's from another container); a later export removes it"
                     );
                 }
                 temp_path(path)
@@ -1165,9 +1178,9 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
         ClipFormat::Frames => "PNG frames",
     };
     outln!(
-        "exported {} frames ({width}x{height}, {} fps, {:.2} s of play; {encoder}) in {seconds:.1} s, \
+        "exported {} ({width}x{height}, {} fps, {:.2} s of play; {encoder}) in {seconds:.1} s, \
          {:.1} frames/s -> {} ({}); hashes: {}",
-        rendered.frames,
+        counted(rendered.frames, "frame", "frames"),
         args.fps,
         schedule.seconds(),
         rendered.frames as f64 / seconds.max(1e-9),
@@ -1444,7 +1457,16 @@ mod tests {
             b"being written",
         )
         .expect("written");
-        let removed = remove_stale_partials(&out);
+        let (removed, recent) = remove_stale_partials(&out);
+        let young = format!(".clip.gif.partial-{dead}1");
+        assert_eq!(
+            recent,
+            if process_alive(dead * 10 + 1) {
+                vec![]
+            } else {
+                vec![young]
+            }
+        );
         let _ = live.kill();
         let _ = live.wait();
         let mut expected = vec![format!(".clip.gif.partial-{dead}")];

@@ -242,6 +242,10 @@ pub struct SimControl {
     /// Fixed ticks that stepped (or would have, had the run not reached its end) since the app started;
     /// never reset. Demos time their actions by it.
     pub ticks: u64,
+    /// The lanes' play rate the fixed clock was last set to ([`crate::demo::play_rate_hz`]): the clock is set
+    /// again only when it changes, so the fixed-rate slider holds through restarts, throws and recordings that
+    /// keep the lanes' h.
+    pub lanes_hz: Option<f64>,
 }
 
 impl SimControl {

@@ -494,16 +494,16 @@ fn build_lanes(
 
 /// The clock and the step counter for a fresh run of `scene` on `worlds`, its lanes as built with the panel's
 /// kept edits: the fixed clock runs at `1 / h` of their smallest h, which a tick advances the run by, so a lane
-/// edited to 1 ms runs in real time after R (the scene's own rate, [`crate::demo::fixed_rate_hz`], without edits).
+/// edited to 1 ms runs in real time (the scene's own rate, [`crate::demo::fixed_rate_hz`], without edits); set only
+/// where that rate changed ([`follow_rate`]), so a rate set on the slider holds through R, a throw and F5.
 fn prepare_lanes(
     scene: &Scene,
     worlds: &[LaneWorld],
     control: &mut SimControl,
     fixed: &mut Time<Fixed>,
 ) {
-    let smallest_h = worlds.iter().map(|w| w.settings.h).reduce(f64::min);
-    fixed.set_timestep_hz(crate::demo::rate_for_step(smallest_h));
     control.run_end = crate::demo::run_seconds(scene);
+    follow_rate(worlds.iter(), control, fixed);
     control.steps_taken = 0;
     control.pending_steps = 0;
 }
@@ -743,28 +743,39 @@ pub fn gather_settings(
 }
 
 /// FixedUpdate, after the step: the fixed clock follows the rate the lanes' next tick plays at
-/// ([`crate::demo::play_rate_hz`]: 1 / the smallest h of the lanes that can step), set when that rate changes, so
-/// the window runs as a replay and an export of it play: an edit from 10 ms to 5 ms left the clock at 100 Hz (half
-/// real time), and after a 1 ms lane faulted its 10 ms neighbour ran at 1 000 Hz (ten times real time). Between
-/// changes the fixed-rate slider holds. A replay sets the clock itself.
+/// ([`crate::demo::play_rate_hz`]: 1 / the smallest h of the lanes that can step), so the window runs as a replay
+/// and an export of it play: an edit from 10 ms to 5 ms left the clock at 100 Hz (half real time), and after a
+/// 1 ms lane faulted its 10 ms neighbour ran at 1 000 Hz (ten times real time). A replay sets the clock itself.
 pub fn follow_lanes_rate(
     lanes: Query<&Lane>,
-    control: Res<SimControl>,
+    mut control: ResMut<SimControl>,
     replay: Option<Res<Replay>>,
     mut fixed: ResMut<Time<Fixed>>,
-    mut last: Local<Option<f64>>,
 ) {
-    if replay.is_some() {
-        *last = None;
-        return;
+    if replay.is_none() {
+        follow_rate(
+            lanes.iter().map(|lane| &lane.world),
+            &mut control,
+            &mut fixed,
+        );
     }
+}
+
+/// Sets the fixed clock to the lanes' play rate when that rate differs from the one it was last set to
+/// ([`SimControl::lanes_hz`]), so that the fixed-rate slider holds until the lanes' h (or which of them can step)
+/// changes: a teacher's 30 Hz used to be reset by every R, throw and F5.
+fn follow_rate<'a>(
+    lanes: impl Iterator<Item = &'a LaneWorld> + Clone,
+    control: &mut SimControl,
+    fixed: &mut Time<Fixed>,
+) {
     let hz = crate::demo::play_rate_hz(
-        lanes.iter().map(|lane| &lane.world),
+        lanes,
         control.run_end,
         fixed.timestep().as_secs_f64().recip(),
     );
-    if *last != Some(hz) {
-        *last = Some(hz);
+    if control.lanes_hz != Some(hz) {
+        control.lanes_hz = Some(hz);
         fixed.set_timestep_hz(hz);
     }
 }

@@ -832,6 +832,19 @@ fn an_edit_of_a_lane_s_h_sets_the_fixed_clock_at_once() {
     );
     edit_lane(&mut app, 0, |s| s.0.h = 0.001);
     assert!((rate(&app) - 1000.0).abs() < 1e-6, "{} Hz", rate(&app));
+    // A rate set on the slider holds through R, which keeps the lanes' h (it was reset to the lanes' rate).
+    app.world_mut()
+        .resource_mut::<Time<Fixed>>()
+        .set_timestep_hz(30.0);
+    app.world_mut().write_message(RestartScene);
+    app.update();
+    app.update();
+    assert_eq!(
+        with_lane(&mut app, 0, |l| l.world.settings.h),
+        0.001,
+        "R keeps the edit"
+    );
+    assert!((rate(&app) - 30.0).abs() < 1e-6, "{} Hz", rate(&app));
     // The 1 ms lane faults: the 20 ms lane alone steps on, in real time.
     let mut query = app.world_mut().query::<&mut Lane>();
     for mut lane in query.iter_mut(app.world_mut()) {
