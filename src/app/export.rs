@@ -81,13 +81,10 @@ pub enum ClipFormat {
 /// The first line, the demo's and the scene's names, is cut with "..." to `max_chars` (a long demo name in a
 /// 320 × 180 clip wrapped to a third line over the top lane's title).
 fn overlay_label(overlay: &Overlay, player: &crate::demo::Player, max_chars: usize) -> String {
-    let names = format!("{} - {}", overlay.demo_name, player.session.loaded.name);
-    let names = if names.chars().count() > max_chars {
-        let kept: String = names.chars().take(max_chars.saturating_sub(3)).collect();
-        format!("{kept}...")
-    } else {
-        names
-    };
+    let names = super::labels::elided(
+        format!("{} - {}", overlay.demo_name, player.session.loaded.name),
+        max_chars,
+    );
     format!(
         "{names}\ntick {}/{}   t = {:.3} s   hashes: {}",
         player.tick(),
@@ -780,9 +777,7 @@ fn aim_camera_at_image(
             TextColor(color),
             Anchor::TOP_LEFT,
             // Wrapped at the frame's right margin: a portrait clip (360 × 640) cut the verdict to "hashes: m".
-            bevy::text::TextBounds::new_horizontal(
-                (driver.width as f32 - 2.0 * overlay_margin_px(driver.height)).max(1.0),
-            ),
+            bevy::text::TextBounds::new_horizontal(overlay_room_px(driver.width, driver.height)),
         ));
     }
 }
@@ -810,17 +805,20 @@ const MONO_ADVANCE: f32 = 0.6;
 /// of [`OVERLAY_LINE_CHARS`] would not fit the width (a portrait 360 × 640 clip cut the verdict to "hashes: m"),
 /// never below 8 px (the text then wraps at the frame's margin).
 fn overlay_font_px(width: u32, height: u32) -> f32 {
-    let fits =
-        (width as f32 - 2.0 * overlay_margin_px(height)) / (MONO_ADVANCE * OVERLAY_LINE_CHARS);
+    let fits = overlay_room_px(width, height) / (MONO_ADVANCE * OVERLAY_LINE_CHARS);
     (height as f32 / 40.0).min(fits).max(8.0)
 }
 
 /// Characters of the overlay's font that fit across a frame `width` × `height` px inside its margins.
 fn overlay_line_chars(width: u32, height: u32) -> usize {
-    let room = width as f32 - 2.0 * overlay_margin_px(height);
-    (room / (MONO_ADVANCE * overlay_font_px(width, height)))
+    (overlay_room_px(width, height) / (MONO_ADVANCE * overlay_font_px(width, height)))
         .floor()
         .max(4.0) as usize
+}
+
+/// The width the overlay's text may take in a frame `width` × `height` px: inside its margins [px].
+fn overlay_room_px(width: u32, height: u32) -> f32 {
+    (width as f32 - 2.0 * overlay_margin_px(height)).max(1.0)
 }
 
 /// Gap between the frame's edge and the overlay [px].
@@ -1532,7 +1530,7 @@ mod tests {
         let line = "tick 12616/12616   t = 123.700 s   hashes: match (212 hashes)";
         let font = overlay_font_px(360, 640);
         assert!((8.0..16.0).contains(&font), "{font}");
-        let room = 360.0 - 2.0 * overlay_margin_px(640);
+        let room = overlay_room_px(360, 640);
         assert!(
             line.chars().count() as f32 * MONO_ADVANCE * font <= room,
             "{font} px"

@@ -189,7 +189,7 @@ fn room_in_view(beside: Option<f64>, view_right: Option<f64>, lane: &Lane) -> Op
 /// `text` cut to at most `chars` characters, its end replaced by "..." when cut (the labels' font has no "…";
 /// it drew a box). Where not even one letter and the dots fit, nothing: zoomed out on the ball pit, the penalty
 /// title cut to "p" read as the start of the IPC title beside it ("p ipc dhat=1mm [ipc]").
-fn elided(text: String, chars: usize) -> String {
+pub(crate) fn elided(text: String, chars: usize) -> String {
     if text.chars().count() <= chars {
         return text;
     }

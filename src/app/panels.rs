@@ -245,11 +245,7 @@ fn sandbox_ui(
     );
     // What a tick advances the run by: the smallest h of the lanes that still step (once a lane of 1 ms has
     // faulted, a tick is its neighbour's 10 ms).
-    let smallest_h = lanes
-        .iter()
-        .filter(|l| crate::demo::lane_can_step(&l.1.world, control.run_end))
-        .map(|l| l.1.world.settings.h)
-        .reduce(f64::min);
+    let smallest_h = crate::demo::tick_h(lanes.iter().map(|l| &l.1.world), control.run_end);
     // The lanes' clocks run alone to the end: a tick may be a coarse lane's alone (its last step after a finer
     // lane's end), which the most steps a lane has left would miss.
     let ticks_left = control.run_end.map(|end| {

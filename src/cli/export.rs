@@ -264,7 +264,14 @@ pub fn classify_output(out: &Path, is_dir: bool) -> Result<OutputKind, String> {
 /// ticks at 200 Hz gave 92 frames at 30 fps, the last showing tick 607); `None` when that is not a number below
 /// 2^64 (a tiny or broken `fixed_hz`).
 pub fn frame_count(ticks: u64, fixed_hz: f64, fps: u32) -> Option<u64> {
-    let seconds_in_frames = ticks as f64 * fps as f64 / fixed_hz;
+    frames_over(ticks as f64 * fps as f64 / fixed_hz, ticks, |k| {
+        frame_tick(k, fixed_hz, fps, ticks)
+    })
+}
+
+/// Frames in a clip `seconds_in_frames` frame intervals long that ends at tick `ticks`, frame `k` showing
+/// `frame_tick(k)`: one a whole interval and the first, and one more where the last of those stops short of the end.
+fn frames_over(seconds_in_frames: f64, ticks: u64, frame_tick: impl Fn(u64) -> u64) -> Option<u64> {
     // A whole number of frames computed as 89.999… must still count as 90.
     let intervals = (seconds_in_frames * (1.0 + 1e-12)).floor();
     // `as u64` saturates (and u64::MAX as f64 is 2^64), so anything out of range is caught here.
@@ -272,7 +279,7 @@ pub fn frame_count(ticks: u64, fixed_hz: f64, fps: u32) -> Option<u64> {
         return None;
     }
     let last = intervals as u64;
-    let short = u64::from(frame_tick(last, fixed_hz, fps, ticks) < ticks);
+    let short = u64::from(frame_tick(last) < ticks);
     last.checked_add(1)?.checked_add(short)
 }
 
@@ -349,13 +356,9 @@ impl PlaySchedule {
         if let Some(hz) = self.uniform {
             return frame_count(ticks, hz, fps);
         }
-        let intervals = (self.seconds() * fps as f64 * (1.0 + 1e-12)).floor();
-        if !(0.0..u64::MAX as f64).contains(&intervals) {
-            return None;
-        }
-        let last = intervals as u64;
-        let short = u64::from(self.frame_tick(last, fps) < ticks);
-        last.checked_add(1)?.checked_add(short)
+        frames_over(self.seconds() * fps as f64, ticks, |k| {
+            self.frame_tick(k, fps)
+        })
     }
 
     /// The tick frame `k` shows: the one whose play time is nearest `k / fps` (the later on a tie), never past the

@@ -662,17 +662,17 @@ pub fn play_rate_hz<'a>(
     end: Option<f64>,
     fallback_hz: f64,
 ) -> f64 {
-    let smallest = |can_step: bool| {
-        lanes
-            .clone()
-            .filter(|l| !can_step || lane_can_step(l, end))
-            .map(|l| l.settings.h)
-            .reduce(f64::min)
-    };
-    match smallest(true).or_else(|| smallest(false)) {
+    let h = tick_h(lanes.clone(), end).or_else(|| lanes.map(|l| l.settings.h).reduce(f64::min));
+    match h {
         Some(h) => crate::demo::rate_for_step(Some(h)),
         None => fallback_hz,
     }
+}
+
+/// What the next tick advances the run by: the smallest h of the lanes that can step ([`step_lanes`]'s driver);
+/// none when no lane can.
+pub fn tick_h<'a>(lanes: impl Iterator<Item = &'a LaneWorld>, end: Option<f64>) -> Option<f64> {
+    next_tick(lanes.map(LaneClock::of), end).map(|(_, h)| h)
 }
 
 /// The ticks [`step_lanes`] takes before no lane can step by `end`, when no lane faults on the way: a lane's last
