@@ -1384,7 +1384,13 @@ fn spawn_panel(
         &refused,
     );
     report_run_controls(refused.take(), applied, log);
-    if ui.button("Rain (10 balls)").clicked() {
+    if ui
+        .button("Rain (10 balls)")
+        .on_hover_text(
+            "Drops 10 balls of the spawning radius and mass above each lane, at the same spots in every lane",
+        )
+        .clicked()
+    {
         let mut sorted: Vec<&Lane> = lanes.iter().map(|l| l.1).collect();
         sorted.sort_by_key(|lane| lane.index);
         let worlds: Vec<&LaneWorld> = sorted.iter().map(|lane| &lane.world).collect();
@@ -1400,8 +1406,9 @@ fn spawn_panel(
         );
         actions.spawn.write_batch(balls);
         if missing > 0 {
+            let was = if missing == 1 { "was" } else { "were" };
             log.error(format!(
-                "rain: {missing} of {RAIN_BALLS} balls found no free place in every lane and were not dropped"
+                "rain: {missing} of {RAIN_BALLS} balls found no free place in every lane and {was} not dropped"
             ));
         }
     }
@@ -1614,6 +1621,22 @@ struct PanelHead<'a> {
     editable: bool,
 }
 
+/// A collapsing header's `title`, cut with "…" to the panel's width. egui lays a header's text out on one line
+/// however long: a lane's title with its edits ("… (edited: h = 0.005 s, g = (0, -20) m/s²)") widened the
+/// scrolled panel past the window, and the settings grid beneath, laid out two a row to that width, put its right
+/// column out of sight; the title itself was cut at the window's edge mid-number ("CCD factor = 0.000" for 1e-4).
+fn panel_title(ui: &egui::Ui, title: egui::RichText) -> egui::WidgetText {
+    let room = ui.available_width() - ui.spacing().indent - ui.spacing().button_padding.x;
+    let mut job = egui::WidgetText::from(title).into_layout_job(
+        ui.style(),
+        egui::FontSelection::Style(egui::TextStyle::Button),
+        egui::Align::Center,
+    );
+    std::sync::Arc::make_mut(&mut job).wrap =
+        egui::text::TextWrapping::truncate_at_width(room.max(40.0));
+    egui::WidgetText::Galley(ui.fonts_mut(|f| f.layout_job(std::sync::Arc::unwrap_or_clone(job))))
+}
+
 /// Lane settings (edited live; a value the lane cannot run is refused here, the sim checks the rest and reports)
 /// and the seed's pre-flight numbers.
 fn lane_panel(
@@ -1630,11 +1653,12 @@ fn lane_panel(
     log: &mut SimLog,
 ) {
     let w = &lane.world;
-    egui::CollapsingHeader::new(
+    egui::CollapsingHeader::new(panel_title(
+        ui,
         egui::RichText::new(format!("lane {}: {title}", lane.index))
             .color(color)
             .strong(),
-    )
+    ))
     .id_salt(("lane", lane.index))
     .default_open(true)
     .show(ui, |ui| {
@@ -1814,9 +1838,12 @@ fn settings_grid(
                 .speed(0.1),
             );
             ui.end_row();
-            setting_label(ui, LaneSetting::Kappa, ipc);
+            // Adaptive κ sets κ itself each step (SPEC §1.4), from the gradient balance: the typed value is
+            // unused then, and greyed as the other method's settings are.
+            let typed_kappa = ipc && !edit.adaptive_kappa;
+            setting_label(ui, LaneSetting::Kappa, typed_kappa);
             ui.add_enabled(
-                ipc,
+                typed_kappa,
                 setting_field(
                     &mut edit.kappa,
                     LaneSetting::Kappa.label(),
@@ -1824,7 +1851,13 @@ fn settings_grid(
                     refused,
                 )
                 .speed(100.0),
-            );
+            )
+            .on_disabled_hover_text(if ipc {
+                "Unused while adaptive κ is on: κ is set each step from the gradient balance (its value is beside \
+                 \"adaptive κ\")"
+            } else {
+                "IPC's barrier stiffness; unused by penalty"
+            });
             next_setting(ui);
             setting_label(ui, LaneSetting::NewtonTolerance, true);
             ui.add(
@@ -1841,7 +1874,25 @@ fn settings_grid(
             );
             ui.end_row();
             setting_label(ui, LaneSetting::AdaptiveKappa, ipc);
-            ui.add_enabled(ipc, egui::Checkbox::without_text(&mut edit.adaptive_kappa));
+            ui.add_enabled_ui(ipc, |ui| {
+                ui.horizontal(|ui| {
+                    let adaptive = ui.add(egui::Checkbox::without_text(&mut edit.adaptive_kappa));
+                    // The κ the last step ended with (its largest over the step's contact groups).
+                    let in_use = (edit.adaptive_kappa && w.settings.adaptive_kappa)
+                        .then(|| w.last.as_ref().and_then(|d| d.kappa))
+                        .flatten();
+                    match in_use {
+                        Some(kappa) if narrow => {
+                            adaptive.on_hover_text(format!("κ now {kappa:.3e}"));
+                        }
+                        Some(kappa) => {
+                            ui.small(format!("now {kappa:.2e}"))
+                                .on_hover_text("the κ the last step ended with");
+                        }
+                        None => {}
+                    }
+                })
+            });
             next_setting(ui);
             setting_label(ui, LaneSetting::NewtonMaxIterations, true);
             ui.add(
@@ -1953,14 +2004,15 @@ fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, st
         );
         if let (ContactMethod::Penalty, Some((depth, reach))) = (w.settings.method, worst) {
             let text = format!(
-                "stop depth v·√(m/k) = {} vs r + ½ thinnest wall {}",
+                "stop depth v·√(m/k) ≤ {} vs r + ½ thinnest wall {}",
                 crate::text::length_text(depth),
                 crate::text::length_text(reach)
             );
             let through = can_tunnel(depth, 2.0 * reach);
             warning_line(ui, text, through.then_some("k too soft, through at any h")).on_hover_text(
                 "How deep the wall's spring lets a ball in at the lane's fastest speed before it stops it: \
-                 ½ m v² = ½ k d², for the ball that comes nearest to passing. Once its centre passes the wall's \
+                 ½ m v² = ½ k d², for the ball that comes nearest to passing. A bound: v is the fastest any ball \
+                 has moved, taken for every ball, so the heaviest may never have come so fast. Once its centre passes the wall's \
                  middle (an overlap of its radius and half the wall) the far face is the nearer one, and penalty \
                  pushes the ball out through it whatever h: a smaller h helps only a wall stiff enough to stop the \
                  ball before that.",
@@ -2095,16 +2147,29 @@ fn contact_preflight(w: &LaneWorld, spikes: u32) -> [PreflightLine; 2] {
                     .filter(|&r| r > 0.0)
                     .reduce(f64::min),
             ),
-            newton(format!("CCD s = {:.2}; {counts}", w.settings.ccd_factor)),
+            newton(format!(
+                "CCD s = {}; {counts}",
+                ccd_factor_text(w.settings.ccd_factor)
+            )),
         ],
         ContactMethod::Penalty => [
             PreflightLine::IpcOnly(format!(
-                "dhat = {}, CCD s = {:.2}: IPC only, unused by penalty",
+                "dhat = {}, CCD s = {}: IPC only, unused by penalty",
                 crate::sim::length_text(w.dhat()),
-                w.settings.ccd_factor
+                ccd_factor_text(w.settings.ccd_factor)
             )),
             newton(counts),
         ],
+    }
+}
+
+/// The CCD factor s for the pre-flight: two decimals as the seed writes it (0.90), in powers of ten below 0.01,
+/// where two decimals read "0.00", a factor the lane refuses (s = 10⁻⁴ is allowed).
+fn ccd_factor_text(s: f64) -> String {
+    if s >= 0.01 {
+        format!("{s:.2}")
+    } else {
+        crate::text::scientific(s, 3)
     }
 }
 
@@ -2614,9 +2679,17 @@ fn gap_axis_text(value: f64, scale: f64) -> String {
     // A grid line at 1 mm comes back as 0.99999999… mm ("1000.0 µm"): snap to the decade it stands for, and
     // write a decade without decimals ("100 mm", not "100.00 mm"): the axis's widest label sets how much of a
     // narrow plot is left for the curves, and "10.000 m" left the min-gap plot a third of its neighbours' width.
-    let decade = 10f64.powf(metres.log10().round());
-    let text = if ((metres - decade) / decade).abs() < 1e-9 {
-        decade_length_text(decade)
+    // The finer grid's 2, 5 or any digit of a decade are written so too: "2 µm", not "2.0 µm".
+    let mut exponent = metres.log10().floor() as i32;
+    let mut digit = (metres / 10f64.powi(exponent)).round();
+    if digit == 10.0 {
+        // 0.99999999… m, a grid line at 1 m read back.
+        (digit, exponent) = (1.0, exponent + 1);
+    }
+    let decade = 10f64.powi(exponent);
+    let text = if ((metres - digit * decade) / metres).abs() < 1e-9 && (1.0..10.0).contains(&digit)
+    {
+        round_length_text(digit as u64, exponent)
     } else {
         crate::sim::length_text(metres)
     };
@@ -2627,10 +2700,9 @@ fn gap_axis_text(value: f64, scale: f64) -> String {
     }
 }
 
-/// A power of ten of metres in the unit [`crate::sim::length_text`] would pick, without decimals: 1 µm, 10 µm,
-/// 100 mm, 10 m.
-fn decade_length_text(metres: f64) -> String {
-    let exponent = metres.log10().round() as i32;
+/// `digit` (1 to 9) times 10^`exponent` metres in the unit [`crate::sim::length_text`] would pick, without
+/// decimals: 1 µm, 20 µm, 500 nm, 100 mm, 10 m.
+fn round_length_text(digit: u64, exponent: i32) -> String {
     let (unit, unit_exponent) = match exponent {
         ..-6 => ("nm", -9),
         -6..=-4 => ("µm", -6),
@@ -2638,8 +2710,8 @@ fn decade_length_text(metres: f64) -> String {
         _ => ("m", 0),
     };
     match exponent - unit_exponent {
-        shift @ 0..=5 => format!("{} {unit}", 10u64.pow(shift as u32)),
-        _ => format!("1e{exponent} m"),
+        shift @ 0..=5 => format!("{} {unit}", digit * 10u64.pow(shift as u32)),
+        _ => format!("{digit}e{exponent} m"),
     }
 }
 
@@ -2831,13 +2903,55 @@ fn gap_grid_marks(input: egui_plot::GridInput, scale: f64) -> Vec<egui_plot::Gri
     }
     // Sparser grids start further from zero, so the first labels do not sit on the zero line's.
     let first = scale.log10().round() as i32 - 1 + every as i32;
-    for decade in (first..=3).step_by(every) {
-        for sign in [1.0, -1.0] {
-            let value = signed_log_gap(sign * 10f64.powi(decade), scale);
-            if (lo..=hi).contains(&value) {
+    let decades = |mantissas: &[f64], from: i32, every: usize| {
+        let mut values = Vec::new();
+        for decade in (from..=3).step_by(every) {
+            for &mantissa in mantissas {
+                for sign in [1.0, -1.0] {
+                    let value = signed_log_gap(sign * mantissa * 10f64.powi(decade), scale);
+                    if (lo..=hi).contains(&value) {
+                        values.push(value);
+                    }
+                }
+            }
+        }
+        values
+    };
+    marks.extend(
+        decades(&[1.0], first, every)
+            .into_iter()
+            .map(|value| egui_plot::GridMark {
+                value,
+                step_size: every as f64,
+            }),
+    );
+    // A range within a decade or two (a settled pile's gaps, 0.3 to 0.6 µm) holds one decade line or none, and so
+    // no label to read the curve by: 2 and 5 of each decade join it, then every digit. Each is labelled as far
+    // apart as it stands from its neighbours, so egui_plot fades the labels that would crowd.
+    let zero_line = usize::from(marks.first().is_some_and(|m| m.value == 0.0));
+    for mantissas in [&[2.0, 5.0][..], &[2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]] {
+        if marks.len() - zero_line >= 2 {
+            break;
+        }
+        let mut values: Vec<f64> = marks.iter().map(|m| m.value).collect();
+        let finer = decades(mantissas, scale.log10().round() as i32 - 1, 1);
+        values.extend(&finer);
+        values.sort_by(f64::total_cmp);
+        values.dedup();
+        let apart = |value: f64| {
+            let i = values.partition_point(|v| *v < value);
+            let before = i.checked_sub(1).map(|j| value - values[j]);
+            let after = values.get(i + 1).map(|v| v - value);
+            before
+                .into_iter()
+                .chain(after)
+                .fold(f64::INFINITY, f64::min)
+        };
+        for value in finer {
+            if !marks.iter().any(|m| m.value == value) {
                 marks.push(egui_plot::GridMark {
                     value,
-                    step_size: every as f64,
+                    step_size: apart(value).min(1.0),
                 });
             }
         }
@@ -4491,7 +4605,10 @@ mod tests {
             );
         }
         assert_eq!(gap_axis_text(signed_log_gap(0.0, 1e-6), 1e-6), "0");
-        for gap in [24e-6, -11.46e-3, 3e-3, 40.0] {
+        // A digit of a decade, as the finer grid's lines: without decimals.
+        assert_eq!(gap_axis_text(signed_log_gap(3e-3, 1e-6), 1e-6), "3 mm");
+        assert_eq!(gap_axis_text(signed_log_gap(-2e-7, 1e-6), 1e-6), "-200 nm");
+        for gap in [24e-6, -11.46e-3, 3.5e-3, 40.5] {
             let back = gap_axis_text(signed_log_gap(gap, 1e-6), 1e-6);
             let sign = if gap < 0.0 { "-" } else { "" };
             assert_eq!(
@@ -4503,6 +4620,31 @@ mod tests {
         assert!(signed_log_gap(40.0, 1e-6) < 8.0);
         assert!((signed_log_gap(1e-6, 1e-6) - 2f64.log10()).abs() < 1e-12);
         assert!(signed_log_gap(-1e-3, 1e-6) < 0.0 && signed_log_gap(1e-9, 1e-6) > 0.0);
+    }
+
+    /// A settled pile's gaps lie within a decade (0.39 to 0.6 µm in the 2 000-ball pit after a heavy drop): the
+    /// decade lines alone gave the axis one label or none. 2 and 5 of each decade, then every digit, join them.
+    #[test]
+    fn a_gap_plot_within_a_decade_has_labels_to_read_it_by() {
+        let marks = |lo: f64, hi: f64| {
+            let input = egui_plot::GridInput {
+                bounds: (signed_log_gap(lo, 1e-6), signed_log_gap(hi, 1e-6)),
+                base_step_size: 0.01,
+            };
+            let mut texts: Vec<String> = gap_grid_marks(input, 1e-6)
+                .into_iter()
+                .map(|m| gap_axis_text(m.value, 1e-6))
+                .collect();
+            texts.sort();
+            texts
+        };
+        assert_eq!(
+            marks(0.3e-6, 0.7e-6),
+            ["300 nm", "400 nm", "500 nm", "600 nm", "700 nm"]
+        );
+        assert_eq!(marks(0.9e-6, 6e-6), ["1 µm", "2 µm", "5 µm"]);
+        // A tall range keeps its decades alone.
+        assert_eq!(marks(0.5e-6, 2e-3), ["1 mm", "1 µm", "10 µm", "100 µm"]);
     }
 
     #[test]

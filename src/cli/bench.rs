@@ -130,9 +130,8 @@ pub struct BenchRun {
     /// How many sparse factorisations a step took, on average (`null` for rapier2d).
     #[serde(default)]
     pub factorisations_per_step: Option<Factorisations>,
-    /// Each run's median when `--repeat` asked for several, in the order they ran (`median_ms` is their
-    /// median).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Each run's median, in the order they ran (`median_ms` is their median; one with `--repeat 1`).
+    #[serde(default)]
     pub median_ms_runs: Vec<f64>,
 }
 
@@ -512,7 +511,11 @@ pub fn combine_runs(runs: &[BenchRun]) -> Result<BenchRun> {
         bail!("no runs to combine");
     };
     if runs.len() == 1 {
-        return Ok(first.clone());
+        // `median_ms_runs` is there whatever `--repeat`: a script reads one shape.
+        return Ok(BenchRun {
+            median_ms_runs: vec![first.median_ms],
+            ..first.clone()
+        });
     }
     // Each deterministic field as text that holds every bit (`{:?}` of an f64 round-trips).
     let fields = |r: &BenchRun| {

@@ -71,6 +71,8 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
     }
     // Before the run, which may take hours: a missing or read-only folder fails now, not after it.
     crate::demo::check_writable(&args.out)?;
+    // A recording killed outright (SIGKILL, a full disk's SIGXFSZ) left `.NAME.tmp-PID` beside its --out.
+    super::note_stale_temporaries(&args.out, "tmp", "a recording");
     // Ctrl-C, SIGTERM or SIGHUP while the demo is being saved removes its temporary file (the old demo stays);
     // before that there is nothing to clean up.
     super::on_stop_signal(|| {
@@ -103,12 +105,19 @@ pub fn run_record(args: &RecordArgs) -> Result<()> {
     let size = if args.force {
         demo.save(&args.out)?
     } else {
-        // A file that appeared while recording is not replaced either.
-        demo.save_new(&args.out)
-            .map_err(|e| match e.downcast_ref::<AlreadyExists>() {
-                Some(_) => anyhow::anyhow!("{}", already_exists(&args.out)),
-                None => e,
-            })?
+        // A file that appeared while recording (another `record` of the same --out) is not replaced either, and
+        // this recording is not thrown away: it is saved at the first free numbered name beside it.
+        match demo.save_new(&args.out) {
+            Err(e) if e.downcast_ref::<AlreadyExists>().is_some() => {
+                let kept = crate::sim::save_without_replacing(&demo, &args.out)?;
+                bail!(
+                    "--out {}: was created while recording; not replacing it: the demo is in '{}'",
+                    args.out.display(),
+                    kept.display()
+                );
+            }
+            saved => saved?,
+        }
     };
     outln!(
         "recorded {} ({:.2} s of play, from {} Hz), {}, {} in {:.2} s -> {} ({} bytes)",
@@ -149,7 +158,18 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     player.start()?;
     // How long the replayed ticks play, each at the rate of the lanes it steps, as an export plays them.
     let mut play_seconds = 0.0;
+    // Each lane's balls half-way through the demo, for the slope check `run --json` makes from its own half-way
+    // step ([`super::run::slope_check`]).
+    let mut halfway = Vec::new();
     while !(args.verify && player.verdict.mismatch.is_some()) {
+        if player.tick() == ticks / 2 {
+            halfway = player
+                .session
+                .lanes
+                .iter()
+                .map(super::run::HalfwaySnapshot::of)
+                .collect();
+        }
         let rate = player.session.play_rate_hz(player.demo.fixed_hz);
         if !player.advance()? {
             break;
@@ -180,9 +200,9 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
         args,
         &file,
         &player,
-        (ticks, play_seconds),
-        hashes,
-        seconds,
+        &halfway,
+        (ticks, hashes),
+        (play_seconds, seconds),
         &verdict,
     );
     match failure {
@@ -196,13 +216,13 @@ fn print_replay(
     args: &ReplayArgs,
     file: &str,
     player: &Player,
-    (ticks, play_seconds): (u64, f64),
-    hashes: usize,
-    seconds: f64,
+    halfway: &[super::run::HalfwaySnapshot],
+    (ticks, hashes): (u64, usize),
+    (play_seconds, seconds): (f64, f64),
     verdict: &crate::demo::Verdict,
 ) -> Result<()> {
     if args.json {
-        // The numbers `run --json` gives for a lane (SI units; no slope check, which needs the half-way state),
+        // The numbers `run --json` gives for a lane (SI units; the slope check from the demo's half-way tick),
         // and the window's words for it, written a ball at a time.
         let no_halfway = super::run::HalfwaySnapshot::default();
         let lanes: Vec<_> = player
@@ -213,7 +233,7 @@ fn print_replay(
             .map(|(i, l)| {
                 let was = player.session.loaded.lanes.get(i).map(|spec| &spec.contact);
                 let edited = was.map(|was| crate::sim::settings_changes(was, &l.settings));
-                super::run::lane_streamed(l, &no_halfway, |lane| {
+                super::run::lane_streamed(l, halfway.get(i).unwrap_or(&no_halfway), |lane| {
                     lane["outcome"] = json!(lane_outcome(l));
                     lane["summary"] = json!(lane_summary(l));
                     // What an edit during the demo changed from the lane's scene, each with its value now.
@@ -223,8 +243,10 @@ fn print_replay(
             .collect();
         let shape = json!({
             "demo": file,
-            // The scene the demo begins with, as `run --json` names its scene.
+            // The scene the demo begins with, as `run --json` names its scene, and the one its lanes are of at
+            // the end (another after a `Scene` action).
             "scene": player.demo.scene.name,
+            "lanes_scene": player.session.loaded.name,
             "ticks": ticks,
             // How long the replayed ticks play, each at its lanes' rate, and the rate the demo starts at.
             "play_seconds": play_seconds,
@@ -243,8 +265,23 @@ fn print_replay(
         let report = super::run::WithParts::new(shape, vec![("lanes", lanes)]);
         super::stdout::write_json(&report, true)?;
     } else {
+        // A `Scene` action switched the lanes to another scene: both are named.
+        let switched = if player.session.loaded.name != player.demo.scene.name {
+            format!(" (switched to '{}')", player.session.loaded.name)
+        } else {
+            String::new()
+        };
+        // A verification that stopped at a mismatch played only the ticks up to it.
+        let replayed = if player.tick() < ticks {
+            format!(
+                " over the {} replayed",
+                counted(player.tick(), "tick", "ticks")
+            )
+        } else {
+            String::new()
+        };
         outln!(
-            "{file}: scene '{}', {} ({play_seconds:.2} s of play, from {} Hz), {}",
+            "{file}: scene '{}'{switched}, {} ({play_seconds:.2} s of play{replayed}, from {} Hz), {}",
             player.demo.scene.name,
             counted(ticks, "tick", "ticks"),
             crate::text::number(player.demo.fixed_hz),

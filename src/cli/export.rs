@@ -392,14 +392,6 @@ fn ffmpeg_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// The folder an output goes into (`.` for a bare name).
-fn output_folder(out: &Path) -> PathBuf {
-    match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
 /// Where a finished export goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Destination {
@@ -506,7 +498,7 @@ fn check_output(out: &Path, kind: OutputKind, replace: bool) -> Result<Destinati
             return Ok(target);
         }
     };
-    let folder = output_folder(path);
+    let folder = crate::demo::folder_of(path);
     // The option and its value, then what is wrong with its folder.
     match fs::metadata(&folder) {
         Ok(m) if m.is_dir() => {}
@@ -582,86 +574,28 @@ fn hidden_beside(out: &Path, what: &str) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "clip".into());
-    output_folder(out).join(crate::text::temporary_name(
+    crate::demo::folder_of(out).join(crate::text::temporary_name(
         ".",
         &name,
         &format!(".{what}-{}", std::process::id()),
     ))
 }
 
-/// How long a partial output must have gone unwritten before [`remove_stale_partials`] takes its process for gone.
-const STALE_PARTIAL_AGE: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Removes what exports of `out` that were killed outright (SIGKILL, a power cut) left beside it: `.NAME.partial-PID`
-/// files and folders whose process is gone. Returns their names, and those of the ones left because they were written
-/// to within [`STALE_PARTIAL_AGE`]. A live process's (another export of the same clip under way) and this one's are
-/// left alone.
-fn remove_stale_partials(out: &Path) -> (Vec<String>, Vec<String>) {
-    let Some(name) = out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return Default::default();
-    };
-    let prefix = format!(".{name}.partial-");
-    let Ok(entries) = fs::read_dir(output_folder(out)) else {
-        return Default::default();
-    };
-    let (mut removed, mut recent) = (Vec::new(), Vec::new());
-    for entry in entries.flatten() {
-        let file = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = file
-            .strip_prefix(&prefix)
-            .filter(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|digits| digits.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        // A process of another PID namespace (a container) sharing the folder looks gone from here: a partial
-        // written to within the last minute is left alone whatever its PID says.
-        let written_lately = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t.elapsed().map_or(true, |age| age < STALE_PARTIAL_AGE));
-        if pid == std::process::id() || process_alive(pid) {
-            continue;
-        }
-        if written_lately {
-            recent.push(file);
-            continue;
-        }
-        let path = entry.path();
-        let gone = match fs::symlink_metadata(&path) {
-            Ok(m) if m.is_dir() => fs::remove_dir_all(&path),
-            Ok(_) => fs::remove_file(&path),
-            Err(e) => Err(e),
-        };
-        if gone.is_ok() {
-            removed.push(file);
-        }
-    }
-    removed.sort();
-    recent.sort();
-    (removed, recent)
-}
-
-/// Is there a process `pid` (one this user may not signal counts)? Off Unix, always (nothing is removed).
-fn process_alive(pid: u32) -> bool {
-    #[cfg(unix)]
-    {
-        // 0 and 1 (and anything beyond i32) are never an export's: treated as alive, so left alone.
-        let Ok(pid) = libc::pid_t::try_from(pid) else {
-            return true;
-        };
-        if pid <= 1 {
-            return true;
-        }
-        // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
-        let sent = unsafe { libc::kill(pid, 0) };
-        sent == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = pid;
-        true
-    }
+/// Moves the finished output `temp` (a file, or a folder when `dir`) to the first free numbered name beside
+/// `target` (`clip-2.gif`, `frames-2`; [`crate::demo::numbered_path`]), without replacing anything that appears
+/// there meanwhile. Returns where it went; `None` leaves it where it is.
+fn keep_beside(temp: &Path, target: &Path, dir: bool) -> Option<PathBuf> {
+    (2..=crate::demo::MAX_NUMBERED_NAMES)
+        .map(|n| crate::demo::numbered_path(target, n))
+        .filter(|candidate| fs::symlink_metadata(candidate).is_err())
+        .find_map(|candidate| {
+            let moved = if dir {
+                fs::rename(temp, &candidate)
+            } else {
+                crate::demo::publish_new(temp, &candidate)
+            };
+            moved.is_ok().then_some(candidate)
+        })
 }
 
 /// `$TMPDIR/.contact-sandbox-name.partial-PID`: the temporary file of an export into a device or FIFO, whose
@@ -786,19 +720,7 @@ impl TempOutput {
     fn create(target: &Destination, kind: OutputKind, replace: bool) -> Result<TempOutput> {
         let temp = match target {
             Destination::Replace(path) => {
-                let (removed, recent) = remove_stale_partials(path);
-                for file in removed {
-                    crate::cli::stdout::errln!(
-                        "note: removed '{file}', the unfinished output of an export of '{}' whose process is gone",
-                        path.display()
-                    );
-                }
-                for file in recent {
-                    crate::cli::stdout::errln!(
-                        "note: left '{file}': its process is gone, but it was written to less than a minute ago \
-                         (it may be an export's from another container); a later export removes it"
-                    );
-                }
+                crate::cli::note_stale_temporaries(path, "partial", "an export");
                 temp_path(path)
             }
             Destination::Stream(path) => stream_temp_path(path),
@@ -849,12 +771,16 @@ impl TempOutput {
         };
         let refuse = |output: &mut TempOutput, change: &str| {
             output.keep = true;
-            // Left for the user, named in the message: a later signal does not remove it either.
+            // Left for the user, named in the message: a later signal does not remove it either. It is moved to
+            // a numbered name beside the target (`clip-2.gif`): left under its temporary name, a later export of
+            // the clip took it for a killed export's and removed it.
             output.unfinished = None;
+            let kept =
+                keep_beside(&output.temp, &target, output.dir).unwrap_or(output.temp.clone());
             anyhow!(
                 "'{}' {change} during the export; not replacing it: the output is in '{}'",
                 target.display(),
-                output.temp.display()
+                kept.display()
             )
         };
         if let Some(change) = refusal {
@@ -882,7 +808,7 @@ impl TempOutput {
             })?,
         }
         self.keep = true;
-        if let Ok(folder) = File::open(output_folder(&target)) {
+        if let Ok(folder) = File::open(crate::demo::folder_of(&target)) {
             let _ = folder.sync_all();
         }
         Ok(())
@@ -1460,11 +1386,11 @@ mod tests {
             b"being written",
         )
         .expect("written");
-        let (removed, recent) = remove_stale_partials(&out);
+        let (removed, recent) = crate::demo::remove_stale_temporaries(&out, "partial");
         let young = format!(".clip.gif.partial-{dead}1");
         assert_eq!(
             recent,
-            if process_alive(dead * 10 + 1) {
+            if crate::demo::process_alive(dead * 10 + 1) {
                 vec![]
             } else {
                 vec![young]
@@ -1473,7 +1399,7 @@ mod tests {
         let _ = live.kill();
         let _ = live.wait();
         let mut expected = vec![format!(".clip.gif.partial-{dead}")];
-        if !process_alive(dead * 10) {
+        if !crate::demo::process_alive(dead * 10) {
             expected.push(format!(".clip.gif.partial-{dead}0"));
         }
         expected.sort();
@@ -1586,13 +1512,27 @@ mod tests {
         fs::write(&temp.temp, b"new").unwrap();
         let kept = temp.temp.clone();
         fs::write(&late, b"theirs").unwrap();
+        fs::write(dir.join("late-2.gif"), b"another").unwrap();
         let message = temp.commit().unwrap_err().to_string();
-        assert!(
-            message.contains("was created during the export; not replacing it"),
-            "{message}"
+        let beside = dir.join("late-3.gif");
+        assert_eq!(
+            message,
+            format!(
+                "'{}' was created during the export; not replacing it: the output is in '{}'",
+                late.display(),
+                beside.display()
+            )
         );
         assert_eq!(fs::read(&late).unwrap(), b"theirs");
-        assert_eq!(fs::read(&kept).unwrap(), b"new");
+        assert_eq!(fs::read(dir.join("late-2.gif")).unwrap(), b"another");
+        // Under a name of its own, not its temporary one, which a later export of the clip would take for a
+        // killed export's and remove.
+        assert_eq!(fs::read(&beside).unwrap(), b"new");
+        assert!(!kept.exists());
+        assert_eq!(
+            crate::demo::remove_stale_temporaries(&late, "partial"),
+            (vec![], vec![])
+        );
         // A clip replaced under --force keeps the old file's permissions.
         {
             use std::os::unix::fs::PermissionsExt;
@@ -1901,7 +1841,13 @@ mod tests {
             let message = temp.commit().unwrap_err().to_string();
             assert!(message.contains("became a FIFO"), "{message}");
             assert!(fs::symlink_metadata(&late).unwrap().file_type().is_fifo());
-            assert_eq!(fs::read(&kept).unwrap(), b"new", "the output is kept");
+            let beside = dir.join("late-2.gif");
+            assert!(
+                message.ends_with(&format!("'{}'", beside.display())),
+                "{message}"
+            );
+            assert_eq!(fs::read(&beside).unwrap(), b"new", "the output is kept");
+            assert!(!kept.exists());
         }
         fs::remove_dir_all(&dir).unwrap();
     }

@@ -186,6 +186,25 @@ fn ignore_signal(signal: libc::c_int) {
     }
 }
 
+/// Removes, with a note on stderr for each, what saves of `out` killed outright left beside it
+/// ([`crate::demo::remove_stale_temporaries`]; `what` names the temporary, `whose` the kind of save in the note:
+/// "an export", "a recording"), and says which it left because they were written to lately.
+pub fn note_stale_temporaries(out: &std::path::Path, what: &str, whose: &str) {
+    let (removed, recent) = crate::demo::remove_stale_temporaries(out, what);
+    for file in removed {
+        stdout::errln!(
+            "note: removed '{file}', the unfinished output of {whose} of '{}' whose process is gone",
+            out.display()
+        );
+    }
+    for file in recent {
+        stdout::errln!(
+            "note: left '{file}': its process is gone, but it was written to less than a minute ago (it may be \
+             {whose}'s from another container); a later one removes it"
+        );
+    }
+}
+
 /// Formats a number compactly for labels: `1e4` for 10000, `0.5` for 0.5, `2.5e-5` for 0.000025.
 pub fn compact_number(value: f64) -> String {
     if value == 0.0 || !value.is_finite() {

@@ -101,11 +101,7 @@ pub fn run_lane_measured(
     lane.measure_gaps();
     for step in 0..steps {
         if step == steps / 2 {
-            snapshot = HalfwaySnapshot {
-                time: lane.time,
-                positions: lane.balls.iter().map(|b| b.position).collect(),
-                velocities: lane.balls.iter().map(|b| b.velocity).collect(),
-            };
+            snapshot = HalfwaySnapshot::of(&lane);
         }
         if lane.step().is_none() {
             break;
@@ -124,6 +120,17 @@ pub struct HalfwaySnapshot {
     pub time: f64,
     pub positions: Vec<DVec2>,
     pub velocities: Vec<DVec2>,
+}
+
+impl HalfwaySnapshot {
+    /// `lane`'s balls and time now.
+    pub fn of(lane: &LaneWorld) -> HalfwaySnapshot {
+        HalfwaySnapshot {
+            time: lane.time,
+            positions: lane.balls.iter().map(|b| b.position).collect(),
+            velocities: lane.balls.iter().map(|b| b.velocity).collect(),
+        }
+    }
 }
 
 /// How a ball moves along the wall face it touches, at one instant: the regime Coulomb's law depends on.

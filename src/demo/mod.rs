@@ -40,23 +40,29 @@ pub const DEMO_VERSION: u32 = 1;
 ///   equal one: the energy's rounding, where the solve used to repeat the same direction at α ≈ 10⁻⁸ until its cap.
 ///   Solves that met it end earlier, in their last bits (the shipped slope's state after 60 ticks changes; the
 ///   shipped wall-throw demo's hashes do not).
-pub const PHYSICS_REVISION: u32 = 5;
+/// - 6: a rod held on one end keeps its end on the floor through its supported sub-steps (the sub-step is sized
+///   by the spin after its kick, and an end that gravity keeps down stays held), and impacts past a step's
+///   crossing cap are inelastic. Rods that pivoted on an end change in their last bits (the shipped rod drop's
+///   state after 60 ticks changes); balls do not change.
+pub const PHYSICS_REVISION: u32 = 6;
 
 /// What changed in the physics after `revision`, in a few words for a replay's verdict.
 fn physics_changes_since(revision: u32) -> &'static str {
     match revision {
         1 => {
             "ball–wall distances to the last bit, Newton's stop beside contacts closer than its tolerance, lanes \
-             of different h keeping time together, and Newton's stop at the energy's rounding"
+             of different h keeping time together, Newton's stop at the energy's rounding, and rods held on an end"
         }
         2 => {
             "Newton's stop beside contacts closer than its tolerance, lanes of different h keeping time together, \
-             and Newton's stop at the energy's rounding"
+             Newton's stop at the energy's rounding, and rods held on an end"
         }
         3 => {
-            "lanes of different h keeping time together, and Newton's stop at the energy's rounding"
+            "lanes of different h keeping time together, Newton's stop at the energy's rounding, and rods held on \
+             an end"
         }
-        4 => "Newton's stop at the energy's rounding",
+        4 => "Newton's stop at the energy's rounding, and rods held on an end",
+        5 => "rods held on an end",
         _ => "changes to the physics",
     }
 }
@@ -585,13 +591,18 @@ fn output_at(path: &Path) -> anyhow::Result<OutputAt> {
     Ok(OutputAt::File { target, exists })
 }
 
+/// The folder `path` is in: its parent, or `.` for a bare name.
+pub fn folder_of(path: &Path) -> std::path::PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    }
+}
+
 /// The folder `path` is in and the temporary file beside it that a save writes first.
 fn temporary_sibling(path: &Path) -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf)> {
     use anyhow::Context;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
+    let dir = folder_of(path);
     let name = path
         .file_name()
         .with_context(|| format!("{}: not a file name", path.display()))?;
@@ -601,6 +612,82 @@ fn temporary_sibling(path: &Path) -> anyhow::Result<(std::path::PathBuf, std::pa
         &format!(".tmp-{}", std::process::id()),
     ));
     Ok((dir, tmp))
+}
+
+/// How long a temporary output must have gone unwritten before [`remove_stale_temporaries`] takes its process for
+/// gone.
+const STALE_PARTIAL_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes what saves of `out` that were killed outright (SIGKILL, a power cut) left beside it: `.NAME.WHAT-PID`
+/// files and folders (`what`: `partial` for an export's, `tmp` for a demo's) whose process is gone. Returns their
+/// names, and those of the ones left because they were written to within [`STALE_PARTIAL_AGE`]. A live process's
+/// (another save of the same file under way) and this one's are left alone.
+pub fn remove_stale_temporaries(out: &Path, what: &str) -> (Vec<String>, Vec<String>) {
+    let Some(name) = out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Default::default();
+    };
+    let prefix = format!(".{name}.{what}-");
+    let Ok(entries) = std::fs::read_dir(folder_of(out)) else {
+        return Default::default();
+    };
+    let (mut removed, mut recent) = (Vec::new(), Vec::new());
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file
+            .strip_prefix(&prefix)
+            .filter(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|digits| digits.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // A process of another PID namespace (a container) sharing the folder looks gone from here: a partial
+        // written to within the last minute is left alone whatever its PID says.
+        let written_lately = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().map_or(true, |age| age < STALE_PARTIAL_AGE));
+        if pid == std::process::id() || process_alive(pid) {
+            continue;
+        }
+        if written_lately {
+            recent.push(file);
+            continue;
+        }
+        let path = entry.path();
+        let gone = match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path),
+            Ok(_) => std::fs::remove_file(&path),
+            Err(e) => Err(e),
+        };
+        if gone.is_ok() {
+            removed.push(file);
+        }
+    }
+    removed.sort();
+    recent.sort();
+    (removed, recent)
+}
+
+/// Is there a process `pid` (one this user may not signal counts)? Off Unix, always (nothing is removed).
+pub fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        // 0 and 1 (and anything beyond i32) are never an export's: treated as alive, so left alone.
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return true;
+        };
+        if pid <= 1 {
+            return true;
+        }
+        // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+        let sent = unsafe { libc::kill(pid, 0) };
+        sent == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 /// Gives `new`, about to replace the regular file at `old`, `old`'s permissions: a demo or clip saved over one

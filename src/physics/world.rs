@@ -68,7 +68,7 @@ pub struct ContactSettings {
     pub stiffness: f64,
     /// Barrier activation distance `d̂` [m]; `None` = 10⁻³ × the lane's bounding-box diagonal.
     pub dhat: Option<f64>,
-    /// Barrier stiffness `κ` (the initial value when `adaptive_kappa` is on).
+    /// Barrier stiffness `κ`; unused when `adaptive_kappa` is on (each step then starts κ from the gradient balance).
     pub kappa: f64,
     /// Adaptive `κ` (SPEC §1.4) instead of the fixed value.
     pub adaptive_kappa: bool,
