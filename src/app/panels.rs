@@ -1881,15 +1881,11 @@ fn settings_grid(
                     let in_use = (edit.adaptive_kappa && w.settings.adaptive_kappa)
                         .then(|| w.last.as_ref().and_then(|d| d.kappa))
                         .flatten();
-                    match in_use {
-                        Some(kappa) if narrow => {
-                            adaptive.on_hover_text(format!("κ now {kappa:.3e}"));
-                        }
-                        Some(kappa) => {
-                            ui.small(format!("now {kappa:.2e}"))
-                                .on_hover_text("the κ the last step ended with");
-                        }
-                        None => {}
+                    if let Some(kappa) = in_use {
+                        // Short enough for a narrow panel's one setting a row.
+                        let text = format!("now {kappa:.2e}");
+                        ui.small(text).on_hover_text("the κ the last step ended with");
+                        adaptive.on_hover_text(format!("κ now {kappa:.6e}"));
                     }
                 })
             });

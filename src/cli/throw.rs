@@ -538,7 +538,19 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
         compact_number(args.thickness * 1000.0),
         compact_number(args.h * 1000.0)
     );
-    let mut header = String::from(" v0[m/s] | ");
+    // The seed's 7 characters for v0, wider where a speed is (`--v0 123456.789` reads 1.23456789e5).
+    let v0_text = |v0: f64| {
+        if v0.fract() == 0.0 {
+            format!("{v0:.0}")
+        } else {
+            compact_number(v0)
+        }
+    };
+    let v0_width = rows
+        .iter()
+        .map(|row| v0_text(row.v0).chars().count())
+        .fold(7, usize::max);
+    let mut header = format!(" {:>v0_width$} | ", "v0[m/s]");
     // The seed's 13 characters a penalty column, wider where its heading is (`--k 123456.789`).
     let titles: Vec<String> = args
         .k
@@ -553,11 +565,7 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
     out.push_str(&header);
     out.push('\n');
     for row in rows {
-        let v0 = if row.v0.fract() == 0.0 {
-            format!("{:7.0}", row.v0)
-        } else {
-            format!("{:>7}", compact_number(row.v0))
-        };
+        let v0 = format!("{:>v0_width$}", v0_text(row.v0));
         let mut cells: Vec<String> = row
             .penalty
             .iter()
@@ -803,6 +811,15 @@ mod tests {
             |line: &str| -> Vec<usize> { line.match_indices(" | ").map(|(i, _)| i).collect() };
         let lines: Vec<&str> = table.lines().skip(1).take(3).collect();
         assert!(lines[0].contains("pen k=1.23456789e5 | "), "{table}");
+        for line in &lines[1..] {
+            assert_eq!(bars(line), bars(lines[0]), "{table}");
+        }
+        // So does a long speed its v0 column (a review's 123456.789 m/s ran past the seed's 7 characters).
+        let a = args(&["--v0", "123456.789,1", "--steps", "2"]);
+        let rows = run_throws(&a).map_err(|e| e.to_string());
+        let table = format_table(&a, rows.as_deref().unwrap_or_default());
+        let lines: Vec<&str> = table.lines().skip(1).take(3).collect();
+        assert!(lines[1].starts_with(" 1.23456789e5 | "), "{table}");
         for line in &lines[1..] {
             assert_eq!(bars(line), bars(lines[0]), "{table}");
         }
