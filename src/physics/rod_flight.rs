@@ -518,6 +518,11 @@ pub fn step_rod_with(
             }
             rod.advance(duration, DVec2::ZERO);
             settled = settle_held_ends(rod, floor_y, gravity, held_now);
+            if crossed {
+                // The other end's impact, resolved below, may throw this one up for real (a rod rocking onto
+                // its other end): it is held again only if it comes to rest on the floor.
+                settled = [false; 2];
+            }
             time += duration;
             report.supported_substeps += 1;
             report.crossings += usize::from(crossed);
@@ -1053,6 +1058,35 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The rule that keeps a pivoting end held (`settle_held_ends`) must not hold down an end that leaves for
+    /// real: a rod standing at 0.3 rad on its lower end, that end at rest on the floor, spins about it at
+    /// 50 rad/s. Swinging its centre round at that rate takes ω² (L/2) sin θ = 369 m/s² towards the end, far
+    /// more than g, so the end is pulled off the floor (its free acceleration g_y − ω² r_y points up) and the rod
+    /// flies clear within the step.
+    #[test]
+    fn a_rod_spun_about_its_resting_end_pulls_it_off_the_floor() {
+        let (length, angle, omega) = (1.0, 0.3_f64, 50.0);
+        let lower = -0.5 * length * DVec2::new(angle.cos(), angle.sin());
+        let mut rod = Rod {
+            center: DVec2::new(0.0, -lower.y),
+            angle,
+            length,
+            mass: 2.0,
+            restitution: 0.0,
+            // The lower end at rest: V + ω × r = 0.
+            velocity: -omega * DVec2::new(-lower.y, lower.x),
+            omega,
+        };
+        assert!(rod.end_velocity(RodEnd::Minus).length() < 1e-12);
+        let report = step_rod(&mut rod, 0.0, GRAVITY, 0.01);
+        assert!(report.energy_after <= report.energy_before + 1e-9);
+        assert!(
+            rod.lowest_end_height() > 1e-3,
+            "held down: lowest end {} m above the floor",
+            rod.lowest_end_height()
+        );
     }
 
     #[test]
