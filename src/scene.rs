@@ -127,6 +127,79 @@ impl fmt::Display for SceneError {
     }
 }
 
+impl SceneError {
+    /// The error of a RON read of `text` (the file `file`) that failed: where ([`ron_place`]) and why, with a
+    /// word when the file ends before its brackets close, as a file cut short does ("Expected opening `(`" alone
+    /// read as a mistake in the text).
+    pub fn of_ron(text: &str, file: &str, error: &ron::error::SpannedError) -> SceneError {
+        let mut problem = error.code.to_string();
+        match unclosed_brackets(text) {
+            0 => {}
+            1 => problem.push_str(" (the file ends with a bracket still open: is it cut short?)"),
+            n => problem.push_str(&format!(
+                " (the file ends with {n} brackets still open: is it cut short?)"
+            )),
+        }
+        SceneError {
+            file: file.to_string(),
+            place: ron_place(text, error),
+            problem,
+        }
+    }
+}
+
+/// Brackets (`(`, `[`, `{`) left open at the end of a RON text, outside strings and comments; 0 where more
+/// close than open.
+fn unclosed_brackets(text: &str) -> usize {
+    let mut depth: i64 = 0;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                // RON's block comments nest.
+                let mut comments = 1;
+                while comments > 0 {
+                    match chars.next() {
+                        Some('*') if chars.peek() == Some(&'/') => {
+                            chars.next();
+                            comments -= 1;
+                        }
+                        Some('/') if chars.peek() == Some(&'*') => {
+                            chars.next();
+                            comments += 1;
+                        }
+                        Some(_) => {}
+                        None => break,
+                    }
+                }
+            }
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    usize::try_from(depth).unwrap_or(0)
+}
+
 /// Where a RON read failed: the line and column, and, when the error lies in a field's value, that field with
 /// the text written there, e.g. `line 6, column 111 (newton_max_iterations: -3)`, so that "Integer is out of
 /// bounds" names what it is about. An error elsewhere (an unknown field's name, a missing field) keeps the line
@@ -287,11 +360,7 @@ impl Scene {
             // An optional value may be written bare (`steps: 80`) as a script's and a demo's may, or as `Some(80)`.
             .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
             .from_str(text)
-            .map_err(|e| SceneError {
-                file: file.to_string(),
-                place: ron_place(text, &e),
-                problem: e.code.to_string(),
-            })?;
+            .map_err(|e| SceneError::of_ron(text, file, &e))?;
         scene.validate(file)?;
         Ok(scene)
     }

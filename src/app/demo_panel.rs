@@ -556,12 +556,10 @@ fn toggle_recording(
             ));
             return;
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-            && let Err(e) = std::fs::create_dir_all(dir)
-        {
+        if let Err(problem) = make_folder_for(&path) {
             log.error(format!(
-                "{}: cannot create the folder: {e}; still recording",
-                dir.display()
+                "save as {}: {problem}; still recording",
+                path.display()
             ));
             return;
         }
@@ -573,6 +571,35 @@ fn toggle_recording(
     } else {
         start.write(StartRecording);
     }
+}
+
+/// Makes the folder `path` goes into when it is missing (`demos/` at first, or a folder typed into "save as"), one
+/// level only: a folder whose own parent is missing too is refused, so a slip of the keyboard ("a/tmp/…" for
+/// "/tmp/…") does not leave a tree of folders in the working folder.
+fn make_folder_for(path: &std::path::Path) -> Result<(), String> {
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if dir.is_dir() {
+        return Ok(());
+    }
+    // The outermost missing folder, which is the one to name.
+    let mut missing = dir;
+    while let Some(parent) = missing.parent()
+        && !parent.as_os_str().is_empty()
+        && !parent.is_dir()
+    {
+        missing = parent;
+    }
+    if missing != dir {
+        return Err(format!(
+            "the folder '{}' does not exist (only the last folder of the path is made when missing)",
+            missing.display()
+        ));
+    }
+    std::fs::create_dir(dir)
+        .or_else(|e| if dir.is_dir() { Ok(()) } else { Err(e) })
+        .map_err(|e| format!("cannot create the folder '{}': {e}", dir.display()))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -719,13 +746,8 @@ fn start_export(ui: &mut DemoUi, demo: &Path) {
         return;
     }
     // As for a recording, the folder (`demos/` at first) is made when missing.
-    if let Some(dir) = asked.parent().filter(|d| !d.as_os_str().is_empty())
-        && let Err(e) = std::fs::create_dir_all(dir)
-    {
-        ui.export_status = Some(format!(
-            "export: {}: cannot create the folder: {e}",
-            dir.display()
-        ));
+    if let Err(problem) = make_folder_for(&asked) {
+        ui.export_status = Some(format!("export: {}: {problem}", asked.display()));
         return;
     }
     // The exporter refuses an existing clip (no --force): the window takes the next free name instead.
@@ -1208,6 +1230,34 @@ pub fn replay_viewer(ui: &mut egui::Ui, replay: &Replay, demo: &mut DemoControls
 
 #[cfg(test)]
 mod tests {
+    /// "save as" and "export to" make a missing last folder (`demos/`), and refuse a path whose outer folders are
+    /// missing too, naming the outermost, without making any.
+    #[test]
+    fn only_the_last_missing_folder_of_a_typed_path_is_made() {
+        let root = std::env::temp_dir().join(format!("cs-folders-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("a scratch folder");
+        let one = root.join("demos").join("mine.demo.ron");
+        assert_eq!(super::make_folder_for(&one), Ok(()));
+        assert!(root.join("demos").is_dir());
+        assert_eq!(super::make_folder_for(&one), Ok(()), "already there");
+        let deep = root.join("a").join("tmp").join("x").join("mine.demo.ron");
+        let refused = super::make_folder_for(&deep).expect_err("two missing levels");
+        assert_eq!(
+            refused,
+            format!(
+                "the folder '{}' does not exist (only the last folder of the path is made when missing)",
+                root.join("a").display()
+            )
+        );
+        assert!(!root.join("a").exists(), "nothing made");
+        assert_eq!(
+            super::make_folder_for(std::path::Path::new("bare.demo.ron")),
+            Ok(())
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
     use super::*;
     use crate::scene::Scene;
 

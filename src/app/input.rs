@@ -66,7 +66,8 @@ impl Plugin for InputPlugin {
                     draw_throw_preview,
                 )
                     .before(SimSet::ApplyMessages),
-            );
+            )
+            .add_systems(bevy_egui::EguiPrimaryContextPass, throw_speed_label);
     }
 }
 
@@ -458,10 +459,54 @@ fn draw_throw_preview(
     }
 }
 
+/// The speed a dragged throw would leave at, beside the cursor: "4.85 m/s", and the cap where the drag passes it.
+pub fn throw_speed_text(velocity: DVec2) -> String {
+    let speed = velocity.length();
+    if speed >= MAX_THROW_SPEED * (1.0 - 1e-12) {
+        format!("{speed:.0} m/s (the fastest throw)")
+    } else {
+        format!("{speed:.2} m/s")
+    }
+}
+
+/// egui, while a throw is dragged: its speed beside the cursor, so a chosen speed can be aimed for.
+fn throw_speed_label(
+    drag: Res<DragState>,
+    replay: Option<Res<Replay>>,
+    mut contexts: bevy_egui::EguiContexts,
+) -> Result {
+    let (Some(from), Some(to)) = (drag.throw_from, drag.cursor) else {
+        return Ok(());
+    };
+    if replay.is_some() || from.distance(to) < CLICK_SLOP_PX {
+        return Ok(());
+    }
+    let ctx = contexts.ctx_mut()?;
+    egui::Area::new(egui::Id::new("throw speed"))
+        .order(egui::Order::Tooltip)
+        .interactable(false)
+        .fixed_pos(egui::pos2(to.x + 16.0, to.y - 24.0))
+        .show(ctx, |ui| {
+            egui::Frame::popup(ui.style()).show(ui, |ui| {
+                ui.label(throw_speed_text(DragState::throw_velocity(from, to)));
+            });
+        });
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use bevy::window::WindowResolution;
+
+    /// A 100 px drag reads 5 m/s; one past the cap says so.
+    #[test]
+    fn a_dragged_throw_reads_its_speed() {
+        let v = DragState::throw_velocity(Vec2::ZERO, Vec2::new(60.0, -80.0));
+        assert_eq!(throw_speed_text(v), "5.00 m/s");
+        let fast = DragState::throw_velocity(Vec2::ZERO, Vec2::new(5000.0, 0.0));
+        assert_eq!(throw_speed_text(fast), "100 m/s (the fastest throw)");
+    }
 
     /// Zooming out stops at the widest view; zooming in is free down to 1e-4, and a view already wider than the
     /// limit zooms in without a jump and does not widen.

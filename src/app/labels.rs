@@ -742,6 +742,39 @@ fn stray_label_place(
         .map_or((kept, anchor), |moved| (moved, anchor))
 }
 
+/// Labels from a label placed at `at` under `anchor` (its size `size`) may be stacked, at a whole label's
+/// height at a time, up to [`STACKED_LABELS`] above or below, the nearer first.
+const STACKED_LABELS: i32 = 4;
+
+/// `at` moved off the labels already `placed` (their rectangles): by whole heights of the label up or down, the
+/// least that clears them and stays in `room` (where there is one). Unmoved when it lies on none, or when no such
+/// place is within [`STACKED_LABELS`] heights: a label then covers another, as before, rather than leave its
+/// marker far behind.
+fn clear_of_placed(
+    at: Vec2,
+    anchor: Anchor,
+    size: Vec2,
+    room: Option<Rect>,
+    placed: &[Rect],
+) -> Vec2 {
+    let clear = |at: Vec2| {
+        let rect = label_rect(at, anchor, size);
+        placed.iter().all(|p| p.intersect(rect).is_empty())
+    };
+    if clear(at) {
+        return at;
+    }
+    let inside = |at: Vec2| {
+        let rect = label_rect(at, anchor, size);
+        room.is_none_or(|room| room.is_empty() || rect.union(room) == room)
+    };
+    (1..=STACKED_LABELS)
+        .flat_map(|k| [-k, k])
+        .map(|k| at + Vec2::new(0.0, k as f32 * size.y))
+        .find(|&moved| clear(moved) && inside(moved))
+        .unwrap_or(at)
+}
+
 /// Labels the balls beyond their lanes' bands with their positions (at most [`STRAY_LABELS_PER_LANE`] a lane),
 /// reusing one text entity per label shown and hiding the rest.
 #[allow(clippy::type_complexity, clippy::too_many_arguments)] // a Bevy system: each parameter is one query or resource
@@ -771,6 +804,7 @@ fn label_strays(
 ) {
     let (px, view) = camera_view(camera.single().ok());
     wanted.clear();
+    let mut placed: Vec<Rect> = Vec::new();
     if let Some(strays) = strays {
         let mut seen: Vec<(Entity, usize)> = Vec::new();
         for (k, stray) in strays.0.iter().enumerate() {
@@ -845,6 +879,9 @@ fn label_strays(
             );
             let (at, anchor) =
                 stray_label_place(stray.edge, stray.direction, (at, anchor), size, room, px);
+            // Two markers close together (balls leaving side by side) put their labels on each other.
+            let at = clear_of_placed(at, anchor, size, room, &placed);
+            placed.push(label_rect(at, anchor, size));
             let place =
                 Transform::from_translation(at.extend(LABEL_Z)).with_scale(Vec3::new(px, px, 1.0));
             wanted.push((text, stray.color, place, anchor));
@@ -1500,6 +1537,34 @@ mod tests {
         let far = Rect::new(2000.0, 48.0, 2300.0, 80.0);
         let (at, _) = stray_place(Vec2::new(500.0, 100.0), Vec2::Y, Some(far), 15, 2.0, 1.0);
         assert_eq!(at, Vec2::new(520.0, 80.0));
+    }
+
+    /// Three labels placed on one another (markers side by side past a lane's right edge) are stacked a label's
+    /// height apart, below first, inside the room; one with no free place within reach stays where it was.
+    #[test]
+    fn labels_of_markers_side_by_side_do_not_cover_one_another() {
+        let size = Vec2::new(100.0, 10.0);
+        let room = Some(Rect::new(0.0, 0.0, 400.0, 200.0));
+        let at = Vec2::new(300.0, 100.0);
+        let mut placed = Vec::new();
+        for _ in 0..3 {
+            let moved = clear_of_placed(at, Anchor::BOTTOM_RIGHT, size, room, &placed);
+            placed.push(label_rect(moved, Anchor::BOTTOM_RIGHT, size));
+        }
+        let ys: Vec<f32> = placed.iter().map(|r| r.min.y).collect();
+        assert_eq!(ys, [100.0, 90.0, 110.0]);
+        for (i, a) in placed.iter().enumerate() {
+            for b in &placed[i + 1..] {
+                assert!(a.intersect(*b).is_empty(), "{a:?} on {b:?}");
+            }
+        }
+        // A room one label high, already taken: the label stays.
+        let low = Some(Rect::new(0.0, 100.0, 400.0, 110.0));
+        let taken = [label_rect(at, Anchor::BOTTOM_RIGHT, size)];
+        assert_eq!(
+            clear_of_placed(at, Anchor::BOTTOM_RIGHT, size, low, &taken),
+            at
+        );
     }
 
     /// A label 100 × 10 units moved into a room: not at all when inside, the least way otherwise, its left or top

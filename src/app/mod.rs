@@ -190,9 +190,29 @@ impl Default for UiState {
     }
 }
 
+/// Bevy panics, with a backtrace, where it finds no GPU adapter to draw with. From here on that panic is one
+/// line that says what is missing and how to get it, any unfinished output is removed, and the exit status is 1;
+/// any other panic is reported as before. `what` names what needs the GPU ("the window", "export").
+pub fn explain_a_missing_gpu(what: &'static str) {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.to_string().contains("Unable to find a GPU") {
+            crate::demo::remove_unfinished_writes();
+            crate::cli::stdout::errln!(
+                "error: {what} found no GPU adapter to draw with (Vulkan, or OpenGL through EGL). Without a \
+                 graphics card, Mesa's software drivers will do: on Debian or Ubuntu, `apt-get install \
+                 mesa-vulkan-drivers libvulkan1`"
+            );
+            std::process::exit(1);
+        }
+        default(info);
+    }));
+}
+
 /// Opens the sandbox window on the wall-throw scene (or `CONTACT_SANDBOX_SCENE`); see the module docs for the
 /// screenshot mode.
 pub fn run_gui() -> anyhow::Result<()> {
+    explain_a_missing_gpu("the window");
     let scene_path = std::env::var_os("CONTACT_SANDBOX_SCENE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(DEFAULT_SCENE));

@@ -731,9 +731,36 @@ fn scene_menu(
         }
         (None, Some(a)) => {
             ui.small(displayable(&a.current.description));
+            if let Some(note) = thrown_since_loaded(&a.loaded, &a.current) {
+                ui.small(egui::RichText::new(note).italics());
+            }
         }
         (None, None) => {}
     }
+}
+
+/// A word under the scene's description once a throw has given its balls another speed than the file's, which the
+/// description still quotes ("the same 5 m/s throw …" over a throw at 1 m/s): "(as loaded; thrown since at 1 m/s)".
+fn thrown_since_loaded(
+    loaded: &crate::scene::Scene,
+    current: &crate::scene::Scene,
+) -> Option<String> {
+    let first_ball = |scene: &crate::scene::Scene| {
+        scene
+            .lanes
+            .iter()
+            .find_map(|lane| lane.balls.first())
+            .map(|ball| ball.velocity)
+    };
+    let (Some(was), Some(now)) = (first_ball(loaded), first_ball(current)) else {
+        return None;
+    };
+    (was != now && now.y == 0.0).then(|| {
+        format!(
+            "(as loaded; thrown since at {} m/s)",
+            crate::text::number(now.x)
+        )
+    })
 }
 
 /// "step N / stop · S steps/s (F× real time)", counting ticks, each of which advances every lane by the smallest
@@ -1949,15 +1976,18 @@ pub fn resolution_warning(tolerance: f64, h: f64) -> Option<String> {
 /// The seed's three numbers: v·h against half the thinnest wall, dhat, and the CCD factor with Newton spikes.
 /// v is the fastest any ball has moved in the lane's run (thrown balls included, [`LaneStats::max_speed`]), at
 /// the scene's start (`start_speed`) or now, whichever is fastest: once IPC has stopped a throw, its current
-/// speed would say nothing about the throw.
+/// speed would say nothing about the throw. Balls that tunnelled out are left out from then on.
 ///
 /// [`LaneStats::max_speed`]: crate::physics::world::LaneStats::max_speed
 fn preflight(ui: &mut egui::Ui, w: &LaneWorld, diagnostics: &LaneDiagnostics, start_speed: f64) {
     let h = w.settings.h;
+    // A ball that went through a wall (out of a pit, falling on for ever) says nothing about the walls any more.
     let v_max = w
         .balls
         .iter()
-        .map(|b| b.velocity.length())
+        .enumerate()
+        .filter(|(i, _)| !w.ball_tunneled(*i))
+        .map(|(_, b)| b.velocity.length())
         .fold(start_speed.max(w.stats.max_speed), f64::max);
     let thinnest = w
         .walls
@@ -3071,6 +3101,17 @@ fn landscape_panel(
             None => "—".into(),
         }
     ));
+    // The seed's own invitation, while x̃ is still in front of the wall (its figure also starts at 0.470 m, where
+    // both minimisers coincide and nothing is yet to be seen).
+    if ui_state.landscape_x_tilde + radius < face {
+        ui.small(
+            egui::RichText::new(format!(
+                "Drag x~ past the wall's face at {face:.3} m: penalty's minimum jumps behind the wall, IPC's \
+                 stays in front of it."
+            ))
+            .color(egui::Color32::from_rgb(170, 110, 255)),
+        );
+    }
     let cap = penalty.points().map(|p| p[1]).fold(0.0, f64::max).max(1e-9);
     let clip =
         |pts: &[[f64; 2]]| -> Vec<[f64; 2]> { pts.iter().map(|p| [p[0], p[1].min(cap)]).collect() };
@@ -3140,10 +3181,17 @@ fn landscape_panel(
                 );
             }
             plot.vline(VLine::new("", x_tilde).color(egui::Color32::from_rgb(170, 110, 255)));
+            // Below the top where "IPC: E = ∞" is written there (x̃ dragged into or near the wall), which it
+            // overprinted ("IPC: E x~=").
+            let near_infinite = barrier.infinite.iter().any(|&(a, b)| {
+                let margin = 0.2 * (range.1 - range.0);
+                (a - margin..=b + margin).contains(&x_tilde)
+            });
+            let x_tilde_label_y = if near_infinite { 0.8 * cap } else { cap };
             plot.text(
                 egui_plot::Text::new(
                     "",
-                    egui_plot::PlotPoint::new(x_tilde, cap),
+                    egui_plot::PlotPoint::new(x_tilde, x_tilde_label_y),
                     egui::RichText::new(" x~").color(egui::Color32::from_rgb(170, 110, 255)),
                 )
                 .anchor(egui::Align2::LEFT_TOP),
@@ -3839,6 +3887,28 @@ mod tests {
             let zero = parse_setting(typed, &(0.0..=10.0), false).expect("zero");
             assert!(zero == 0.0 && zero.is_sign_positive(), "{typed}");
         }
+    }
+
+    /// After a throw, the scene's description (which quotes the file's speed) is followed by the throw's.
+    #[test]
+    fn a_throw_is_named_under_the_description_that_quotes_the_file_s_speed() {
+        let loaded =
+            crate::scene::Scene::load(std::path::Path::new("assets/scenes/wall_throw.ron"))
+                .expect("a built-in scene loads");
+        assert_eq!(thrown_since_loaded(&loaded, &loaded), None);
+        let thrown = crate::demo::thrown_scene(&loaded, 1.0, (None, None, None), None, "t")
+            .expect("a valid throw");
+        assert_eq!(
+            thrown_since_loaded(&loaded, &thrown).as_deref(),
+            Some("(as loaded; thrown since at 1 m/s)")
+        );
+        let same = crate::demo::thrown_scene(&loaded, 5.0, (None, None, None), None, "t")
+            .expect("a valid throw");
+        assert_eq!(
+            thrown_since_loaded(&loaded, &same),
+            None,
+            "the file's own speed"
+        );
     }
 
     /// x̃ is the user's while the wall stays, and each wall's own when the scene changes.

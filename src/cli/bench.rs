@@ -20,6 +20,13 @@ use crate::physics::world::{ContactMethod, ContactSettings, LaneWorld};
 
 use super::stdout::outln;
 
+/// The most balls `--n` takes.
+pub const MAX_BENCH_N: u64 = 200_000;
+/// The most steps `--steps` takes.
+pub const MAX_BENCH_STEPS: u64 = 100_000;
+/// The most runs `--repeat` takes.
+pub const MAX_BENCH_REPEAT: u64 = 100;
+
 /// Arguments of `contact-sandbox bench`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
@@ -29,11 +36,16 @@ pub struct BenchArgs {
         value_delimiter = ',',
         default_value = "1000,4000,10000",
         allow_negative_numbers = true,
-        value_parser = super::parse_usize
+        value_parser = super::count_between::<usize>(1, MAX_BENCH_N)
     )]
     pub n: Vec<usize>,
     /// Steps per run (each timed).
-    #[arg(long, default_value_t = 120, allow_negative_numbers = true, value_parser = super::parse_usize)]
+    #[arg(
+        long,
+        default_value_t = 120,
+        allow_negative_numbers = true,
+        value_parser = super::count_between::<usize>(1, MAX_BENCH_STEPS)
+    )]
     pub steps: usize,
     /// Engines, comma separated: ipc, penalty, rapier2d.
     #[arg(
@@ -49,7 +61,12 @@ pub struct BenchArgs {
     /// Runs of each (engine, N). They are taken in turn (every engine once, then again), so a slow spell of the
     /// machine hits all engines alike; the table gives the median of the runs' medians, their range, and the
     /// ratio to rapier2d run by run.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = super::parse_usize)]
+    #[arg(
+        long,
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        value_parser = super::count_between::<usize>(1, MAX_BENCH_REPEAT)
+    )]
     pub repeat: usize,
     /// The box's width [m] for every N (1 to 4000), instead of the reference pit's 20 m.
     #[arg(long, allow_negative_numbers = true, conflicts_with = "constant_depth")]
@@ -436,12 +453,16 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[index]
 }
 
-/// Peak resident set size of this process [MB], from `/proc/self/status` (Linux).
+/// Peak resident set size of this process [MB, 10⁶ bytes], from `/proc/self/status` (Linux).
 pub fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    peak_rss_mb_of(&std::fs::read_to_string("/proc/self/status").ok()?)
+}
+
+/// The `VmHWM` line of a `/proc/PID/status` text in MB (10⁶ bytes): the kernel's "kB" there are KiB.
+fn peak_rss_mb_of(status: &str) -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024.0 / 1e6)
 }
 
 /// Runs one of our engines in this process, in a box `width` wide.
@@ -695,10 +716,10 @@ pub fn first_of_each<T: PartialEq + Clone>(values: &[T]) -> Vec<T> {
 /// Entry point of the subcommand.
 pub fn run_bench(args: &BenchArgs) -> Result<()> {
     if args.n.is_empty() {
-        bail!("invalid --n: give at least one count, between 1 and 200000");
+        bail!("invalid --n: give at least one count, between 1 and {MAX_BENCH_N}");
     }
-    if let Some(&bad) = args.n.iter().find(|&&n| n == 0 || n > 200_000) {
-        bail!("invalid --n: every count must be between 1 and 200000, got {bad}");
+    if let Some(&bad) = args.n.iter().find(|&&n| n == 0 || n as u64 > MAX_BENCH_N) {
+        bail!("invalid --n: every count must be between 1 and {MAX_BENCH_N}, got {bad}");
     }
     // Each engine: ours (run by `bench-one`) or the rapier2d peer; an unknown one is refused before any run.
     for engine in &args.engines {
@@ -723,15 +744,15 @@ pub fn run_bench(args: &BenchArgs) -> Result<()> {
         engines,
         ..args.clone()
     };
-    if args.steps == 0 || args.steps > 100_000 {
+    if args.steps == 0 || args.steps as u64 > MAX_BENCH_STEPS {
         bail!(
-            "invalid --steps: must be between 1 and 100000, got {}",
+            "invalid --steps: must be between 1 and {MAX_BENCH_STEPS}, got {}",
             args.steps
         );
     }
-    if args.repeat == 0 || args.repeat > 100 {
+    if args.repeat == 0 || args.repeat as u64 > MAX_BENCH_REPEAT {
         bail!(
-            "invalid --repeat: must be between 1 and 100, got {}",
+            "invalid --repeat: must be between 1 and {MAX_BENCH_REPEAT}, got {}",
             args.repeat
         );
     }
@@ -912,6 +933,17 @@ pub fn run_json(run: &BenchRun) -> Value {
 
 #[cfg(test)]
 mod tests {
+    /// `peak_rss_mb` is in MB of 10⁶ bytes; the kernel writes KiB and calls them "kB".
+    #[test]
+    fn peak_rss_is_read_in_megabytes() {
+        let status =
+            "Name:\tcontact-sandbox\nVmPeak:\t  200000 kB\nVmHWM:\t   68359 kB\nVmRSS:\t 1 kB\n";
+        let mb = super::peak_rss_mb_of(status).expect("a VmHWM line");
+        assert!((mb - 69.999_616).abs() < 1e-9, "{mb}");
+        assert_eq!(super::peak_rss_mb_of("VmRSS:\t1 kB\n"), None);
+        assert!(super::peak_rss_mb().is_some_and(|mb| mb > 0.0));
+    }
+
     #[test]
     fn repeated_counts_and_engines_run_once_in_the_order_first_given() {
         assert_eq!(super::first_of_each(&[50, 50, 10, 50]), [50, 10]);

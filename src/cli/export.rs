@@ -617,67 +617,19 @@ fn stream_hidden(out: &Path, what: &str) -> PathBuf {
     ))
 }
 
-/// Opens a character device or FIFO for writing. A FIFO's open waits for a reader; it is tried without
-/// blocking, every 50 ms, so a stop signal still ends the export while it waits (a blocked `open` ignored the
-/// first signal, and a second one left the temporary clip behind).
+/// Opens a character device or FIFO for writing ([`crate::demo::open_stream`]); a stop signal ends the wait for a
+/// FIFO's reader (a blocked `open` ignored the first signal, and a second one left the temporary clip behind).
 fn open_stream(target: &Path) -> Result<File> {
-    let failed = || format!("cannot open '{}' for writing", target.display());
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-        use std::os::unix::io::AsRawFd;
-        // Only a FIFO waits for a reader; a device that is not there (ENXIO too) is an error at once.
-        let fifo = fs::metadata(target).is_ok_and(|m| m.file_type().is_fifo());
-        let mut said = false;
-        loop {
-            match OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(target)
-            {
-                Ok(file) => {
-                    // Blocking writes from here: the reader takes the clip at its own pace.
-                    // SAFETY: fcntl on a descriptor this function owns, with flags read from it.
-                    let fd = file.as_raw_fd();
-                    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-                    if flags < 0
-                        || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0
-                    {
-                        return Err(io::Error::last_os_error()).with_context(failed);
-                    }
-                    return Ok(file);
-                }
-                Err(e) if fifo && e.raw_os_error() == Some(libc::ENXIO) => {
-                    if export_stopped() {
-                        bail!(
-                            "stopped ({}) while waiting for a reader of '{}'",
-                            super::stop_signal_name().unwrap_or("a stop signal"),
-                            target.display()
-                        );
-                    }
-                    if !said {
-                        crate::cli::stdout::errln!(
-                            "{}",
-                            crate::text::one_line(&format!(
-                                "waiting for a reader of '{}'…",
-                                target.display()
-                            ))
-                        );
-                        said = true;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                Err(e) => return Err(e).with_context(failed),
-            }
+    crate::demo::open_stream(target, || {
+        if export_stopped() {
+            bail!(
+                "stopped ({}) while waiting for a reader of '{}'",
+                super::stop_signal_name().unwrap_or("a stop signal"),
+                target.display()
+            );
         }
-    }
-    #[cfg(not(unix))]
-    {
-        OpenOptions::new()
-            .write(true)
-            .open(target)
-            .with_context(failed)
-    }
+        Ok(())
+    })
 }
 
 /// Stop signals the export has received.
@@ -878,6 +830,7 @@ fn human_bytes(bytes: u64) -> String {
 pub fn run_export(args: &ExportArgs) -> Result<()> {
     // First, while the process has one thread.
     quiet_headless_gpu_probe();
+    crate::app::explain_a_missing_gpu("export");
     let kind = classify_output(&args.out, args.out.is_dir()).map_err(anyhow::Error::msg)?;
     if same_file(&args.out, &args.demo) {
         bail!(

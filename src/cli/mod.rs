@@ -9,7 +9,7 @@ pub mod run;
 pub mod stdout;
 pub mod throw;
 
-/// A count on the command line (`--steps`, `--n`, `--repeat`): digits, or a whole number written another way
+/// A count on the command line (`--steps`, `--n`, `--repeat`, `--from`): digits, or a whole number written another way
 /// (`1e3`, `1000.0`), with spaces around it allowed, as in a list written `--n "1000, 4000"`. The options' ranges
 /// are checked where they are used.
 pub fn parse_count(text: &str) -> Result<u64, String> {
@@ -25,10 +25,24 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
     }
 }
 
-/// [`parse_count`] for a count held as `usize`.
-pub fn parse_usize(text: &str) -> Result<usize, String> {
-    let count = parse_count(text)?;
-    usize::try_from(count).map_err(|_| format!("must be at most {}", usize::MAX))
+/// A value parser for a count from `lo` to `hi`, in [`parse_count`]'s forms. A word, a fraction, a negative or a
+/// count outside is refused with the range, so `--steps -1` and `--steps 0` get the same answer.
+pub fn count_between<T: TryFrom<u64>>(
+    lo: u64,
+    hi: u64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        parse_count(text)
+            .ok()
+            .filter(|count| (lo..=hi).contains(count))
+            .and_then(|count| T::try_from(count).ok())
+            .ok_or_else(|| {
+                format!(
+                    "must be a whole number from {lo} to {hi}, such as {lo} or 1e{}",
+                    hi.ilog10().min(3)
+                )
+            })
+    }
 }
 
 /// A number in a comma-separated list, with spaces around it allowed (`--v0 "1, 2"`).
@@ -228,11 +242,10 @@ mod tests {
     /// or an overflow is refused with the same words.
     #[test]
     fn a_count_may_be_written_1e3_and_a_listed_value_may_hold_spaces() {
-        use super::{parse_count, parse_listed_number, parse_listed_word, parse_usize};
+        use super::{parse_count, parse_listed_number, parse_listed_word};
         assert_eq!(parse_count("1000"), Ok(1000));
         assert_eq!(parse_count("1e3"), Ok(1000));
         assert_eq!(parse_count(" 1000.0 "), Ok(1000));
-        assert_eq!(parse_usize(" 4000"), Ok(4000));
         for bad in ["1.5", "-3", "abc", "", "1e30", "nan", "inf"] {
             assert_eq!(
                 parse_count(bad),
@@ -240,6 +253,19 @@ mod tests {
                 "{bad:?}"
             );
         }
+        let steps = super::count_between::<u64>(1, 100_000);
+        assert_eq!(steps("1e3"), Ok(1000));
+        for bad in ["0", "-1", "100001", "1.5", "x"] {
+            assert_eq!(
+                steps(bad),
+                Err("must be a whole number from 1 to 100000, such as 1 or 1e3".into()),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            super::count_between::<usize>(1, 100)("-2"),
+            Err("must be a whole number from 1 to 100, such as 1 or 1e2".into())
+        );
         assert_eq!(parse_listed_number(" 2"), Ok(2.0));
         assert!(parse_listed_number("two").is_err());
         assert_eq!(parse_listed_word(" penalty "), Ok("penalty".into()));

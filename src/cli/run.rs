@@ -28,7 +28,7 @@ pub struct RunArgs {
     pub scene: PathBuf,
     /// Steps of the scene's finest lane (default: the scene's `steps`, else 600); a lane of a larger h takes as
     /// many as fit in the same time.
-    #[arg(long, allow_negative_numbers = true, value_parser = super::parse_count)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::count_between::<u64>(1, MAX_RUN_STEPS))]
     pub steps: Option<u64>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
@@ -467,7 +467,7 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
         format!("Newton max {} mean {:.2}", s.max_newton, s.mean_newton())
     };
     let mut out = format!(
-        "lane \"{}\" ({}): {} step{}, t = {:.4} s\n  min gap {gap}, max penetration {:.4e} m, {newton}, tunneled {}, energy {:.6e} J\n",
+        "lane {:?} ({}): {} step{}, t = {:.4} s\n  min gap {gap}, max penetration {:.4e} m, {newton}, tunneled {}, energy {:.6e} J\n",
         lane.name,
         lane.settings.method.label(),
         s.steps,
@@ -477,6 +477,11 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
         s.tunneled,
         lane.energy()
     );
+    if s.tunneled > 0 && s.min_gap.is_some_and(|g| g >= 0.0) {
+        out.push_str(
+            "  the min gap is measured at the ends of steps: a ball that tunneled passed the wall between two\n",
+        );
+    }
     if s.iteration_caps > 0 {
         out.push_str(&format!(
             "  Newton hit its cap of {} iterations in {} of {} steps (those steps are not converged)\n",
@@ -597,7 +602,8 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     if args.json {
         write_json(&run_report(&scene.name, &lanes), false)?;
     } else {
-        outln!("scene \"{}\"", scene.name)?;
+        // Debug quotes a name and escapes the quotes and backslashes in it.
+        outln!("scene {:?}", scene.name)?;
         for (lane, half) in &lanes {
             out!("{}", lane_table(lane, half))?;
         }

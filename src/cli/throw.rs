@@ -64,7 +64,12 @@ pub struct ThrowArgs {
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub mass: f64,
     /// Number of steps.
-    #[arg(long, default_value_t = 80, allow_negative_numbers = true, value_parser = super::parse_count)]
+    #[arg(
+        long,
+        default_value_t = 80,
+        allow_negative_numbers = true,
+        value_parser = super::count_between::<u64>(1, MAX_RUN_STEPS)
+    )]
     pub steps: u64,
     /// CCD safety factor s in (0, 1).
     #[arg(long = "ccd-factor", default_value_t = 0.9, allow_hyphen_values = true)]

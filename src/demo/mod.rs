@@ -172,11 +172,9 @@ impl Demo {
                 ),
             });
         }
-        let demo: Demo = lenient.from_str(text).map_err(|e| SceneError {
-            file: file.to_string(),
-            place: crate::scene::ron_place(text, &e),
-            problem: e.code.to_string(),
-        })?;
+        let demo: Demo = lenient
+            .from_str(text)
+            .map_err(|e| SceneError::of_ron(text, file, &e))?;
         demo.validate(file)?;
         Ok(demo)
     }
@@ -701,15 +699,74 @@ pub fn keep_permissions(old: &Path, new: &Path) {
     }
 }
 
+/// Opens a character device or FIFO for writing. A FIFO's open waits for a reader: it is tried without blocking
+/// every 50 ms, saying once on stderr that it waits, and `between` runs before each retry (an error from it ends
+/// the wait), so a stop signal can end it. A device that is not there (ENXIO too) is an error at once.
+pub fn open_stream(
+    target: &Path,
+    mut between: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<std::fs::File> {
+    use anyhow::Context;
+    let failed = || format!("cannot open '{}' for writing", target.display());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        use std::os::unix::io::AsRawFd;
+        let fifo = std::fs::metadata(target).is_ok_and(|m| m.file_type().is_fifo());
+        let mut said = false;
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(target)
+            {
+                Ok(file) => {
+                    // Blocking writes from here: the reader takes the output at its own pace.
+                    // SAFETY: fcntl on a descriptor this function owns, with flags read from it.
+                    let fd = file.as_raw_fd();
+                    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+                    if flags < 0
+                        || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0
+                    {
+                        return Err(std::io::Error::last_os_error()).with_context(failed);
+                    }
+                    return Ok(file);
+                }
+                Err(e) if fifo && e.raw_os_error() == Some(libc::ENXIO) => {
+                    between()?;
+                    if !said {
+                        crate::cli::stdout::errln!(
+                            "{}",
+                            crate::text::one_line(&format!(
+                                "waiting for a reader of '{}'…",
+                                target.display()
+                            ))
+                        );
+                        said = true;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(e).with_context(failed),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = &mut between;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(target)
+            .with_context(failed)
+    }
+}
+
 fn write_file(path: &Path, bytes: &[u8], replace: bool) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
     let target = match output_at(path)? {
         OutputAt::Stream => {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .with_context(|| format!("{}: cannot open it for writing", path.display()))?;
+            // A FIFO without a reader says that it waits for one.
+            let mut f = open_stream(path, || Ok(()))?;
             return f
                 .write_all(bytes)
                 .and_then(|()| f.flush())

@@ -57,11 +57,7 @@ impl Script {
             .with_recursion_limit(64)
             .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
             .from_str(text)
-            .map_err(|e| SceneError {
-                file: file.to_string(),
-                place: crate::scene::ron_place(text, &e),
-                problem: e.code.to_string(),
-            })?;
+            .map_err(|e| SceneError::of_ron(text, file, &e))?;
         script.validate(file)?;
         Ok(script)
     }

@@ -152,7 +152,8 @@ pub struct LaneStats {
     /// Deepest any rod end went below its floor at any step, before any position fix [m].
     pub rod_max_sink: f64,
     /// Fastest any ball moved, at the start of the lane or a spawn and at the end of every step [m/s]: a throw
-    /// that IPC stopped still counts.
+    /// that IPC stopped still counts. A ball that has tunnelled through a wall counts no more: one that fell out
+    /// of a pit would otherwise drive it up without end as it falls.
     pub max_speed: f64,
     /// The settings the run began with, once an edit after its first step changed them (`None` while the lane
     /// runs what it began with, or was edited back to it): the records above then mix two settings' steps.
@@ -160,15 +161,24 @@ pub struct LaneStats {
 }
 
 impl LaneStats {
-    /// Folds one state into the extremes: its smallest gap, deepest overlap and fastest ball.
-    fn note_state(&mut self, gap: Option<f64>, penetration: f64, balls: &[Ball]) {
+    /// Folds one state into the extremes: its smallest gap, deepest overlap and fastest ball (of those that have
+    /// not tunnelled, by `tunneled`, one flag a ball).
+    fn note_state(
+        &mut self,
+        gap: Option<f64>,
+        penetration: f64,
+        balls: &[Ball],
+        tunneled: &[bool],
+    ) {
         if let Some(gap) = gap {
             self.min_gap = Some(self.min_gap.map_or(gap, |m| m.min(gap)));
         }
         self.max_penetration = self.max_penetration.max(penetration);
         self.max_speed = balls
             .iter()
-            .fold(self.max_speed, |m, b| m.max(b.velocity.length()));
+            .enumerate()
+            .filter(|(i, _)| !tunneled.get(*i).copied().unwrap_or(false))
+            .fold(self.max_speed, |m, (_, b)| m.max(b.velocity.length()));
     }
 
     pub fn mean_newton(&self) -> f64 {
@@ -535,7 +545,7 @@ impl LaneWorld {
         stats.newton_steps += 1;
         stats.max_newton = stats.max_newton.max(report.iterations);
         stats.total_newton += u64::from(report.iterations);
-        stats.note_state(min_gap, max_penetration, &self.balls);
+        stats.note_state(min_gap, max_penetration, &self.balls, &self.tunneled);
         stats.tunneled += tunneled;
         if tunneled > 0 && stats.first_tunnel_step.is_none() {
             stats.first_tunnel_step = Some(stats.steps);
@@ -615,7 +625,8 @@ impl LaneWorld {
     /// the balls started (a penalty ball spawned 5 cm into a wall reports 5 cm, not what one step left of it).
     pub fn measure_gaps(&mut self) {
         let (gap, penetration) = self.gap_and_penetration();
-        self.stats.note_state(gap, penetration, &self.balls);
+        self.stats
+            .note_state(gap, penetration, &self.balls, &self.tunneled);
         self.unmeasured = false;
     }
 

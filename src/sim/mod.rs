@@ -148,6 +148,10 @@ impl Plugin for SimPlugin {
             )
             .add_systems(Update, interpolate_transforms.in_set(SimSet::Interpolate))
             .add_systems(
+                RunFixedMainLoop,
+                stepping::step_when_asked.in_set(RunFixedMainLoopSystems::BeforeFixedMainLoop),
+            )
+            .add_systems(
                 FixedUpdate,
                 (
                     (
@@ -398,7 +402,8 @@ pub fn lane_title(world: &LaneWorld, was: Option<&ContactSettings>) -> String {
 }
 
 /// "min gap X µm, max Newton N" (or the penetration for a lane whose balls overlapped), the length in the unit
-/// that suits it ([`length_text`]).
+/// that suits it ([`length_text`]). Gaps are measured at the ends of steps: in a lane where a ball went through a
+/// wall, the smallest one is where a ball stood before it passed the wall between two steps, which is said.
 pub fn lane_summary(world: &LaneWorld) -> String {
     let stats = &world.stats;
     if world.balls.is_empty() && !world.rods.is_empty() {
@@ -410,6 +415,10 @@ pub fn lane_summary(world: &LaneWorld) -> String {
         );
     }
     let gap = match stats.min_gap {
+        Some(g) if g.is_finite() && g >= 0.0 && stats.tunneled > 0 => format!(
+            "min gap {} at a step's end (the ball passed the wall between two steps)",
+            length_text(g)
+        ),
         Some(g) if g.is_finite() && g >= 0.0 => format!("min gap {}", length_text(g)),
         Some(g) if g.is_finite() => format!("max penetration {}", length_text(-g)),
         _ => "min gap —".into(),
@@ -980,20 +989,27 @@ pub fn restore_mirrors(
 }
 
 /// Interpolate: `Transform` = lerp(previous, current, α) + lane offset, α the fixed clock's overstep fraction
-/// (with background stepping, how far the display is between the last two batches' arrivals).
+/// (with background stepping, how far the display is between the last two batches' arrivals); paused, 1.
 pub fn interpolate_transforms(
     time: Res<Time<Fixed>>,
     real: Res<Time<Real>>,
     stepping: Option<Res<Stepping>>,
     in_flight: Option<Res<StepInFlight>>,
+    control: Res<SimControl>,
     lanes: Query<&Lane>,
     mut bodies: Query<(&LaneMember, &BodyState, &PreviousBodyState, &mut Transform)>,
 ) {
     let background = stepping.is_some_and(|s| *s == Stepping::Background);
-    let alpha = in_flight
-        .filter(|_| background)
-        .and_then(|f| f.display_fraction(real.elapsed()))
-        .unwrap_or_else(|| time.overstep_fraction_f64().clamp(0.0, 1.0));
+    // Paused, the bodies stand where the panels' numbers describe them: a single step shows its result at once
+    // rather than sliding into it over a tick that the time scale may have slowed to a second.
+    let alpha = if control.paused {
+        1.0
+    } else {
+        in_flight
+            .filter(|_| background)
+            .and_then(|f| f.display_fraction(real.elapsed()))
+            .unwrap_or_else(|| time.overstep_fraction_f64().clamp(0.0, 1.0))
+    };
     for (member, state, previous, mut transform) in &mut bodies {
         let Ok(lane) = lanes.get(member.0) else {
             continue;

@@ -329,6 +329,25 @@ pub fn collect_finished_step(in_flight: Option<ResMut<StepInFlight>>, mut b: Boo
     }
 }
 
+/// Before the fixed loop: while paused, a step asked for (O, the Step button) runs in this frame's fixed loop, and
+/// a paused step the worker has finished is collected in it, instead of waiting for the next tick of a clock that
+/// the time scale or the fixed rate may have slowed to one a second or less. Paused ticks do not count
+/// ([`SimControl::ticks`]), so a demo's actions keep their ticks.
+pub fn step_when_asked(
+    control: Res<SimControl>,
+    in_flight: Option<Res<StepInFlight>>,
+    mut fixed: ResMut<Time<Fixed>>,
+) {
+    if !control.paused {
+        return;
+    }
+    let finished = in_flight.is_some_and(|f| f.is_running() && !f.worker_busy());
+    if control.pending_steps > 0 || finished {
+        let short = fixed.timestep().saturating_sub(fixed.overstep());
+        fixed.accumulate_overstep(short);
+    }
+}
+
 /// What [`super::step_lanes`] needs to step in the background.
 #[derive(bevy::ecs::system::SystemParam)]
 pub struct Background<'w> {

@@ -2060,3 +2060,41 @@ fn a_replay_plots_each_lane_s_steps_once() {
     let steps: Vec<(u64, usize)> = lanes.iter().map(|(steps, h)| (*steps, h.len())).collect();
     assert_eq!(steps, [(3000, 2000), (150, 150)]);
 }
+
+/// `record --out` a FIFO that nothing reads says that it waits for a reader, once, and then writes the whole demo
+/// into it when one comes: it used to wait in silence.
+#[test]
+fn record_into_a_fifo_without_a_reader_says_it_waits() {
+    let fifo = scratch("record-wait.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    if !contact_sandbox::testing::make_fifo(&fifo) {
+        eprintln!("mkfifo is not available here; skipped");
+        return;
+    }
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"));
+    command
+        .args([
+            "record",
+            "--scene",
+            "assets/scenes/wall_throw.ron",
+            "--script",
+            "assets/demos/wall_throw.script.ron",
+            "--out",
+        ])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::piped());
+    let mut record = crate::Watched::start(command, &fifo);
+    let word = format!("waiting for a reader of '{}'…", fifo.display());
+    record.hear(&word);
+    let text = std::fs::read_to_string(&fifo).expect("reads the FIFO");
+    let status = record.finish();
+    assert!(status.success(), "{:?}", record.said);
+    assert_eq!(
+        record.said.iter().filter(|l| **l == word).count(),
+        1,
+        "{:?}",
+        record.said
+    );
+    let demo = Demo::parse(&text, "from the FIFO").expect("the whole demo came through");
+    assert!(demo.ticks > 0);
+}

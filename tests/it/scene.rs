@@ -351,16 +351,6 @@ fn an_endless_device_is_read_only_up_to_the_size_limit() {
 #[cfg(unix)]
 #[test]
 fn a_scene_fifo_without_a_writer_is_waited_for_with_a_word() {
-    use std::io::BufRead;
-    /// Kills the run and removes the FIFO however the test ends: a run left waiting on its FIFO would never end.
-    struct Cleanup(std::process::Child, PathBuf);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-            let _ = std::fs::remove_file(&self.1);
-        }
-    }
     let path =
         std::env::temp_dir().join(format!("contact-sandbox-scene-{}.fifo", std::process::id()));
     let _ = std::fs::remove_file(&path);
@@ -368,48 +358,27 @@ fn a_scene_fifo_without_a_writer_is_waited_for_with_a_word() {
         eprintln!("mkfifo is not available here; skipped");
         return;
     }
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"));
+    command
         .args(["run", "--steps", "1", "--scene"])
         .arg(&path)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("starts");
-    let mut run = Cleanup(run, path.clone());
+        .stdout(std::process::Stdio::piped());
+    let mut run = crate::Watched::start(command, &path);
     let word = format!("waiting for something to write into '{}'…", path.display());
-    // Its standard error, line by line, until the word (however slowly a loaded machine starts the binary).
-    let stderr = run.0.stderr.take().expect("piped");
-    let (lines, heard) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut said = Vec::new();
-    while !said.contains(&word) {
-        match heard.recv_timeout(std::time::Duration::from_secs(120)) {
-            Ok(line) => said.push(line),
-            Err(e) => panic!("no word that the run waits ({e}); it said {said:?}"),
-        }
-    }
-    assert!(
-        run.0.try_wait().expect("polls").is_none(),
-        "the run did not wait"
-    );
+    run.hear(&word);
     let scene = std::fs::read(scenes_dir().join("wall_throw.ron")).expect("reads");
     std::fs::write(&path, scene).expect("writes into the FIFO");
-    let status = run.0.wait().expect("ends");
     let mut stdout = String::new();
-    std::io::Read::read_to_string(&mut run.0.stdout.take().expect("piped"), &mut stdout)
+    std::io::Read::read_to_string(&mut run.child.stdout.take().expect("piped"), &mut stdout)
         .expect("reads its output");
-    said.extend(heard.iter());
-    assert!(status.success(), "{said:?}");
-    assert_eq!(said.iter().filter(|l| **l == word).count(), 1, "{said:?}");
+    let status = run.finish();
+    assert!(status.success(), "{:?}", run.said);
+    assert_eq!(
+        run.said.iter().filter(|l| **l == word).count(),
+        1,
+        "{:?}",
+        run.said
+    );
     assert!(stdout.contains("scene \"Wall throw\""), "{stdout}");
 }
 
@@ -876,4 +845,96 @@ fn run_keeps_lanes_of_different_h_together_and_notes_a_lane_that_ends_short() {
     // Lanes of one h end together and are not noted.
     scene.lanes[1].contact.h = 0.001;
     assert!(short_lane_notes(run_scene(&scene, 80).iter(), 0.08, 80).is_empty());
+}
+
+/// `run`'s text quotes the scene's and the lanes' names with their quotes and backslashes escaped, so a name
+/// cannot end its quotes early.
+#[test]
+fn run_quotes_names_with_quotes_in_them() {
+    let dir = std::env::temp_dir().join(format!("cs-quoted-names-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let path = dir.join("quoted.ron");
+    let text = r#"Scene(name: "say \"hi\" \\ now", lanes: [LaneSpec(name: "the \"IPC\" one", contact: (method: Ipc, h: 0.01),
+    walls: [WallSpec(center: (0.0, -0.5), half_extents: (2.0, 0.5))],
+    balls: [BallSpec(position: (0.0, 0.2), radius: 0.1, mass: 1.0)])])"#;
+    std::fs::write(&path, text).expect("writes the scene");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .args(["run", "--steps", "2", "--scene"])
+        .arg(&path)
+        .output()
+        .expect("runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains(r#"scene "say \"hi\" \\ now""#), "{stdout}");
+    assert!(
+        stdout.contains(r#"lane "the \"IPC\" one" (ipc)"#),
+        "{stdout}"
+    );
+}
+
+/// A scene, a script or a demo cut short says so: RON alone reported a truncated scene as "Expected opening `(`
+/// for struct `BallSpec`", which reads as a mistake in the text. A file whose brackets all close gets no such
+/// word, whatever its error.
+#[test]
+fn a_file_cut_short_is_said_to_be_cut_short() {
+    let whole = std::fs::read_to_string(scenes_dir().join("ball_pit.ron")).expect("reads");
+    let start = whole.find("Scene(").expect("the scene's start");
+    let mut said = 0;
+    for cut in (start + 7..whole.trim_end().len() - 1).step_by(37) {
+        let Some(text) = whole.get(..cut) else {
+            continue;
+        };
+        let error = Scene::parse(text, "cut.ron")
+            .expect_err("a scene cut short is refused")
+            .to_string();
+        assert!(error.starts_with("cut.ron: "), "{error}");
+        assert!(
+            error.contains("still open: is it cut short?"),
+            "cut at {cut}: {error}"
+        );
+        said += 1;
+    }
+    assert!(said > 10, "{said} cuts");
+    let one =
+        error_of(r#"Scene(name: "t", lanes: [LaneSpec(name: "a", contact: (method: Ipc, h: 0.01)"#);
+    assert!(
+        one.contains("(the file ends with 3 brackets still open"),
+        "{one}"
+    );
+    // Brackets in strings and comments do not count; a complete file with a mistake gets no such word.
+    let whole_but_wrong = scene_with(&GOOD_LANE.replace("h: 0.01", "h: \"(\"")) + " // [(";
+    let error = error_of(&whole_but_wrong);
+    assert!(!error.contains("cut short"), "{error}");
+    let script = contact_sandbox::demo::Script::parse("Script(ticks: 10, actions: [", "s.ron")
+        .expect_err("refused")
+        .to_string();
+    assert!(script.contains("2 brackets still open"), "{script}");
+}
+
+/// A ball that tunnels out of a penalty lane and falls on under gravity no longer drives the lane's fastest speed
+/// (the pre-flight's v): it used to grow without end, to "v·h = 3788 mm" in a pit whose balls all rested.
+#[test]
+fn a_ball_fallen_through_the_floor_does_not_drive_the_lane_s_fastest_speed() {
+    let text = r#"Scene(name: "t", lanes: [LaneSpec(name: "a", contact: (method: Penalty, h: 0.01, stiffness: 1e3, gravity: (0.0, -9.81)),
+    walls: [WallSpec(center: (0.0, -0.01), half_extents: (2.0, 0.01))],
+    balls: [BallSpec(position: (0.0, 0.5), radius: 0.01, mass: 1.0, velocity: (0.0, -20.0))])])"#;
+    let mut lanes = Scene::parse(text, "t.ron").expect("parses").build();
+    let lane = &mut lanes[0];
+    lane.measure_gaps();
+    let mut speed_at_tunnel = None;
+    for _ in 0..300 {
+        lane.step();
+        if lane.ball_tunneled(0) && speed_at_tunnel.is_none() {
+            speed_at_tunnel = Some(lane.stats.max_speed);
+        }
+    }
+    let at_tunnel = speed_at_tunnel.expect("the soft floor lets the 20 m/s ball through");
+    let now = lane.balls[0].velocity.length();
+    assert!(now > at_tunnel + 20.0, "it falls on: {now} m/s");
+    assert_eq!(
+        lane.stats.max_speed, at_tunnel,
+        "falling on after it went through"
+    );
+    assert!((20.0..21.0).contains(&at_tunnel), "{at_tunnel}");
 }

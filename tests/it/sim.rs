@@ -9,8 +9,8 @@ use contact_sandbox::physics::DVec2;
 use contact_sandbox::physics::world::ContactMethod;
 use contact_sandbox::sim::{
     ActiveScene, Ball, CycleScene, Lane, LaneMember, LaneSettings, LoadScene, RestartScene,
-    SceneCatalogue, SimControl, SimLog, SimPlugin, SpawnBall, SpawnRod, ThrowBall, lane_outcome,
-    lane_summary,
+    SceneCatalogue, SimControl, SimLog, SimPlugin, SpawnBall, SpawnRod, Stepping, ThrowBall,
+    lane_outcome, lane_summary,
 };
 
 const WALL_THROW: &str = "assets/scenes/wall_throw.ron";
@@ -92,6 +92,12 @@ fn wall_throw_through_the_ecs_gives_the_seed_numbers_at_5_m_per_s() {
         "penalty k = 1e4 lets the 5 m/s ball through the 20 mm wall"
     );
     assert_eq!(penalty_outcome, "through");
+    // Its smallest gap was at a step's end before it passed: said so, not a bare "min gap" beside "through".
+    let penalty_summary = with_lane(&mut app, 0, |l| lane_summary(&l.world));
+    assert_eq!(
+        penalty_summary,
+        "min gap 3.00 mm at a step's end (the ball passed the wall between two steps), max Newton 2"
+    );
 
     let (gap, newton, tunneled, summary) = with_lane(&mut app, 1, |l| {
         (
@@ -890,4 +896,89 @@ fn a_lane_edited_to_a_smaller_h_keeps_time_with_the_others_after_a_restart() {
         "the run ended at 0.8 s"
     );
     assert_eq!(app.world().resource::<SimControl>().steps_taken, 800);
+}
+
+/// A step asked for while paused (O) runs in the next frame however slow the clock, inline and on the worker, and
+/// the bodies are drawn where it left them: at a time scale of 0.01 and 1 ms frames, wall throw's 10 ms tick
+/// comes once in 1 000 frames, which the step used to wait for.
+#[test]
+fn a_paused_single_step_does_not_wait_for_a_slowed_clock() {
+    for stepping in [Stepping::Inline, Stepping::Background] {
+        let mut app = App::new();
+        app.add_plugins(MinimalPlugins).add_plugins(SimPlugin);
+        app.insert_resource(TimeUpdateStrategy::ManualDuration(
+            std::time::Duration::from_millis(1),
+        ));
+        app.insert_resource(stepping);
+        app.insert_resource(
+            ActiveScene::load(Path::new(WALL_THROW)).expect("built-in scene loads"),
+        );
+        app.update();
+        app.world_mut()
+            .resource_mut::<Time<Virtual>>()
+            .set_relative_speed_f64(0.01);
+        app.world_mut().resource_mut::<SimControl>().toggle_pause();
+        run_updates(&mut app, 3);
+        let before = app.world().resource::<SimControl>().steps_taken;
+        let steps_before: Vec<u64> = lanes(&mut app).iter().map(|l| l.3).collect();
+        app.world_mut().resource_mut::<SimControl>().single_step();
+        let mut frames = 0;
+        while app.world().resource::<SimControl>().steps_taken == before && frames < 1_000 {
+            app.update();
+            frames += 1;
+            if stepping == Stepping::Background {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        let control = app.world().resource::<SimControl>();
+        assert_eq!(
+            control.steps_taken,
+            before + 1,
+            "{stepping:?}: no step in {frames} frames"
+        );
+        assert!(
+            frames <= 50,
+            "{stepping:?}: the step waited {frames} frames for the slowed clock"
+        );
+        let steps_after: Vec<u64> = lanes(&mut app).iter().map(|l| l.3).collect();
+        let one_more: Vec<u64> = steps_before.iter().map(|s| s + 1).collect();
+        assert_eq!(
+            steps_after, one_more,
+            "{stepping:?}: each lane stepped once"
+        );
+        // Drawn at the new state, not part-way from the old one.
+        let mut bodies = app
+            .world_mut()
+            .query::<(&LaneMember, &contact_sandbox::sim::BodyState, &Transform)>();
+        let mut lanes_q = app.world_mut().query::<(Entity, &Lane)>();
+        let offsets: Vec<(Entity, DVec2)> = lanes_q
+            .iter(app.world())
+            .map(|(e, l)| (e, l.offset))
+            .collect();
+        let mut drawn = 0;
+        for (member, state, transform) in bodies.iter(app.world()) {
+            let offset = offsets
+                .iter()
+                .find(|(e, _)| *e == member.0)
+                .map(|(_, o)| *o)
+                .expect("a body's lane exists");
+            let at = (state.position + offset) * f64::from(contact_sandbox::sim::UNITS_PER_METRE);
+            let shown = DVec2::new(
+                f64::from(transform.translation.x),
+                f64::from(transform.translation.y),
+            );
+            assert!(
+                (shown - at).length() < 1e-3 * at.length().max(1.0),
+                "{stepping:?}: a body drawn at {shown:?}, its state at {at:?}"
+            );
+            drawn += 1;
+        }
+        assert!(drawn > 0, "{stepping:?}: no bodies to look at");
+        run_updates(&mut app, 50);
+        assert_eq!(
+            app.world().resource::<SimControl>().steps_taken,
+            before + 1,
+            "{stepping:?}: one O, one step"
+        );
+    }
 }
