@@ -68,9 +68,15 @@ fn main() -> ExitCode {
         Some(Command::Bench(args)) => bench::run_bench(&args),
         Some(Command::Record(args)) => demo::run_record(&args),
         Some(Command::Replay(args)) => demo::run_replay(&args),
-        Some(Command::Export(args)) => export::run_export(&args),
+        Some(Command::Export(args)) => {
+            contact_sandbox::app::explain_a_missing_gpu("export");
+            export::run_export(&args)
+        }
         Some(Command::BenchOne(args)) => bench::run_bench_one(&args),
-        None => contact_sandbox::app::run_gui(),
+        None => {
+            contact_sandbox::app::explain_a_missing_gpu("the window");
+            contact_sandbox::app::run_gui()
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -133,7 +133,14 @@ impl SceneError {
     /// read as a mistake in the text).
     pub fn of_ron(text: &str, file: &str, error: &ron::error::SpannedError) -> SceneError {
         let mut problem = error.code.to_string();
-        match unclosed_brackets(text) {
+        // Only where the read failed at the file's end: a mistake in the middle of a whole file (a `]` typed for
+        // a `)`) leaves brackets open too.
+        let open = if at_the_end(text, error) {
+            unclosed_brackets(text)
+        } else {
+            0
+        };
+        match open {
             0 => {}
             1 => problem.push_str(" (the file ends with a bracket still open: is it cut short?)"),
             n => problem.push_str(&format!(
@@ -148,13 +155,73 @@ impl SceneError {
     }
 }
 
-/// Brackets (`(`, `[`, `{`) left open at the end of a RON text, outside strings and comments; 0 where more
-/// close than open.
+/// Did a RON read of `text` fail at its end: is what follows the error's position, past blanks and comments, at most
+/// a short rest of one line (the token the file was cut in)?
+fn at_the_end(text: &str, error: &ron::error::SpannedError) -> bool {
+    let at = error.span.start;
+    let offset = text
+        .split_inclusive('\n')
+        .take(at.line.saturating_sub(1))
+        .map(|line| line.chars().count())
+        .sum::<usize>()
+        + at.col.saturating_sub(1);
+    let rest: String = text.chars().skip(offset).collect();
+    let code: Vec<&str> = rest
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or("").trim())
+        .filter(|line| !line.is_empty())
+        .collect();
+    code.len() <= 1 && code.first().is_none_or(|line| line.chars().count() <= 80)
+}
+
+/// Brackets (`(`, `[`, `{`) left open at the end of a RON text, outside strings (raw ones too), character
+/// literals and comments; 0 where more close than open.
 fn unclosed_brackets(text: &str) -> usize {
     let mut depth: i64 = 0;
     let mut chars = text.chars().peekable();
+    let mut previous = ' ';
     while let Some(c) = chars.next() {
+        // A raw string, `r"…"` or `r#"…"#`, where `\` escapes nothing: skipped to its closing quote and hashes.
+        // (An `r` that ends an identifier, as in `for"`, is not one: RON has no such token.)
+        if c == 'r'
+            && !previous.is_alphanumeric()
+            && previous != '_'
+            && matches!(chars.peek(), Some('"' | '#'))
+        {
+            let mut hashes = 0;
+            while chars.peek() == Some(&'#') {
+                chars.next();
+                hashes += 1;
+            }
+            if chars.peek() == Some(&'"') {
+                chars.next();
+                'raw: while let Some(c) = chars.next() {
+                    if c == '"' {
+                        let mut closing = 0;
+                        while closing < hashes && chars.peek() == Some(&'#') {
+                            chars.next();
+                            closing += 1;
+                        }
+                        if closing == hashes {
+                            break 'raw;
+                        }
+                    }
+                }
+            }
+            previous = '"';
+            continue;
+        }
+        previous = c;
         match c {
+            // A character literal: `'('`, `'\''`.
+            '\'' => {
+                if chars.next() == Some('\\') {
+                    chars.next();
+                }
+                if chars.peek() == Some(&'\'') {
+                    chars.next();
+                }
+            }
             '"' => {
                 while let Some(c) = chars.next() {
                     match c {
@@ -1043,5 +1110,27 @@ impl RodSpec {
             velocity: self.velocity,
             omega: self.omega,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Brackets inside strings, raw strings, character literals and comments (nested too) are not counted.
+    #[test]
+    fn open_brackets_are_counted_outside_strings_literals_and_comments() {
+        use super::unclosed_brackets;
+        assert_eq!(unclosed_brackets("Scene(a: [(1, 2)"), 2);
+        assert_eq!(unclosed_brackets(r#"Scene(a: "((\"(", b: ["#), 2);
+        assert_eq!(
+            unclosed_brackets(r##"Scene(a: r#"a " ( b"#, b: r"C:\dir\", c: ["##),
+            2
+        );
+        assert_eq!(unclosed_brackets(r"Scene(a: '(', b: '\'', c: ["), 2);
+        assert_eq!(
+            unclosed_brackets("Scene( // ((\n /* ( /* ( */ ( */ a: ["),
+            2
+        );
+        assert_eq!(unclosed_brackets("Scene(for: 1)"), 0);
+        assert_eq!(unclosed_brackets("a)))"), 0);
     }
 }

@@ -19,6 +19,22 @@ pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
+/// `text` in double quotes, with its quotes and backslashes escaped (`say "hi"` → `"say \"hi\""`), for names in
+/// printed text. Unlike `{:?}`, letters with combining marks (the d̂ in a lane's name) stay as written; names hold no
+/// control characters (scene files refuse them).
+pub fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        if matches!(c, '"' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
 /// `text` as one plain line: control characters (a newline, an escape sequence's ESC), the line and paragraph
 /// separators and bidirectional formatting characters are written as escapes (`\n`, `\u{1b}`, `\u{202e}`), so a
 /// file name or a value quoted in a message can neither break the line nor drive the terminal.

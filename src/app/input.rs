@@ -482,10 +482,12 @@ fn throw_speed_label(
         return Ok(());
     }
     let ctx = contexts.ctx_mut()?;
+    // The cursor is in window points; egui's are larger by its zoom (Ctrl +).
+    let zoom = ctx.zoom_factor();
     egui::Area::new(egui::Id::new("throw speed"))
         .order(egui::Order::Tooltip)
         .interactable(false)
-        .fixed_pos(egui::pos2(to.x + 16.0, to.y - 24.0))
+        .fixed_pos(egui::pos2(to.x / zoom + 16.0, to.y / zoom - 24.0))
         .show(ctx, |ui| {
             egui::Frame::popup(ui.style()).show(ui, |ui| {
                 ui.label(throw_speed_text(DragState::throw_velocity(from, to)));

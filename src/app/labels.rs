@@ -747,21 +747,22 @@ fn stray_label_place(
 const STACKED_LABELS: i32 = 4;
 
 /// `at` moved off the labels already `placed` (their rectangles): by whole heights of the label up or down, the
-/// least that clears them and stays in `room` (where there is one). Unmoved when it lies on none, or when no such
-/// place is within [`STACKED_LABELS`] heights: a label then covers another, as before, rather than leave its
-/// marker far behind.
+/// least that clears them and `keep_off` (the markers' arrows, the lane's title) and stays in `room` (where there
+/// is one). Unmoved when it lies on no placed label, or when no such place is within [`STACKED_LABELS`] heights: a
+/// label then covers another, as before, rather than leave its marker far behind.
 fn clear_of_placed(
     at: Vec2,
     anchor: Anchor,
     size: Vec2,
     room: Option<Rect>,
     placed: &[Rect],
+    keep_off: &[Rect],
 ) -> Vec2 {
-    let clear = |at: Vec2| {
+    let off = |at: Vec2, rects: &[Rect]| {
         let rect = label_rect(at, anchor, size);
-        placed.iter().all(|p| p.intersect(rect).is_empty())
+        rects.iter().all(|p| p.intersect(rect).is_empty())
     };
-    if clear(at) {
+    if off(at, placed) {
         return at;
     }
     let inside = |at: Vec2| {
@@ -771,7 +772,7 @@ fn clear_of_placed(
     (1..=STACKED_LABELS)
         .flat_map(|k| [-k, k])
         .map(|k| at + Vec2::new(0.0, k as f32 * size.y))
-        .find(|&moved| clear(moved) && inside(moved))
+        .find(|&moved| off(moved, placed) && off(moved, keep_off) && inside(moved))
         .unwrap_or(at)
 }
 
@@ -805,6 +806,7 @@ fn label_strays(
     let (px, view) = camera_view(camera.single().ok());
     wanted.clear();
     let mut placed: Vec<Rect> = Vec::new();
+    let mut arrows: Vec<Rect> = Vec::new();
     if let Some(strays) = strays {
         let mut seen: Vec<(Entity, usize)> = Vec::new();
         for (k, stray) in strays.0.iter().enumerate() {
@@ -879,8 +881,11 @@ fn label_strays(
             );
             let (at, anchor) =
                 stray_label_place(stray.edge, stray.direction, (at, anchor), size, room, px);
-            // Two markers close together (balls leaving side by side) put their labels on each other.
-            let at = clear_of_placed(at, anchor, size, room, &placed);
+            // Two markers close together (balls leaving side by side) put their labels on each other. A label
+            // moved off another keeps off the arrows and the title too.
+            arrows.push(stray_arrow_box(stray.edge, stray.direction, px));
+            let keep_off: Vec<Rect> = arrows.iter().copied().chain(title).collect();
+            let at = clear_of_placed(at, anchor, size, room, &placed, &keep_off);
             placed.push(label_rect(at, anchor, size));
             let place =
                 Transform::from_translation(at.extend(LABEL_Z)).with_scale(Vec3::new(px, px, 1.0));
@@ -1540,7 +1545,8 @@ mod tests {
     }
 
     /// Three labels placed on one another (markers side by side past a lane's right edge) are stacked a label's
-    /// height apart, below first, inside the room; one with no free place within reach stays where it was.
+    /// height apart, below first, inside the room and off the arrows; one with no free place within reach stays
+    /// where it was.
     #[test]
     fn labels_of_markers_side_by_side_do_not_cover_one_another() {
         let size = Vec2::new(100.0, 10.0);
@@ -1548,11 +1554,16 @@ mod tests {
         let at = Vec2::new(300.0, 100.0);
         let mut placed = Vec::new();
         for _ in 0..3 {
-            let moved = clear_of_placed(at, Anchor::BOTTOM_RIGHT, size, room, &placed);
+            let moved = clear_of_placed(at, Anchor::BOTTOM_RIGHT, size, room, &placed, &[]);
             placed.push(label_rect(moved, Anchor::BOTTOM_RIGHT, size));
         }
         let ys: Vec<f32> = placed.iter().map(|r| r.min.y).collect();
         assert_eq!(ys, [100.0, 90.0, 110.0]);
+        // An arrow just below the first label: the second goes above it instead, past the arrow's row.
+        let arrow = Rect::new(280.0, 92.0, 300.0, 99.0);
+        let first = [label_rect(at, Anchor::BOTTOM_RIGHT, size)];
+        let moved = clear_of_placed(at, Anchor::BOTTOM_RIGHT, size, room, &first, &[arrow]);
+        assert_eq!(moved, Vec2::new(300.0, 110.0));
         for (i, a) in placed.iter().enumerate() {
             for b in &placed[i + 1..] {
                 assert!(a.intersect(*b).is_empty(), "{a:?} on {b:?}");
@@ -1562,7 +1573,7 @@ mod tests {
         let low = Some(Rect::new(0.0, 100.0, 400.0, 110.0));
         let taken = [label_rect(at, Anchor::BOTTOM_RIGHT, size)];
         assert_eq!(
-            clear_of_placed(at, Anchor::BOTTOM_RIGHT, size, low, &taken),
+            clear_of_placed(at, Anchor::BOTTOM_RIGHT, size, low, &taken, &[]),
             at
         );
     }

@@ -192,8 +192,15 @@ impl Default for UiState {
 
 /// Bevy panics, with a backtrace, where it finds no GPU adapter to draw with. From here on that panic is one
 /// line that says what is missing and how to get it, any unfinished output is removed, and the exit status is 1;
-/// any other panic is reported as before. `what` names what needs the GPU ("the window", "export").
+/// any other panic is reported as before. `what` names what needs the GPU ("the window", "export"). Called by the
+/// binary before the window or an export starts (not by the library's functions, which tests call).
 pub fn explain_a_missing_gpu(what: &'static str) {
+    // Once per process: a second hook would wrap the first.
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| install_gpu_panic_hook(what));
+}
+
+fn install_gpu_panic_hook(what: &'static str) {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if info.to_string().contains("Unable to find a GPU") {
@@ -212,7 +219,6 @@ pub fn explain_a_missing_gpu(what: &'static str) {
 /// Opens the sandbox window on the wall-throw scene (or `CONTACT_SANDBOX_SCENE`); see the module docs for the
 /// screenshot mode.
 pub fn run_gui() -> anyhow::Result<()> {
-    explain_a_missing_gpu("the window");
     let scene_path = std::env::var_os("CONTACT_SANDBOX_SCENE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(DEFAULT_SCENE));

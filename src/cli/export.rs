@@ -830,7 +830,6 @@ fn human_bytes(bytes: u64) -> String {
 pub fn run_export(args: &ExportArgs) -> Result<()> {
     // First, while the process has one thread.
     quiet_headless_gpu_probe();
-    crate::app::explain_a_missing_gpu("export");
     let kind = classify_output(&args.out, args.out.is_dir()).map_err(anyhow::Error::msg)?;
     if same_file(&args.out, &args.demo) {
         bail!(

@@ -10,8 +10,8 @@ pub mod stdout;
 pub mod throw;
 
 /// A count on the command line (`--steps`, `--n`, `--repeat`, `--from`): digits, or a whole number written another way
-/// (`1e3`, `1000.0`), with spaces around it allowed, as in a list written `--n "1000, 4000"`. The options' ranges
-/// are checked where they are used.
+/// (`1e3`, `1000.0`), with spaces around it allowed, as in a list written `--n "1000, 4000"`. Options with a range
+/// parse through [`count_between`].
 pub fn parse_count(text: &str) -> Result<u64, String> {
     let text = text.trim();
     if let Ok(count) = text.parse::<u64>() {
@@ -39,7 +39,7 @@ pub fn count_between<T: TryFrom<u64>>(
             .ok_or_else(|| {
                 format!(
                     "must be a whole number from {lo} to {hi}, such as {lo} or 1e{}",
-                    hi.ilog10().min(3)
+                    hi.max(10).ilog10().min(3)
                 )
             })
     }

@@ -467,8 +467,8 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
         format!("Newton max {} mean {:.2}", s.max_newton, s.mean_newton())
     };
     let mut out = format!(
-        "lane {:?} ({}): {} step{}, t = {:.4} s\n  min gap {gap}, max penetration {:.4e} m, {newton}, tunneled {}, energy {:.6e} J\n",
-        lane.name,
+        "lane {} ({}): {} step{}, t = {:.4} s\n  min gap {gap}, max penetration {:.4e} m, {newton}, tunneled {}, energy {:.6e} J\n",
+        crate::text::quoted(&lane.name),
         lane.settings.method.label(),
         s.steps,
         if s.steps == 1 { "" } else { "s" },
@@ -479,7 +479,7 @@ pub fn lane_table(lane: &LaneWorld, halfway: &HalfwaySnapshot) -> String {
     );
     if s.tunneled > 0 && s.min_gap.is_some_and(|g| g >= 0.0) {
         out.push_str(
-            "  the min gap is measured at the ends of steps: a ball that tunneled passed the wall between two\n",
+            "  the min gap is measured at the ends of steps: a ball that tunneled passed a wall between two steps\n",
         );
     }
     if s.iteration_caps > 0 {
@@ -602,8 +602,7 @@ pub fn run_run(args: &RunArgs) -> Result<()> {
     if args.json {
         write_json(&run_report(&scene.name, &lanes), false)?;
     } else {
-        // Debug quotes a name and escapes the quotes and backslashes in it.
-        outln!("scene {:?}", scene.name)?;
+        outln!("scene {}", crate::text::quoted(&scene.name))?;
         for (lane, half) in &lanes {
             out!("{}", lane_table(lane, half))?;
         }

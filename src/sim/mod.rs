@@ -146,7 +146,12 @@ impl Plugin for SimPlugin {
                     .chain()
                     .in_set(SimSet::Writeback),
             )
-            .add_systems(Update, interpolate_transforms.in_set(SimSet::Interpolate))
+            .add_systems(
+                Update,
+                (hold_previous_while_paused, interpolate_transforms)
+                    .chain()
+                    .in_set(SimSet::Interpolate),
+            )
             .add_systems(
                 RunFixedMainLoop,
                 stepping::step_when_asked.in_set(RunFixedMainLoopSystems::BeforeFixedMainLoop),
@@ -402,8 +407,8 @@ pub fn lane_title(world: &LaneWorld, was: Option<&ContactSettings>) -> String {
 }
 
 /// "min gap X µm, max Newton N" (or the penetration for a lane whose balls overlapped), the length in the unit
-/// that suits it ([`length_text`]). Gaps are measured at the ends of steps: in a lane where a ball went through a
-/// wall, the smallest one is where a ball stood before it passed the wall between two steps, which is said.
+/// that suits it ([`length_text`]). Gaps are measured at the ends of steps, which is said in a lane where a ball
+/// went through a wall between two of them: "through" beside a bare positive gap read as a contradiction.
 pub fn lane_summary(world: &LaneWorld) -> String {
     let stats = &world.stats;
     if world.balls.is_empty() && !world.rods.is_empty() {
@@ -416,7 +421,7 @@ pub fn lane_summary(world: &LaneWorld) -> String {
     }
     let gap = match stats.min_gap {
         Some(g) if g.is_finite() && g >= 0.0 && stats.tunneled > 0 => format!(
-            "min gap {} at a step's end (the ball passed the wall between two steps)",
+            "min gap {} at a step's end (a ball passed a wall between two steps)",
             length_text(g)
         ),
         Some(g) if g.is_finite() && g >= 0.0 => format!("min gap {}", length_text(g)),
@@ -984,6 +989,24 @@ pub fn restore_mirrors(
                 half_extents: w.half_extents,
                 angle: w.angle,
             });
+        }
+    }
+}
+
+/// Interpolate, first: while paused, each body's previous state is its current one. After a single step the
+/// previous state is the one before it until the next tick, which the time scale may put a second away; a resume
+/// inside that second drew the bodies a step back (α near 0) and slid them forward again.
+pub fn hold_previous_while_paused(
+    control: Res<SimControl>,
+    mut bodies: Query<(&BodyState, &mut PreviousBodyState)>,
+) {
+    if !control.paused {
+        return;
+    }
+    for (state, mut previous) in &mut bodies {
+        if previous.position != state.position || previous.angle != state.angle {
+            previous.position = state.position;
+            previous.angle = state.angle;
         }
     }
 }

@@ -329,10 +329,10 @@ pub fn collect_finished_step(in_flight: Option<ResMut<StepInFlight>>, mut b: Boo
     }
 }
 
-/// Before the fixed loop: while paused, a step asked for (O, the Step button) runs in this frame's fixed loop, and
-/// a paused step the worker has finished is collected in it, instead of waiting for the next tick of a clock that
-/// the time scale or the fixed rate may have slowed to one a second or less. Paused ticks do not count
-/// ([`SimControl::ticks`]), so a demo's actions keep their ticks.
+/// Before the fixed loop: while paused, a step asked for (O, the Step button, read in `Update`) runs in the next
+/// frame's fixed loop, and a paused step the worker has finished is collected in it, instead of waiting for the
+/// next tick of a clock that the time scale or the fixed rate may have slowed to one a second or less. Paused
+/// ticks do not count ([`SimControl::ticks`]), so a demo's actions keep their ticks.
 pub fn step_when_asked(
     control: Res<SimControl>,
     in_flight: Option<Res<StepInFlight>>,

@@ -848,13 +848,13 @@ fn run_keeps_lanes_of_different_h_together_and_notes_a_lane_that_ends_short() {
 }
 
 /// `run`'s text quotes the scene's and the lanes' names with their quotes and backslashes escaped, so a name
-/// cannot end its quotes early.
+/// cannot end its quotes early, and everything else as written.
 #[test]
 fn run_quotes_names_with_quotes_in_them() {
     let dir = std::env::temp_dir().join(format!("cs-quoted-names-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch folder");
     let path = dir.join("quoted.ron");
-    let text = r#"Scene(name: "say \"hi\" \\ now", lanes: [LaneSpec(name: "the \"IPC\" one", contact: (method: Ipc, h: 0.01),
+    let text = r#"Scene(name: "say \"hi\" \\ now", lanes: [LaneSpec(name: "the \"IPC\" one, d̂=1mm", contact: (method: Ipc, h: 0.01),
     walls: [WallSpec(center: (0.0, -0.5), half_extents: (2.0, 0.5))],
     balls: [BallSpec(position: (0.0, 0.2), radius: 0.1, mass: 1.0)])])"#;
     std::fs::write(&path, text).expect("writes the scene");
@@ -868,7 +868,8 @@ fn run_quotes_names_with_quotes_in_them() {
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains(r#"scene "say \"hi\" \\ now""#), "{stdout}");
     assert!(
-        stdout.contains(r#"lane "the \"IPC\" one" (ipc)"#),
+        // The d̂ (d and a combining circumflex) as written: `{:?}` wrote "d\u{302}".
+        stdout.contains("lane \"the \\\"IPC\\\" one, d\u{302}=1mm\" (ipc)"),
         "{stdout}"
     );
 }
@@ -902,6 +903,12 @@ fn a_file_cut_short_is_said_to_be_cut_short() {
         one.contains("(the file ends with 3 brackets still open"),
         "{one}"
     );
+    // A `]` typed for a `)` in the middle of a whole file leaves brackets open too, but the read fails there, not
+    // at the end: no such word.
+    let mistyped =
+        scene_with(&GOOD_LANE.replace("half_extents: (2.0, 0.5))]", "half_extents: (2.0, 0.5)]]"));
+    let error = error_of(&mistyped);
+    assert!(!error.contains("cut short"), "{error}");
     // Brackets in strings and comments do not count; a complete file with a mistake gets no such word.
     let whole_but_wrong = scene_with(&GOOD_LANE.replace("h: 0.01", "h: \"(\"")) + " // [(";
     let error = error_of(&whole_but_wrong);
