@@ -739,6 +739,12 @@ fn scene_menu(
     }
 }
 
+/// The energy plot's hover text: why a lane's energy falls or rises with no loss or source in the scene.
+const ENERGY_PLOT_NOTE: &str = "energy [J]: each lane's kinetic, gravitational and contact energy at the end of each \
+     step. Implicit Euler damps it: the IPC ball that the wall turns back leaves with a small part of its energy \
+     (SPEC §1). Penalty can add energy: a ball pushed out through a wall's far face gains the spring's energy \
+     (SPEC §1.1).";
+
 /// A word under the scene's description once a throw has given its balls another speed than the file's, which the
 /// description still quotes ("the same 5 m/s throw …" over a throw at 1 m/s): "(as loaded; thrown since at 1 m/s)".
 fn thrown_since_loaded(
@@ -2538,7 +2544,12 @@ fn plots_panel(
                 };
                 // One line, cut with "…" (whole on hover): wrapped in a narrow plot (800 px), its second line ran
                 // into the top label of the plot's axis.
-                ui.add(egui::Label::new(egui::RichText::new(heading).small()).truncate());
+                let heading_label =
+                    ui.add(egui::Label::new(egui::RichText::new(heading).small()).truncate());
+                if title.starts_with("energy") {
+                    // What a student takes for physics otherwise (the seed's point about implicit Euler).
+                    heading_label.on_hover_text(ENERGY_PLOT_NOTE);
+                }
                 let mut chart = Plot::new(title);
                 chart = match span {
                     Some((t0, t1)) => chart.include_x(t0).include_x(t1),

@@ -707,3 +707,43 @@ fn an_openh264_mp4_shows_every_frame_as_the_png_frames_do() {
     }
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// With no GPU adapter (Vulkan alone asked for, its drivers hidden), an export ends on one line naming Mesa's
+/// packages, exits 1 and leaves nothing at `--out`: Bevy's own panic printed a backtrace and exited 101.
+#[test]
+fn an_export_without_a_gpu_adapter_says_so_in_one_line() {
+    let out = std::env::temp_dir().join(format!("cs-no-gpu-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&out);
+    let run = Command::new(env!("CARGO_BIN_EXE_contact-sandbox"))
+        .args([
+            "export",
+            "assets/demos/wall_throw.demo.ron",
+            "--to",
+            "3",
+            "--out",
+        ])
+        .arg(format!("{}/", out.display()))
+        .env("WGPU_BACKEND", "vulkan")
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .env_remove("VK_ADD_DRIVER_FILES")
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    // (A debug build's Vulkan loader also logs that it found no driver file, before the message.)
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .trim_end()
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("error: export found no GPU adapter"))
+            && stderr.contains("apt-get install mesa-vulkan-drivers libvulkan1"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "the frames folder was left behind");
+}
