@@ -155,17 +155,21 @@ impl SceneError {
     }
 }
 
-/// Did a RON read of `text` fail at its end: is what follows the error's position, past blanks and comments, at most
-/// a short rest of one line (the token the file was cut in)?
-fn at_the_end(text: &str, error: &ron::error::SpannedError) -> bool {
+/// Where a RON read of `text` failed, as a character offset (RON counts lines and columns from 1, columns in
+/// characters).
+fn error_offset(text: &str, error: &ron::error::SpannedError) -> usize {
     let at = error.span.start;
-    let offset = text
-        .split_inclusive('\n')
+    text.split_inclusive('\n')
         .take(at.line.saturating_sub(1))
         .map(|line| line.chars().count())
         .sum::<usize>()
-        + at.col.saturating_sub(1);
-    let rest: String = text.chars().skip(offset).collect();
+        + at.col.saturating_sub(1)
+}
+
+/// Did a RON read of `text` fail at its end: is what follows the error's position, past blanks and comments, at most
+/// a short rest of one line (the token the file was cut in)?
+fn at_the_end(text: &str, error: &ron::error::SpannedError) -> bool {
+    let rest: String = text.chars().skip(error_offset(text, error)).collect();
     let code: Vec<&str> = rest
         .lines()
         .map(|line| line.split("//").next().unwrap_or("").trim())
@@ -274,13 +278,7 @@ fn unclosed_brackets(text: &str) -> usize {
 pub fn ron_place(text: &str, error: &ron::error::SpannedError) -> String {
     let at = error.span.start;
     let place = format!("line {}, column {}", at.line, at.col);
-    // The error's position as a character offset (RON counts both from 1, columns in characters).
-    let offset = text
-        .split_inclusive('\n')
-        .take(at.line.saturating_sub(1))
-        .map(|line| line.chars().count())
-        .sum::<usize>()
-        + at.col.saturating_sub(1);
+    let offset = error_offset(text, error);
     // The field is looked for in the lines just before the error (a file may hold 64 MB).
     let window_start = offset.saturating_sub(4_000);
     let mut before: Vec<char> = text

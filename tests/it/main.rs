@@ -24,6 +24,19 @@ pub struct Watched {
 }
 
 impl Watched {
+    /// A new FIFO at `fifo` (anything there removed first) and a command of this crate's binary to run beside it;
+    /// `None`, with a word, where mkfifo is not available.
+    pub fn binary_beside_fifo(fifo: &std::path::Path) -> Option<std::process::Command> {
+        let _ = std::fs::remove_file(fifo);
+        if !contact_sandbox::testing::make_fifo(fifo) {
+            eprintln!("mkfifo is not available here; skipped");
+            return None;
+        }
+        Some(std::process::Command::new(env!(
+            "CARGO_BIN_EXE_contact-sandbox"
+        )))
+    }
+
     /// Starts `command` (its standard error piped here) beside the FIFO `fifo`.
     pub fn start(mut command: std::process::Command, fifo: &std::path::Path) -> Watched {
         use std::io::BufRead;
@@ -67,11 +80,18 @@ impl Watched {
         );
     }
 
-    /// Waits for the child to end; its status, with every line of standard error heard in `said`.
-    pub fn finish(&mut self) -> std::process::ExitStatus {
+    /// Waits for the child to end, and checks that it succeeded and said `word` exactly once (every line of its
+    /// standard error is then in `said`).
+    pub fn finish_having_said_once(&mut self, word: &str) {
         let status = self.child.wait().expect("ends");
         self.said.extend(self.heard.iter());
-        status
+        assert!(status.success(), "{:?}", self.said);
+        assert_eq!(
+            self.said.iter().filter(|l| *l == word).count(),
+            1,
+            "{:?}",
+            self.said
+        );
     }
 }
 

@@ -353,12 +353,9 @@ fn an_endless_device_is_read_only_up_to_the_size_limit() {
 fn a_scene_fifo_without_a_writer_is_waited_for_with_a_word() {
     let path =
         std::env::temp_dir().join(format!("contact-sandbox-scene-{}.fifo", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    if !contact_sandbox::testing::make_fifo(&path) {
-        eprintln!("mkfifo is not available here; skipped");
+    let Some(mut command) = crate::Watched::binary_beside_fifo(&path) else {
         return;
-    }
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_contact-sandbox"));
+    };
     command
         .args(["run", "--steps", "1", "--scene"])
         .arg(&path)
@@ -371,14 +368,7 @@ fn a_scene_fifo_without_a_writer_is_waited_for_with_a_word() {
     let mut stdout = String::new();
     std::io::Read::read_to_string(&mut run.child.stdout.take().expect("piped"), &mut stdout)
         .expect("reads its output");
-    let status = run.finish();
-    assert!(status.success(), "{:?}", run.said);
-    assert_eq!(
-        run.said.iter().filter(|l| **l == word).count(),
-        1,
-        "{:?}",
-        run.said
-    );
+    run.finish_having_said_once(&word);
     assert!(stdout.contains("scene \"Wall throw\""), "{stdout}");
 }
 
