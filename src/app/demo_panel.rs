@@ -541,28 +541,36 @@ fn toggle_recording(
         };
         // A folder is not a demo's name: numbered, it would become another folder the user never named.
         if ui.save_path.trim().ends_with('/') || asked.is_dir() {
-            log.error(format!(
-                "save as {}: that is a folder; name the file, e.g. {}; still recording",
-                asked.display(),
-                asked.join("mine.demo.ron").display()
-            ));
+            log.error_about(
+                ErrorTopic::SaveAs,
+                format!(
+                    "save as {}: that is a folder; name the file, e.g. {}; still recording",
+                    asked.display(),
+                    asked.join("mine.demo.ron").display()
+                ),
+            );
             return;
         }
         // Never over an earlier recording: the field keeps its text, and fresh names are whole seconds.
         let Some(path) = unused_path(&asked) else {
-            log.error(format!(
-                "{}: it and every numbered name beside it are taken; still recording",
-                asked.display()
-            ));
+            log.error_about(
+                ErrorTopic::SaveAs,
+                format!(
+                    "{}: it and every numbered name beside it are taken; still recording",
+                    asked.display()
+                ),
+            );
             return;
         };
         if let Err(problem) = make_folder_for(&path) {
-            log.error(format!(
-                "save as {}: {problem}; still recording",
-                path.display()
-            ));
+            log.error_about(
+                ErrorTopic::SaveAs,
+                format!("save as {}: {problem}; still recording", path.display()),
+            );
             return;
         }
+        // A refusal of an earlier name is answered (it stayed on screen, "still recording", after the save).
+        log.withdraw(&ErrorTopic::SaveAs);
         // The name asked for, not the free one found: if that is taken before the save, the save numbers from the
         // name asked for (`mine-3`), not from the free one (`mine-2-2`).
         stop.write(StopRecording(asked.clone()));
@@ -1484,6 +1492,48 @@ mod tests {
         assert_eq!(p("./prof"), "./prof.demo.ron");
         assert_eq!(p("/tmp/x.demo.ron"), "/tmp/x.demo.ron");
         assert_eq!(p("out/"), "out/");
+    }
+
+    /// A refused "save as" (two missing folders) stays while recording goes on, and the stop that then saves
+    /// takes it off the screen: "…; still recording" stayed beside the saved demo.
+    #[test]
+    fn a_refused_save_as_goes_when_a_later_stop_saves() {
+        // A folder of its own: another test here uses `cs-save-as-PID`.
+        let dir = std::env::temp_dir().join(format!("cs-refused-save-as-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        let missing = dir.join("zz").join("yy").join("x.demo.ron");
+        let (mut app, stops) = press_f5_while_recording(
+            "assets/scenes/slope.ron",
+            DemoUi {
+                save_path: missing.display().to_string(),
+                ..DemoUi::default()
+            },
+            None,
+        );
+        assert!(stops.is_empty(), "refused: {stops:?}");
+        let refused = app.world().resource::<SimLog>().error.clone();
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|e| e.contains("does not exist") && e.ends_with("still recording")),
+            "{refused:?}"
+        );
+        app.world_mut().resource_mut::<DemoUi>().save_path =
+            dir.join("x.demo.ron").display().to_string();
+        let mut keys = app.world_mut().resource_mut::<ButtonInput<KeyCode>>();
+        keys.reset_all();
+        keys.press(KeyCode::F5);
+        app.update();
+        let stops: Vec<PathBuf> = app
+            .world_mut()
+            .resource_mut::<Messages<StopRecording>>()
+            .drain()
+            .map(|s| s.0)
+            .collect();
+        assert_eq!(stops, [dir.join("x.demo.ron")]);
+        assert_eq!(app.world().resource::<SimLog>().error, None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A recording that began in one scene and ends in another is named after the one it starts from (where

@@ -487,10 +487,20 @@ fn throw_speed_label(
     egui::Area::new(egui::Id::new("throw speed"))
         .order(egui::Order::Tooltip)
         .interactable(false)
+        .constrain(true)
         .fixed_pos(egui::pos2(to.x / zoom + 16.0, to.y / zoom - 24.0))
         .show(ctx, |ui| {
             egui::Frame::popup(ui.style()).show(ui, |ui| {
-                ui.label(throw_speed_text(DragState::throw_velocity(from, to)));
+                // One line whatever the room (near the canvas's edge egui wrapped "11.18 m/s" into three), in the
+                // arrow's yellow.
+                ui.add(
+                    egui::Label::new(
+                        egui::RichText::new(throw_speed_text(DragState::throw_velocity(from, to)))
+                            .strong()
+                            .color(egui::Color32::from_rgb(255, 255, 128)),
+                    )
+                    .wrap_mode(egui::TextWrapMode::Extend),
+                );
             });
         });
     Ok(())

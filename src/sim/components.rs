@@ -306,6 +306,9 @@ pub enum ErrorTopic {
     /// A refused typed value of a run control (time scale, fixed rate): a change of either that applies answers
     /// it.
     RunControl,
+    /// A refused "save as" of a recording (a folder, a missing folder, every numbered name taken): a stop that
+    /// goes on to save answers it.
+    SaveAs,
 }
 
 /// One of a lane's contact settings (a field of [`ContactSettings`]), as an edit changes it.
