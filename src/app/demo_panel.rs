@@ -1346,6 +1346,15 @@ mod tests {
         }
     }
 
+    /// The saves asked for since the last look (the `StopRecording` messages), taken.
+    fn drained_stops(app: &mut App) -> Vec<PathBuf> {
+        app.world_mut()
+            .resource_mut::<Messages<StopRecording>>()
+            .drain()
+            .map(|s| s.0)
+            .collect()
+    }
+
     /// F5 pressed once in a window recording `recorded_scene` with the panel `ui`, `active` on screen: the app, and
     /// the paths the StopRecording messages it sent name.
     fn press_f5_while_recording(
@@ -1371,12 +1380,7 @@ mod tests {
             .resource_mut::<ButtonInput<KeyCode>>()
             .press(KeyCode::F5);
         app.update();
-        let stops = app
-            .world_mut()
-            .resource_mut::<Messages<StopRecording>>()
-            .drain()
-            .map(|s| s.0)
-            .collect();
+        let stops = drained_stops(&mut app);
         (app, stops)
     }
 
@@ -1409,12 +1413,7 @@ mod tests {
                     .write_message(bevy::window::WindowCloseRequested { window });
                 app.update();
             }
-            let stops: Vec<PathBuf> = app
-                .world_mut()
-                .resource_mut::<Messages<StopRecording>>()
-                .drain()
-                .map(|s| s.0)
-                .collect();
+            let stops = drained_stops(&mut app);
             let typed = app.world().resource::<DemoUi>().save_path.clone();
             (stops, typed)
         };
@@ -1525,12 +1524,7 @@ mod tests {
         keys.reset_all();
         keys.press(KeyCode::F5);
         app.update();
-        let stops: Vec<PathBuf> = app
-            .world_mut()
-            .resource_mut::<Messages<StopRecording>>()
-            .drain()
-            .map(|s| s.0)
-            .collect();
+        let stops = drained_stops(&mut app);
         assert_eq!(stops, [dir.join("x.demo.ron")]);
         assert_eq!(app.world().resource::<SimLog>().error, None);
         let _ = std::fs::remove_dir_all(&dir);
