@@ -654,13 +654,18 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
 /// One lane's cell of the `--json` rows. Every row of a kind has the same keys (`null` where not applicable), so a
 /// reader indexes them without checking the outcome first: penalty rows `depth_m`, `min_gap_m`, `max_newton`,
 /// `mean_newton`, `iteration_caps` (steps whose Newton solve stopped unconverged at its cap), `through_step`,
-/// `error`, `moving_in_m_s` (a "stopped" ball's speed into the wall where the run ended with it still in contact and
-/// moving on, else `null`), `approaching_m_s` (a "missed" ball's speed towards the wall where the steps ran out on
-/// its way, else `null`); IPC rows also `gap_m` (the contact gap, `null` unless stopped).
+/// `error`, `reached_wall` (`false` for a ball the wall never acted on), `moving_in_m_s` (a "stopped" ball's speed
+/// into the wall where the run ended with it still in contact and moving on, else `null`), `approaching_m_s` (the
+/// speed towards the wall of a ball that never reached it, where the steps ran out on its way, else `null`); IPC
+/// rows also `gap_m` (the smallest gap, `null` unless stopped).
+///
+/// SPEC §2 has two outcomes, "stopped" and "through". A ball that never reached the wall did not go through it, so
+/// it is "stopped" with `reached_wall: false`: its deepest penetration (`depth_m`) is 0 and its `gap_m` is how close
+/// it came. The table says "never reached" instead.
 fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
     let mut row = json!({"outcome": null, "depth_m": null, "min_gap_m": null, "max_newton": null,
                          "mean_newton": null, "iteration_caps": null, "through_step": null, "error": null,
-                         "moving_in_m_s": null, "approaching_m_s": null});
+                         "reached_wall": null, "moving_in_m_s": null, "approaching_m_s": null});
     if !penalty {
         row["gap_m"] = Value::Null;
     }
@@ -674,6 +679,7 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             moving_in,
         } => {
             row["outcome"] = json!("stopped");
+            row["reached_wall"] = json!(true);
             row["depth_m"] = json!(depth);
             row["min_gap_m"] = json!(gap);
             if !penalty {
@@ -684,7 +690,7 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             row["iteration_caps"] = json!(iteration_caps);
             row["moving_in_m_s"] = json!(moving_in);
         }
-        // No depth or contact gap to report: the wall never acted. `min_gap_m` is how close the ball came.
+        // The wall never acted: nothing penetrated it, and the smallest gap is how close the ball came.
         Outcome::Missed {
             gap,
             max_newton,
@@ -692,8 +698,13 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             iteration_caps,
             approaching,
         } => {
-            row["outcome"] = json!("missed");
+            row["outcome"] = json!("stopped");
+            row["reached_wall"] = json!(false);
+            row["depth_m"] = json!(0.0);
             row["min_gap_m"] = json!(gap);
+            if !penalty {
+                row["gap_m"] = json!(gap);
+            }
             row["max_newton"] = json!(max_newton);
             row["mean_newton"] = json!(mean_newton);
             row["iteration_caps"] = json!(iteration_caps);
@@ -710,6 +721,7 @@ fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
             row["mean_newton"] = json!(mean_newton);
             row["iteration_caps"] = json!(iteration_caps);
             row["outcome"] = json!("through");
+            row["reached_wall"] = json!(true);
             row["through_step"] = json!(step);
         }
         Outcome::Failed { reason } => {
@@ -866,8 +878,10 @@ mod tests {
             );
             let json = format_json(&a, rows);
             for cell in [&json["rows"][0]["penalty"][0], &json["rows"][0]["ipc"]] {
-                assert_eq!(cell["outcome"], "missed", "{extra:?}: {cell}");
-                assert!(cell["depth_m"].is_null(), "{extra:?}: {cell}");
+                // SPEC §2's outcomes are "stopped" and "through": it did not go through.
+                assert_eq!(cell["outcome"], "stopped", "{extra:?}: {cell}");
+                assert_eq!(cell["reached_wall"], false, "{extra:?}: {cell}");
+                assert_eq!(cell["depth_m"], 0.0, "{extra:?}: {cell}");
                 assert!(
                     cell["min_gap_m"].as_f64().is_some_and(|g| g > 0.0),
                     "{cell}"
@@ -982,8 +996,10 @@ mod tests {
         let outcomes: Vec<&Value> = rows.iter().map(|r| &r["penalty"][0]["outcome"]).collect();
         assert_eq!(
             outcomes,
-            [&json!("missed"), &json!("stopped"), &json!("through")]
+            [&json!("stopped"), &json!("stopped"), &json!("through")]
         );
+        let reached: Vec<&Value> = rows.iter().map(|r| &r["ipc"]["reached_wall"]).collect();
+        assert_eq!(reached, [&json!(false), &json!(true), &json!(true)]);
         for kind in ["penalty", "ipc"] {
             let cells: Vec<Value> = rows
                 .iter()
