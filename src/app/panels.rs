@@ -411,27 +411,117 @@ fn sandbox_ui(
     Ok(())
 }
 
-/// The shown error, floating over the bottom left of the canvas until it is answered or dismissed. It used to sit
-/// in the left panel under the run controls, where its coming and going moved every control below it: the click
-/// into a field that withdrew a refusal landed on the field that had moved under the pointer, and the number typed
-/// next went to d̂ instead of v0.
+/// The shown error, floating over the canvas until it is answered or dismissed, beside the panel control it
+/// answers: a refusal that follows within [`TOUCH_SECONDS`] a field or button of a side panel (the widget with
+/// keyboard focus, else where the pointer was last pressed) sits at that panel's edge of the canvas, level with
+/// it, with a pointer towards it; any other error sits at the canvas's bottom left. It used to sit in the left panel
+/// under the run controls, where its coming and going moved every control below it: the click into a field that
+/// withdrew a refusal landed on the field that had moved under the pointer, and the number typed next went to d̂
+/// instead of v0. Over the canvas it moves no control, and once placed it stays put until it goes.
 fn error_note(ctx: &egui::Context, canvas: egui::Rect, log: &mut SimLog) {
+    let touch = last_touch(ctx);
     let Some(error) = log.error.clone() else {
         return;
     };
-    egui::Area::new(egui::Id::new("error note"))
+    let anchor_id = egui::Id::new("error note's anchor");
+    let anchored: Option<(String, Option<egui::Rect>)> = ctx.data(|d| d.get_temp(anchor_id));
+    let beside = match anchored {
+        Some((shown, beside)) if shown == error => beside,
+        _ => {
+            let now = ctx.input(|i| i.time);
+            let beside = touch
+                .filter(|(at, time)| now - time <= TOUCH_SECONDS && !canvas.contains(at.center()))
+                .map(|(at, _)| at);
+            ctx.data_mut(|d| d.insert_temp(anchor_id, (error.clone(), beside)));
+            beside
+        }
+    };
+    // The side of the canvas the control lies on, and the height to stand at, kept within the canvas.
+    let side = beside.and_then(|at| {
+        let y = at
+            .center()
+            .y
+            .clamp(canvas.top() + 24.0, canvas.bottom() - 24.0);
+        if at.center().x < canvas.left() {
+            Some((
+                egui::Align2::LEFT_CENTER,
+                egui::pos2(canvas.left() + 14.0, y),
+            ))
+        } else if at.center().x > canvas.right() {
+            Some((
+                egui::Align2::RIGHT_CENTER,
+                egui::pos2(canvas.right() - 14.0, y),
+            ))
+        } else {
+            None
+        }
+    });
+    let (pivot, at) = side.unwrap_or((
+        egui::Align2::LEFT_BOTTOM,
+        canvas.left_bottom() + egui::vec2(8.0, -8.0),
+    ));
+    let shown = egui::Area::new(egui::Id::new("error note"))
         .order(egui::Order::Foreground)
-        .pivot(egui::Align2::LEFT_BOTTOM)
-        .fixed_pos(canvas.left_bottom() + egui::vec2(8.0, -8.0))
+        .pivot(pivot)
+        .fixed_pos(at)
+        .constrain_to(canvas)
         .show(ctx, |ui| {
             egui::Frame::popup(ui.style()).show(ui, |ui| {
                 ui.set_max_width((canvas.width() - 40.0).clamp(160.0, 640.0));
-                ui.colored_label(egui::Color32::from_rgb(255, 110, 90), format!("⚠ {error}"));
+                ui.colored_label(NOTE_RED, format!("⚠ {error}"));
                 if ui.small_button("dismiss").clicked() {
                     log.clear_error();
                 }
             });
         });
+    // A pointer from the note's edge towards the control, level with the control where the note reaches it.
+    if let Some((pivot, _)) = side {
+        let note = shown.response.rect;
+        let y = at.y.clamp(note.top() + 8.0, note.bottom() - 8.0);
+        let (edge, tip) = if pivot == egui::Align2::LEFT_CENTER {
+            (note.left(), note.left() - 9.0)
+        } else {
+            (note.right(), note.right() + 9.0)
+        };
+        ctx.layer_painter(shown.response.layer_id)
+            .add(egui::Shape::convex_polygon(
+                vec![
+                    egui::pos2(edge, y - 7.0),
+                    egui::pos2(tip, y),
+                    egui::pos2(edge, y + 7.0),
+                ],
+                NOTE_RED,
+                egui::Stroke::NONE,
+            ));
+    }
+}
+
+/// The error note's colour.
+const NOTE_RED: egui::Color32 = egui::Color32::from_rgb(255, 110, 90);
+
+/// How long after the user last touched a control an error is taken to answer it [s].
+const TOUCH_SECONDS: f64 = 2.0;
+
+/// The control the user last touched and when (egui's input time): the widget with keyboard focus, kept while it
+/// has it, else the point where the pointer was last pressed. Updated by each call, once a frame.
+fn last_touch(ctx: &egui::Context) -> Option<(egui::Rect, f64)> {
+    let id = egui::Id::new("last touched control");
+    let now = ctx.input(|i| i.time);
+    let focused = ctx
+        .memory(|m| m.focused())
+        .and_then(|focused| ctx.read_response(focused))
+        .map(|response| response.rect);
+    let pressed = ctx.input(|i| {
+        i.pointer
+            .any_pressed()
+            .then(|| i.pointer.interact_pos())
+            .flatten()
+    });
+    let touched = focused.or(pressed.map(|p| egui::Rect::from_center_size(p, egui::Vec2::ZERO)));
+    if let Some(at) = touched {
+        ctx.data_mut(|d| d.insert_temp(id, (at, now)));
+    }
+    ctx.data(|d| d.get_temp(id))
 }
 
 /// The sizes the panels may take in a window of `size` (egui points), so that the canvas keeps most of the
@@ -3365,6 +3455,94 @@ mod tests {
         pass(&mut log, vec![button(false)]);
         assert_eq!(log.error, None);
         assert!(pass(&mut log, vec![]).is_empty());
+    }
+
+    /// A refusal that follows a click into a side panel's field stands at that panel's edge of the canvas, level
+    /// with the field, and stays there while the pointer moves on; one raised long after the last touch, or after a
+    /// touch inside the canvas, goes to the canvas's bottom left.
+    #[test]
+    fn a_refusal_stands_beside_the_field_it_answers() {
+        let ctx = egui::Context::default();
+        let canvas = egui::Rect::from_min_max(egui::pos2(300.0, 0.0), egui::pos2(1100.0, 700.0));
+        let left_field =
+            egui::Rect::from_min_size(egui::pos2(40.0, 420.0), egui::vec2(120.0, 20.0));
+        let right_field =
+            egui::Rect::from_min_size(egui::pos2(1200.0, 150.0), egui::vec2(120.0, 20.0));
+        let mut log = SimLog::default();
+        let mut texts = [String::new(), String::new()];
+        let pass = |log: &mut SimLog, texts: &mut [String; 2], events: Vec<egui::Event>| {
+            let input = crate::app::test_events::input(events, egui::vec2(1600.0, 900.0));
+            let output = ctx.run_ui(input, |ui| {
+                for (field, text) in [left_field, right_field].into_iter().zip(texts.iter_mut()) {
+                    ui.put(field, egui::TextEdit::singleline(text));
+                }
+                error_note(ui.ctx(), canvas, log)
+            });
+            drawn_texts(&output.shapes)
+                .into_iter()
+                .find(|(text, _)| text.starts_with('⚠'))
+                .map(|(_, at)| at)
+        };
+        let click = |at: egui::Pos2| {
+            vec![
+                egui::Event::PointerMoved(at),
+                crate::app::test_events::button(at, true),
+                crate::app::test_events::button(at, false),
+            ]
+        };
+        for (field, on_the_left) in [(left_field, true), (right_field, false)] {
+            log.clear_error();
+            pass(&mut log, &mut texts, click(field.center()));
+            pass(&mut log, &mut texts, vec![]);
+            log.error(format!(
+                "refused from the {} field",
+                if on_the_left { "left" } else { "right" }
+            ));
+            pass(&mut log, &mut texts, vec![]);
+            let note = pass(&mut log, &mut texts, vec![]).expect("a note");
+            assert!(canvas.contains_rect(note), "{note:?} outside {canvas:?}");
+            assert!(
+                (note.center().y - field.center().y).abs() < 30.0,
+                "{note:?} level with {field:?}"
+            );
+            if on_the_left {
+                assert!(note.left() < canvas.left() + 40.0, "{note:?}");
+            } else {
+                assert!(note.right() > canvas.right() - 40.0, "{note:?}");
+            }
+            // The pointer moving on, even pressed over the canvas, leaves the shown note where it is.
+            let moved = pass(&mut log, &mut texts, click(canvas.center())).expect("a note");
+            assert_eq!(moved, note);
+        }
+        // The last touch was inside the canvas: a new error goes to the bottom left.
+        log.error("a lane faulted");
+        pass(&mut log, &mut texts, vec![]);
+        let note = pass(&mut log, &mut texts, vec![]).expect("a note");
+        assert!(
+            note.left() < canvas.left() + 30.0 && note.bottom() > canvas.bottom() - 80.0,
+            "{note:?}"
+        );
+        // A field touched long before the error (3 s of frames at egui's 1/60 s each) is not what it answers.
+        log.clear_error();
+        pass(&mut log, &mut texts, click(right_field.center()));
+        pass(
+            &mut log,
+            &mut texts,
+            vec![egui::Event::Key {
+                key: egui::Key::Escape,
+                physical_key: None,
+                pressed: true,
+                repeat: false,
+                modifiers: egui::Modifiers::NONE,
+            }],
+        );
+        for _ in 0..180 {
+            pass(&mut log, &mut texts, vec![]);
+        }
+        log.error("later");
+        pass(&mut log, &mut texts, vec![]);
+        let note = pass(&mut log, &mut texts, vec![]).expect("a note");
+        assert!(note.left() < canvas.left() + 30.0, "{note:?}");
     }
 
     /// Every text the pass drew, with where it was drawn.
