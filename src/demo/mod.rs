@@ -337,6 +337,14 @@ impl Demo {
         Ok(text.len())
     }
 
+    /// [`Demo::save_new`] that never waits: a FIFO that no program reads is an error at once, not a wait for a
+    /// reader. The window saves this way; a wait there would freeze it with no way to stop.
+    pub fn save_new_at_once(&self, path: &Path) -> anyhow::Result<usize> {
+        let text = self.text_to_save(path)?;
+        write_file(path, text.as_bytes(), false, false)?;
+        Ok(text.len())
+    }
+
     fn text_to_save(&self, path: &Path) -> anyhow::Result<String> {
         let text = self
             .to_ron()
@@ -426,14 +434,14 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 /// would replace the device itself. Anything else that is not a regular file (a directory, a block device, a
 /// socket) is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    write_file(path, bytes, true)
+    write_file(path, bytes, true, true)
 }
 
 /// [`write_atomic`] for a path where nothing is yet: the finished file is linked into place, which fails when
 /// something appeared there meanwhile, so an existing file is never replaced (the error is an
 /// [`AlreadyExists`]). A character device or a FIFO is written into as by [`write_atomic`].
 pub fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    write_file(path, bytes, false)
+    write_file(path, bytes, false, true)
 }
 
 /// An output that already exists and is not to be replaced.
@@ -760,13 +768,22 @@ pub fn open_stream(
     }
 }
 
-fn write_file(path: &Path, bytes: &[u8], replace: bool) -> anyhow::Result<()> {
+/// Writes `bytes` at `path` (see [`write_atomic`]); `replace`: an existing file may be replaced; `wait`: a FIFO
+/// that no program reads is waited for (saying so), else refused at once.
+fn write_file(path: &Path, bytes: &[u8], replace: bool, wait: bool) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
     let target = match output_at(path)? {
         OutputAt::Stream => {
-            // A FIFO without a reader says that it waits for one.
-            let mut f = open_stream(path, || Ok(()))?;
+            // A FIFO without a reader says that it waits for one, or is refused.
+            let mut f = open_stream(path, || {
+                anyhow::ensure!(
+                    wait,
+                    "{}: a FIFO that no program reads; start one that reads it (such as `cat`), then save again",
+                    path.display()
+                );
+                Ok(())
+            })?;
             return f
                 .write_all(bytes)
                 .and_then(|()| f.flush())

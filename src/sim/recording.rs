@@ -353,8 +353,8 @@ pub fn recording_messages(
 }
 
 /// Saves `demo` at `path`, or where a file is there already at the first free numbered name beside it
-/// ([`crate::demo::numbered_path`]); returns where it went. Each name is taken with [`Demo::save_new`], so a file
-/// that appears meanwhile is not replaced either.
+/// ([`crate::demo::numbered_path`]); returns where it went. Each name is taken with [`Demo::save_new_at_once`], so a
+/// file that appears meanwhile is not replaced either, and a FIFO that no program reads is refused, not waited for.
 pub fn save_without_replacing(demo: &Demo, path: &std::path::Path) -> anyhow::Result<PathBuf> {
     use crate::demo::{AlreadyExists, MAX_NUMBERED_NAMES, numbered_path};
     for n in 1..=MAX_NUMBERED_NAMES {
@@ -363,7 +363,7 @@ pub fn save_without_replacing(demo: &Demo, path: &std::path::Path) -> anyhow::Re
         } else {
             numbered_path(path, n)
         };
-        match demo.save_new(&candidate) {
+        match demo.save_new_at_once(&candidate) {
             Ok(_) => return Ok(candidate),
             Err(e) if e.downcast_ref::<AlreadyExists>().is_some() => {}
             Err(e) => return Err(e),

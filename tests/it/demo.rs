@@ -458,6 +458,58 @@ fn a_save_writes_through_links_and_into_fifos_and_never_replaces_them() {
     );
 }
 
+/// The window saves a recording without waiting: a FIFO that no program reads would freeze it, with no way to
+/// stop the wait. It is refused at once, with what to do, and a reader started afterwards gets the demo.
+#[test]
+fn the_window_s_save_into_a_fifo_without_a_reader_is_refused_at_once() {
+    use contact_sandbox::sim::save_without_replacing;
+    use std::io::Read;
+    let demo = wall_throw_demo();
+    let fifo = scratch("window-save.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    if !contact_sandbox::testing::make_fifo(&fifo) {
+        eprintln!("mkfifo is not available here; skipped");
+        return;
+    }
+    let started = std::time::Instant::now();
+    let err = save_without_replacing(&demo, &fifo).expect_err("nothing reads it");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "it waited {:?}",
+        started.elapsed()
+    );
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("a FIFO that no program reads") && message.contains("then save again"),
+        "{message}"
+    );
+    // With a reader, the same save goes through, into the FIFO, under its own name.
+    let reader = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            let mut got = String::new();
+            std::fs::File::open(&fifo)
+                .and_then(|mut f| f.read_to_string(&mut got))
+                .map(|_| got)
+        }
+    });
+    let mut saved = None;
+    for _ in 0..400 {
+        match save_without_replacing(&demo, &fifo) {
+            Ok(at) => {
+                saved = Some(at);
+                break;
+            }
+            // The reader's thread has not opened it yet.
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(25)),
+        }
+    }
+    assert_eq!(saved.as_deref(), Some(fifo.as_path()));
+    let got = reader.join().expect("the reader ends").expect("reads");
+    assert_eq!(got, demo.to_ron().expect("serialises"));
+    let _ = std::fs::remove_file(&fifo);
+}
+
 #[test]
 fn an_output_link_is_followed_to_its_target_and_a_link_to_nothing_is_refused() {
     // The one rule saves (demo::write_atomic) and exports (cli::export) go by.
