@@ -152,6 +152,12 @@ impl StepRate {
         }
     }
 
+    /// Forgets every sample: while the sandbox is paused, so that a resume measures afresh. Paused time kept in
+    /// the window read as "0 steps/s" for a second after Resume, then as a rate diluted by the pause.
+    pub fn clear(&mut self) {
+        self.samples.clear();
+    }
+
     /// Steps per real second since the newest sample at least a window old (or the oldest, once they span half a
     /// window).
     pub fn steps_per_second(&self) -> Option<f64> {
@@ -453,5 +459,18 @@ mod tests {
         rate.record(16.7, 12);
         let restarted = rate.steps_per_second().expect("0.6 s window");
         assert!((restarted - 20.0).abs() < 1e-9, "{restarted}");
+        // Paused (cleared every frame), then resumed at 20 steps per second: no rate until half a window has
+        // passed, then the rate since the resume, not one diluted by the pause.
+        for k in 0..30 {
+            rate.clear();
+            rate.record(17.0 + 0.1 * f64::from(k), 30);
+        }
+        for k in 1u32..=4 {
+            rate.record(19.9 + 0.1 * f64::from(k), 30 + 2 * u64::from(k));
+            assert_eq!(rate.steps_per_second(), None, "{k}");
+        }
+        rate.record(20.4, 40);
+        let resumed = rate.steps_per_second().expect("half a window");
+        assert!((resumed - 20.0).abs() < 1e-9, "{resumed}");
     }
 }

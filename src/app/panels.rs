@@ -989,6 +989,9 @@ fn run_controls(
             view.fit_everything();
         }
     });
+    if control.paused {
+        ui_state.step_rate.clear();
+    }
     ui_state
         .step_rate
         .record(clocks.real.elapsed_secs_f64(), control.steps_taken);
