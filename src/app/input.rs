@@ -2,7 +2,7 @@
 //! of [`SimControl`] / the camera.
 //!
 //! - Left press–drag–release: throw a ball from the press point with velocity from the drag
-//!   ([`DRAG_SPEED_PER_PIXEL`]); a click without drag selects the body under the cursor, or drops a ball at rest.
+//!   ([`DragState::throw_velocity`]: 5 m/s for 100 px, 100 m/s for 600 px); a click without drag selects the body under the cursor, or drops a ball at rest.
 //! - Right drag: pan. Right click (no drag) in a scene with rods: drop a rod. Wheel: zoom about the cursor.
 //! - P pause, O single step, R restart, `[` `]` previous/next scene, Tab hide the UI, F fit the view to the lanes
 //!   and the balls that flew on along their bands ([`CameraView::fit_everything`]). While a demo replays, P, O
@@ -37,8 +37,14 @@ type PickableBodies<'w, 's> = Query<
     (With<BodyState>, Without<MainCamera>),
 >;
 
-/// Throw speed per logical pixel of drag [m/s]: a 100 px drag throws at 5 m/s.
+/// Throw speed per logical pixel of drag up to [`DRAG_LINEAR_PX`] [m/s]: a 100 px drag throws at 5 m/s.
 pub const DRAG_SPEED_PER_PIXEL: f64 = 0.05;
+/// Drags up to this long [logical px] throw at [`DRAG_SPEED_PER_PIXEL`] (10 m/s at its end); longer ones gain speed
+/// faster, so that [`MAX_THROW_SPEED`] is reached at [`DRAG_MAX_SPEED_PX`]. At 0.05 m/s a pixel, 100 m/s needed a
+/// 2 000 px drag, more than a 1 600 × 900 window's canvas holds.
+pub const DRAG_LINEAR_PX: f64 = 200.0;
+/// The drag's length that throws at [`MAX_THROW_SPEED`] [logical px].
+pub const DRAG_MAX_SPEED_PX: f64 = 600.0;
 /// Fastest throw [m/s].
 pub const MAX_THROW_SPEED: f64 = 100.0;
 /// A press that moves less than this is a click [logical px].
@@ -81,14 +87,22 @@ pub struct DragState {
 }
 
 impl DragState {
-    /// Velocity of the throw being dragged from `from` to `to` (logical px, y down) [m/s].
+    /// Velocity of the throw being dragged from `from` to `to` (logical px, y down) [m/s], along the drag: its speed
+    /// is [`DRAG_SPEED_PER_PIXEL`] times the drag's length up to [`DRAG_LINEAR_PX`], then grows by a parabola that
+    /// continues the line's value and slope and reaches [`MAX_THROW_SPEED`] at [`DRAG_MAX_SPEED_PX`], and stays
+    /// there.
     pub fn throw_velocity(from: Vec2, to: Vec2) -> DVec2 {
-        let d = DVec2::new((to.x - from.x) as f64, -(to.y - from.y) as f64) * DRAG_SPEED_PER_PIXEL;
-        if d.length() > MAX_THROW_SPEED {
-            d.normalize() * MAX_THROW_SPEED
-        } else {
-            d
+        let d = DVec2::new((to.x - from.x) as f64, -(to.y - from.y) as f64);
+        let length = d.length();
+        if length == 0.0 {
+            return DVec2::ZERO;
         }
+        let beyond = (length - DRAG_LINEAR_PX).max(0.0);
+        let span = DRAG_MAX_SPEED_PX - DRAG_LINEAR_PX;
+        let at_span = DRAG_SPEED_PER_PIXEL * DRAG_MAX_SPEED_PX;
+        let curvature = (MAX_THROW_SPEED - at_span) / (span * span);
+        let speed = DRAG_SPEED_PER_PIXEL * length + curvature * beyond * beyond;
+        d / length * speed.min(MAX_THROW_SPEED)
     }
 }
 
@@ -516,8 +530,41 @@ mod tests {
     fn a_dragged_throw_reads_its_speed() {
         let v = DragState::throw_velocity(Vec2::ZERO, Vec2::new(60.0, -80.0));
         assert_eq!(throw_speed_text(v), "5.00 m/s");
+        assert!((v - DVec2::new(3.0, 4.0)).length() < 1e-12, "{v}");
         let fast = DragState::throw_velocity(Vec2::ZERO, Vec2::new(5000.0, 0.0));
         assert_eq!(throw_speed_text(fast), "100 m/s (the fastest throw)");
+    }
+
+    /// 0.05 m/s a pixel up to 200 px, then faster, without a jump or a kink, to 100 m/s at 600 px, which a
+    /// 1 600 × 900 window's canvas holds; never slower for a longer drag, and always along the drag.
+    #[test]
+    fn the_fastest_throw_is_a_drag_the_canvas_holds() {
+        let speed = |px: f32| {
+            DragState::throw_velocity(Vec2::new(10.0, 10.0), Vec2::new(10.0 + px, 10.0)).x
+        };
+        assert_eq!(speed(0.0), 0.0);
+        assert!((speed(200.0) - 10.0).abs() < 1e-9);
+        assert!((speed(600.0) - MAX_THROW_SPEED).abs() < 1e-9);
+        assert_eq!(speed(900.0), MAX_THROW_SPEED);
+        // The slope at 200 px, on either side, is 0.05 m/s a pixel.
+        let slope = |a: f32, b: f32| (speed(b) - speed(a)) / f64::from(b - a);
+        assert!((slope(199.0, 200.0) - 0.05).abs() < 1e-9);
+        assert!((slope(200.0, 200.5) - 0.05).abs() < 1e-3);
+        let mut last = 0.0;
+        for px in 1..700 {
+            let v = speed(px as f32);
+            assert!(
+                v > last || v == MAX_THROW_SPEED,
+                "{px} px: {v} after {last}"
+            );
+            last = v;
+        }
+        let diagonal = DragState::throw_velocity(Vec2::ZERO, Vec2::new(360.0, 480.0));
+        assert!((diagonal.length() - MAX_THROW_SPEED).abs() < 1e-9);
+        assert!(
+            (diagonal.x / diagonal.y + 0.75).abs() < 1e-12,
+            "along the drag, y up: {diagonal}"
+        );
     }
 
     /// Zooming out stops at the widest view; zooming in is free down to 1e-4, and a view already wider than the
