@@ -177,8 +177,6 @@ pub struct DemoUi {
     export: Option<ExportJob>,
     /// The last export's outcome.
     pub export_status: Option<String>,
-    /// The name the last Stop & save asked for, before a taken name was numbered (for "last saved").
-    last_asked: Option<PathBuf>,
     /// The save the replay field was last set to: a newer one replaces the field's guess (the name can be taken
     /// between the guess and the save, which then numbers from the name asked for).
     replay_follows: Option<PathBuf>,
@@ -224,7 +222,6 @@ impl Default for DemoUi {
             export_fps: 30,
             export: None,
             export_status: None,
-            last_asked: None,
             replay_follows: None,
             demos_on_disk: Listing::default(),
         }
@@ -575,7 +572,6 @@ fn toggle_recording(
         // name asked for (`mine-3`), not from the free one (`mine-2-2`).
         stop.write(StopRecording(asked.clone()));
         ui.replay_path = path.display().to_string();
-        ui.last_asked = Some(asked);
     } else {
         start.write(StartRecording);
     }
@@ -1001,7 +997,7 @@ fn recorder_controls(
         );
     });
     if let Some(saved) = &recorder.last_saved {
-        ui.small(saved_note(saved, demo_ui.last_asked.as_deref()));
+        ui.small(saved_note(saved, recorder.last_saved_asked.as_deref()));
         if demo_ui.replay_follows.as_ref() != Some(saved) {
             demo_ui.replay_path = saved.display().to_string();
             demo_ui.replay_follows = Some(saved.clone());
@@ -1658,10 +1654,8 @@ mod tests {
             app.world().resource::<DemoUi>().replay_path,
             beside.display().to_string()
         );
-        let asked = app.world().resource::<DemoUi>().last_asked.clone();
-        assert_eq!(asked.as_deref(), Some(taken.as_path()));
         assert_eq!(
-            saved_note(&beside, asked.as_deref()),
+            saved_note(&beside, Some(&taken)),
             format!(
                 "last saved: {} ({} exists, kept)",
                 beside.display(),

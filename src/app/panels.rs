@@ -989,7 +989,9 @@ fn run_controls(
             view.fit_everything();
         }
     });
-    if control.paused {
+    // Paused, or at the run's end, no step is due: a rate measured across it would read slow motion after Resume
+    // or after a throw that runs a finished scene again.
+    if control.paused || info.ticks_left == Some(0) {
         ui_state.step_rate.clear();
     }
     ui_state

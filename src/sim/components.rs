@@ -306,8 +306,8 @@ pub enum ErrorTopic {
     /// A refused typed value of a run control (time scale, fixed rate): a change of either that applies answers
     /// it.
     RunControl,
-    /// A refused "save as" of a recording (a folder, a missing folder, every numbered name taken): a stop that
-    /// goes on to save answers it.
+    /// A refused "save as" of a recording (a folder, a missing folder, every numbered name taken) or a save that
+    /// failed (a FIFO that nothing reads, a full disk): a stop that goes on to save answers it.
     SaveAs,
 }
 

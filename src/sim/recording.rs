@@ -51,6 +51,9 @@ pub struct Recorder {
     pub hash_every: u64,
     /// Where the last demo was saved.
     pub last_saved: Option<PathBuf>,
+    /// The name the stop that made [`Recorder::last_saved`] asked for: where that was taken, the save went to a
+    /// numbered name beside it.
+    pub last_saved_asked: Option<PathBuf>,
     /// The longest recording, in ticks ([`crate::demo::MAX_TICKS`]; smaller in tests): one kept running past it
     /// ends there, so that what is saved can be replayed.
     pub max_ticks: u64,
@@ -70,6 +73,7 @@ impl Default for Recorder {
             recording: None,
             hash_every: DEFAULT_HASH_EVERY,
             last_saved: None,
+            last_saved_asked: None,
             max_ticks: crate::demo::MAX_TICKS,
             max_actions: crate::demo::MAX_ACTIONS,
             max_hashes: crate::demo::MAX_HASHES,
@@ -286,7 +290,10 @@ pub fn recording_messages(
         let tick = now.saturating_sub(r.start_tick);
         let tick = r.ended.map_or(tick, |end| tick.min(end.tick));
         r.demo.ticks = tick;
-        if r.ended.is_none() && r.demo.hashes.last().is_none_or(|h| h.tick < tick) {
+        // The end's hash, taken back if the save fails: the recording goes on, and a hash off the `hash_every`
+        // grid before its end would make the demo saved later unreadable.
+        let end_hash = r.ended.is_none() && r.demo.hashes.last().is_none_or(|h| h.tick < tick);
+        if end_hash {
             r.demo.hashes.push(TickHash {
                 tick,
                 hash: hash_hex(hash_of_lanes(lanes.iter())),
@@ -329,10 +336,19 @@ pub fn recording_messages(
                     crate::text::counted(r.demo.actions.len() as u64, "action", "actions")
                 ));
                 recorder.last_saved = Some(saved);
+                recorder.last_saved_asked = Some(stop.0.clone());
+                // An earlier save that failed is answered.
+                log.withdraw(&ErrorTopic::SaveAs);
             }
             Err(e) => {
                 // Keep the recording so nothing is lost: the user can save it elsewhere.
-                log.error(format!("{e:#}; the recording is kept, save it elsewhere"));
+                log.error_about(
+                    ErrorTopic::SaveAs,
+                    format!("{e:#}; the recording is kept, save it elsewhere"),
+                );
+                if end_hash {
+                    r.demo.hashes.pop();
+                }
                 recorder.recording = Some(r);
             }
         }

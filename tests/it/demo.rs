@@ -13,7 +13,7 @@ use contact_sandbox::demo::{
 use contact_sandbox::physics::DVec2;
 use contact_sandbox::scene::{BallSpec, Scene};
 use contact_sandbox::sim::{
-    ActiveScene, Lane, LaneSettings, Recorder, Replay, RestartScene, SimControl, SimPlugin,
+    ActiveScene, Lane, LaneSettings, Recorder, Replay, RestartScene, SimControl, SimLog, SimPlugin,
     SpawnBall, SpawnRod, StartRecording, StartReplay, StepInFlight, Stepping, StopRecording,
     ThrowBall,
 };
@@ -508,6 +508,51 @@ fn the_window_s_save_into_a_fifo_without_a_reader_is_refused_at_once() {
     let got = reader.join().expect("the reader ends").expect("reads");
     assert_eq!(got, demo.to_ron().expect("serialises"));
     let _ = std::fs::remove_file(&fifo);
+}
+
+/// A save that fails keeps the recording as it was: the end's hash it took is taken back, so the recording saved
+/// later still reads (a hash off the `hash_every` grid before the end is refused), and replays with a match. The
+/// failure's note goes once a save succeeds.
+#[test]
+fn a_failed_save_keeps_the_recording_as_it_was() {
+    let mut app = headless(WALL_THROW);
+    app.update();
+    app.world_mut().write_message(StartRecording);
+    app.update();
+    for _ in 0..23 {
+        app.update();
+    }
+    // Nothing reads the FIFO: the window's save is refused at once.
+    let fifo = scratch("failed-save.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    if !contact_sandbox::testing::make_fifo(&fifo) {
+        eprintln!("mkfifo is not available here; skipped");
+        return;
+    }
+    app.world_mut().write_message(StopRecording(fifo.clone()));
+    app.update();
+    let said = app.world().resource::<SimLog>().error.clone();
+    assert!(
+        said.as_deref()
+            .is_some_and(|e| e.contains("no program reads") && e.contains("the recording is kept")),
+        "{said:?}"
+    );
+    assert!(app.world().resource::<Recorder>().is_recording());
+    for _ in 0..50 {
+        app.update();
+    }
+    let path = scratch("after-a-failed-save.demo.ron");
+    let _ = std::fs::remove_file(&path);
+    app.world_mut().write_message(StopRecording(path.clone()));
+    app.update();
+    assert_eq!(app.world().resource::<SimLog>().error, None);
+    let demo = Demo::load(&path).expect("the later save reads");
+    assert!(demo.ticks > 60, "{}", demo.ticks);
+    let mut player = Player::new(demo, path.display().to_string());
+    let verdict = player.run_to_end(false).expect("replays").clone();
+    assert_eq!(verdict.mismatch, None, "{verdict}");
+    let _ = std::fs::remove_file(&fifo);
+    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
