@@ -490,6 +490,20 @@ impl Replay {
     }
 }
 
+/// Is `path` a FIFO (links followed)?
+fn is_fifo(path: &std::path::Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
 /// Update: StartReplay / StopReplay, and seeks.
 #[allow(clippy::too_many_arguments)]
 pub fn replay_messages(
@@ -542,6 +556,18 @@ pub fn replay_messages(
             return;
         }
         recorder.armed = false;
+        // Opening a FIFO waits for something to write into it, and this runs in the window's frame.
+        if is_fifo(&start.0) {
+            log.error_about(
+                ErrorTopic::Replay,
+                format!(
+                    "{}: a FIFO; the window replays demo files, and would stop until something wrote into it \
+                     (in a terminal, `contact-sandbox replay` reads a FIFO)",
+                    start.0.display()
+                ),
+            );
+            return;
+        }
         match Demo::load(&start.0) {
             Ok(demo) => {
                 let mut player = Player::new(demo, start.0.display().to_string());

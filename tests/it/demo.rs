@@ -512,7 +512,7 @@ fn the_window_s_save_into_a_fifo_without_a_reader_is_refused_at_once() {
 
 /// A save that fails keeps the recording as it was: the end's hash it took is taken back, so the recording saved
 /// later still reads (a hash off the `hash_every` grid before the end is refused), and replays with a match. The
-/// failure's note goes once a save succeeds.
+/// failure's note goes once a save succeeds. A replay of the FIFO is refused at once.
 #[test]
 fn a_failed_save_keeps_the_recording_as_it_was() {
     let mut app = headless(WALL_THROW);
@@ -551,6 +551,16 @@ fn a_failed_save_keeps_the_recording_as_it_was() {
     let mut player = Player::new(demo, path.display().to_string());
     let verdict = player.run_to_end(false).expect("replays").clone();
     assert_eq!(verdict.mismatch, None, "{verdict}");
+    // The window's replay of a FIFO is refused at once too: opening it would wait for a writer.
+    app.world_mut().write_message(StartReplay(fifo.clone()));
+    app.update();
+    let said = app.world().resource::<SimLog>().error.clone();
+    assert!(
+        said.as_deref()
+            .is_some_and(|e| e.contains("a FIFO; the window replays demo files")),
+        "{said:?}"
+    );
+    assert!(app.world().get_resource::<Replay>().is_none());
     let _ = std::fs::remove_file(&fifo);
     let _ = std::fs::remove_file(&path);
 }
