@@ -487,6 +487,7 @@ pub fn throw_speed_text(velocity: DVec2) -> String {
 fn throw_speed_label(
     drag: Res<DragState>,
     replay: Option<Res<Replay>>,
+    ui_state: Option<Res<super::UiState>>,
     mut contexts: bevy_egui::EguiContexts,
 ) -> Result {
     let (Some(from), Some(to)) = (drag.throw_from, drag.cursor) else {
@@ -498,25 +499,32 @@ fn throw_speed_label(
     let ctx = contexts.ctx_mut()?;
     // The cursor is in window points; egui's are larger by its zoom (Ctrl +).
     let zoom = ctx.zoom_factor();
-    egui::Area::new(egui::Id::new("throw speed"))
+    let mut area = egui::Area::new(egui::Id::new("throw speed"))
         .order(egui::Order::Tooltip)
         .interactable(false)
         .constrain(true)
-        .fixed_pos(egui::pos2(to.x / zoom + 16.0, to.y / zoom - 24.0))
-        .show(ctx, |ui| {
-            egui::Frame::popup(ui.style()).show(ui, |ui| {
-                // One line whatever the room (near the canvas's edge egui wrapped "11.18 m/s" into three), in the
-                // arrow's yellow.
-                ui.add(
-                    egui::Label::new(
-                        egui::RichText::new(throw_speed_text(DragState::throw_velocity(from, to)))
-                            .strong()
-                            .color(egui::Color32::from_rgb(255, 255, 128)),
-                    )
-                    .wrap_mode(egui::TextWrapMode::Extend),
-                );
-            });
+        .fixed_pos(egui::pos2(to.x / zoom + 16.0, to.y / zoom - 24.0));
+    // Kept on the canvas: a long drag whose cursor leaves it drew the label over the panel's fields.
+    if let Some((min, max)) = ui_state.and_then(|u| u.canvas) {
+        area = area.constrain_to(egui::Rect::from_min_max(
+            egui::pos2(min.x / zoom, min.y / zoom),
+            egui::pos2(max.x / zoom, max.y / zoom),
+        ));
+    }
+    area.show(ctx, |ui| {
+        egui::Frame::popup(ui.style()).show(ui, |ui| {
+            // One line whatever the room (near the canvas's edge egui wrapped "11.18 m/s" into three), in the
+            // arrow's yellow.
+            ui.add(
+                egui::Label::new(
+                    egui::RichText::new(throw_speed_text(DragState::throw_velocity(from, to)))
+                        .strong()
+                        .color(egui::Color32::from_rgb(255, 255, 128)),
+                )
+                .wrap_mode(egui::TextWrapMode::Extend),
+            );
         });
+    });
     Ok(())
 }
 

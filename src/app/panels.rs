@@ -424,24 +424,36 @@ fn error_note(ctx: &egui::Context, canvas: egui::Rect, log: &mut SimLog) {
         return;
     };
     let anchor_id = egui::Id::new("error note's anchor");
-    let anchored: Option<(String, Option<egui::Rect>)> = ctx.data(|d| d.get_temp(anchor_id));
+    let anchored: Option<(String, Option<Touched>)> = ctx.data(|d| d.get_temp(anchor_id));
     let beside = match anchored {
         Some((shown, beside)) if shown == error => beside,
         _ => {
             let now = ctx.input(|i| i.time);
             let beside = touch
-                .filter(|(at, time)| now - time <= TOUCH_SECONDS && !canvas.contains(at.center()))
+                .filter(|(at, time)| {
+                    now - time <= TOUCH_SECONDS && !canvas.contains(at.rect.center())
+                })
                 .map(|(at, _)| at);
             ctx.data_mut(|d| d.insert_temp(anchor_id, (error.clone(), beside)));
             beside
         }
     };
-    // The side of the canvas the control lies on, and the height to stand at, kept within the canvas.
+    // Where the control is now: a panel that scrolled, or a lane above that folded, moves it.
+    let beside = beside.map(|touched| {
+        touched
+            .widget
+            .and_then(|id| ctx.read_response(id))
+            .map_or(touched.rect, |response| response.rect)
+    });
+    // The note may stand beside the canvas's edge from the window's top to its bottom (over the plots, for a
+    // field below the canvas), level with the control.
+    let screen = ctx.content_rect();
+    let column = egui::Rect::from_x_y_ranges(canvas.x_range(), screen.y_range());
     let side = beside.and_then(|at| {
         let y = at
             .center()
             .y
-            .clamp(canvas.top() + 24.0, canvas.bottom() - 24.0);
+            .clamp(column.top() + 24.0, column.bottom() - 24.0);
         if at.center().x < canvas.left() {
             Some((
                 egui::Align2::LEFT_CENTER,
@@ -456,18 +468,24 @@ fn error_note(ctx: &egui::Context, canvas: egui::Rect, log: &mut SimLog) {
             None
         }
     });
-    let (pivot, at) = side.unwrap_or((
-        egui::Align2::LEFT_BOTTOM,
-        canvas.left_bottom() + egui::vec2(8.0, -8.0),
-    ));
+    let (pivot, at, within, widest) = match side {
+        // Narrow beside a panel, so it covers less of the lanes and their titles.
+        Some((pivot, at)) => (pivot, at, column, 320.0),
+        None => (
+            egui::Align2::LEFT_BOTTOM,
+            canvas.left_bottom() + egui::vec2(8.0, -8.0),
+            canvas,
+            640.0,
+        ),
+    };
     let shown = egui::Area::new(egui::Id::new("error note"))
         .order(egui::Order::Foreground)
         .pivot(pivot)
         .fixed_pos(at)
-        .constrain_to(canvas)
+        .constrain_to(within)
         .show(ctx, |ui| {
             egui::Frame::popup(ui.style()).show(ui, |ui| {
-                ui.set_max_width((canvas.width() - 40.0).clamp(160.0, 640.0));
+                ui.set_max_width((canvas.width() - 40.0).clamp(160.0, widest));
                 ui.colored_label(NOTE_RED, format!("⚠ {error}"));
                 if ui.small_button("dismiss").clicked() {
                     log.clear_error();
@@ -502,22 +520,34 @@ const NOTE_RED: egui::Color32 = egui::Color32::from_rgb(255, 110, 90);
 /// How long after the user last touched a control an error is taken to answer it [s].
 const TOUCH_SECONDS: f64 = 2.0;
 
+/// A control the user touched: the widget, when it had keyboard focus, and where it was then (or the point pressed).
+#[derive(Clone, Copy, Debug)]
+struct Touched {
+    widget: Option<egui::Id>,
+    rect: egui::Rect,
+}
+
 /// The control the user last touched and when (egui's input time): the widget with keyboard focus, kept while it
 /// has it, else the point where the pointer was last pressed. Updated by each call, once a frame.
-fn last_touch(ctx: &egui::Context) -> Option<(egui::Rect, f64)> {
+fn last_touch(ctx: &egui::Context) -> Option<(Touched, f64)> {
     let id = egui::Id::new("last touched control");
     let now = ctx.input(|i| i.time);
-    let focused = ctx
-        .memory(|m| m.focused())
-        .and_then(|focused| ctx.read_response(focused))
-        .map(|response| response.rect);
+    let focused = ctx.memory(|m| m.focused()).and_then(|focused| {
+        ctx.read_response(focused).map(|response| Touched {
+            widget: Some(focused),
+            rect: response.rect,
+        })
+    });
     let pressed = ctx.input(|i| {
         i.pointer
             .any_pressed()
             .then(|| i.pointer.interact_pos())
             .flatten()
     });
-    let touched = focused.or(pressed.map(|p| egui::Rect::from_center_size(p, egui::Vec2::ZERO)));
+    let touched = focused.or(pressed.map(|p| Touched {
+        widget: None,
+        rect: egui::Rect::from_center_size(p, egui::Vec2::ZERO),
+    }));
     if let Some(at) = touched {
         ctx.data_mut(|d| d.insert_temp(id, (at, now)));
     }
@@ -3463,8 +3493,9 @@ mod tests {
     }
 
     /// A refusal that follows a click into a side panel's field stands at that panel's edge of the canvas, level
-    /// with the field, and stays there while the pointer moves on; one raised long after the last touch, or after a
-    /// touch inside the canvas, goes to the canvas's bottom left.
+    /// with the field (one below the canvas too, over the plots), stays there while the pointer moves on, and
+    /// follows the field when the panel moves it; one raised long after the last touch, or after a touch inside the
+    /// canvas, goes to the canvas's bottom left.
     #[test]
     fn a_refusal_stands_beside_the_field_it_answers() {
         let ctx = egui::Context::default();
@@ -3473,12 +3504,16 @@ mod tests {
             egui::Rect::from_min_size(egui::pos2(40.0, 420.0), egui::vec2(120.0, 20.0));
         let right_field =
             egui::Rect::from_min_size(egui::pos2(1200.0, 150.0), egui::vec2(120.0, 20.0));
+        // Beside the plots, below the canvas.
+        let low_field =
+            egui::Rect::from_min_size(egui::pos2(1200.0, 800.0), egui::vec2(120.0, 20.0));
+        let fields = std::cell::Cell::new([left_field, right_field, low_field]);
         let mut log = SimLog::default();
-        let mut texts = [String::new(), String::new()];
-        let pass = |log: &mut SimLog, texts: &mut [String; 2], events: Vec<egui::Event>| {
+        let mut texts = [String::new(), String::new(), String::new()];
+        let pass = |log: &mut SimLog, texts: &mut [String; 3], events: Vec<egui::Event>| {
             let input = crate::app::test_events::input(events, egui::vec2(1600.0, 900.0));
             let output = ctx.run_ui(input, |ui| {
-                for (field, text) in [left_field, right_field].into_iter().zip(texts.iter_mut()) {
+                for (field, text) in fields.get().into_iter().zip(texts.iter_mut()) {
                     ui.put(field, egui::TextEdit::singleline(text));
                 }
                 error_note(ui.ctx(), canvas, log)
@@ -3495,17 +3530,15 @@ mod tests {
                 crate::app::test_events::button(at, false),
             ]
         };
-        for (field, on_the_left) in [(left_field, true), (right_field, false)] {
+        let column = egui::Rect::from_x_y_ranges(canvas.x_range(), 0.0..=900.0);
+        for (field, on_the_left) in [(left_field, true), (right_field, false), (low_field, false)] {
             log.clear_error();
             pass(&mut log, &mut texts, click(field.center()));
             pass(&mut log, &mut texts, vec![]);
-            log.error(format!(
-                "refused from the {} field",
-                if on_the_left { "left" } else { "right" }
-            ));
+            log.error(format!("refused from the field at {}", field.center().y));
             pass(&mut log, &mut texts, vec![]);
             let note = pass(&mut log, &mut texts, vec![]).expect("a note");
-            assert!(canvas.contains_rect(note), "{note:?} outside {canvas:?}");
+            assert!(column.contains_rect(note), "{note:?} outside {column:?}");
             assert!(
                 (note.center().y - field.center().y).abs() < 30.0,
                 "{note:?} level with {field:?}"
@@ -3519,7 +3552,27 @@ mod tests {
             let moved = pass(&mut log, &mut texts, click(canvas.center())).expect("a note");
             assert_eq!(moved, note);
         }
+        // A lane above folds: the field moves up 200 points, and the note with it.
+        log.clear_error();
+        pass(&mut log, &mut texts, click(right_field.center()));
+        log.error("refused from the right field");
+        pass(&mut log, &mut texts, vec![]);
+        let before = pass(&mut log, &mut texts, vec![]).expect("a note");
+        fields.set([
+            left_field,
+            right_field.translate(egui::vec2(0.0, 200.0)),
+            low_field,
+        ]);
+        pass(&mut log, &mut texts, vec![]);
+        let after = pass(&mut log, &mut texts, vec![]).expect("a note");
+        assert!(
+            (after.center().y - before.center().y - 200.0).abs() < 1.0,
+            "{before:?} → {after:?}"
+        );
+        fields.set([left_field, right_field, low_field]);
         // The last touch was inside the canvas: a new error goes to the bottom left.
+        log.clear_error();
+        pass(&mut log, &mut texts, click(canvas.center()));
         log.error("a lane faulted");
         pass(&mut log, &mut texts, vec![]);
         let note = pass(&mut log, &mut texts, vec![]).expect("a note");
