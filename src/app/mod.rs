@@ -304,6 +304,7 @@ pub fn run_gui() -> anyhow::Result<()> {
             log_every: frames.log_every,
         },
     ));
+    app.add_systems(Update, fit_window_to_monitor);
     if let Some(demo) = std::env::var_os("CONTACT_SANDBOX_REPLAY") {
         let demo = PathBuf::from(demo);
         app.add_systems(
@@ -317,6 +318,44 @@ pub fn run_gui() -> anyhow::Result<()> {
         app.add_plugins(screenshot::ScreenshotPlugin { plan });
     }
     gui_exit(app.run())
+}
+
+/// The window's size [logical px] on a screen of `screen` logical px: `None` where the size `wanted` fits, else
+/// shrunk to 95 % of the screen's width and 90 % of its height (room for a desktop's panels) where it does not
+/// fit, but never below 640 × 360.
+fn fitted_window(wanted: Vec2, screen: Vec2) -> Option<Vec2> {
+    (wanted.x > screen.x || wanted.y > screen.y).then(|| {
+        Vec2::new(wanted.x.min(0.95 * screen.x), wanted.y.min(0.9 * screen.y))
+            .max(Vec2::new(640.0, 360.0))
+    })
+}
+
+/// Once the primary monitor is known, a window that opened larger than it (1 600 × 900 on a 1 366 × 768 laptop)
+/// is shrunk to fit and centred, so that the right panel and the plots are not off the screen; a window that fits
+/// keeps its size, and the user's later resizing is never undone.
+fn fit_window_to_monitor(
+    mut done: Local<bool>,
+    monitors: Query<&bevy::window::Monitor, With<bevy::window::PrimaryMonitor>>,
+    mut windows: Query<&mut Window, With<bevy::window::PrimaryWindow>>,
+) {
+    if *done {
+        return;
+    }
+    let (Ok(monitor), Ok(mut window)) = (monitors.single(), windows.single_mut()) else {
+        return;
+    };
+    *done = true;
+    let scale = monitor.scale_factor.max(1e-3) as f32;
+    let screen = Vec2::new(
+        monitor.physical_width as f32,
+        monitor.physical_height as f32,
+    ) / scale;
+    let wanted = Vec2::new(window.resolution.width(), window.resolution.height());
+    if let Some(fitted) = fitted_window(wanted, screen) {
+        window.resolution.set(fitted.x, fitted.y);
+        window.position =
+            bevy::window::WindowPosition::Centered(bevy::window::MonitorSelection::Primary);
+    }
 }
 
 /// The window was closed by Ctrl-C in the terminal that started it: Bevy's handler exits the app with status 130
@@ -339,6 +378,30 @@ fn gui_exit(exit: AppExit) -> anyhow::Result<()> {
 #[cfg(test)]
 mod exit_tests {
     use super::*;
+
+    /// A window that fits its screen keeps its size, a 1 600 × 900 one on a 1 366 × 768 laptop is shrunk within
+    /// it, and no screen makes it smaller than 640 × 360.
+    #[test]
+    fn a_window_larger_than_its_screen_is_shrunk_to_fit() {
+        let wanted = Vec2::new(1600.0, 900.0);
+        assert_eq!(fitted_window(wanted, Vec2::new(1600.0, 900.0)), None);
+        assert_eq!(fitted_window(wanted, Vec2::new(2560.0, 1440.0)), None);
+        let laptop = fitted_window(wanted, Vec2::new(1366.0, 768.0)).expect("shrunk");
+        assert!(laptop.x <= 1366.0 && laptop.y <= 768.0, "{laptop}");
+        assert!(
+            (laptop - Vec2::new(1297.7, 691.2)).length() < 0.1,
+            "{laptop}"
+        );
+        // Only the side that does not fit shrinks.
+        assert_eq!(
+            fitted_window(wanted, Vec2::new(1024.0, 1280.0)),
+            Some(Vec2::new(972.8, 900.0))
+        );
+        assert_eq!(
+            fitted_window(wanted, Vec2::new(320.0, 240.0)),
+            Some(Vec2::new(640.0, 360.0))
+        );
+    }
 
     /// Ctrl-C (Bevy's handler exits with 130) is told apart from a failure, which keeps its code in the message.
     #[test]
