@@ -565,8 +565,7 @@ const FIFO_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 fn open_for_reading(path: &Path) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::FileTypeExt;
-        if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
+        if crate::demo::is_fifo(path) {
             let (opened, waiting) = std::sync::mpsc::channel::<()>();
             let shown = crate::text::one_line(&path.display().to_string());
             // Without a thread for the notice, the FIFO is opened all the same.

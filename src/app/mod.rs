@@ -152,10 +152,15 @@ impl StepRate {
         }
     }
 
-    /// Forgets every sample: while the sandbox is paused, so that a resume measures afresh. Paused time kept in
-    /// the window read as "0 steps/s" for a second after Resume, then as a rate diluted by the pause.
-    pub fn clear(&mut self) {
-        self.samples.clear();
+    /// Adds a sample of the run at `now` with `steps` taken, forgetting the earlier ones while no step is due
+    /// (`paused`, or `ticks_left` 0 at the run's end), so that the rate is measured afresh once steps run again.
+    /// Idle time kept in the window read as "0 steps/s" for a second after Resume, then as a rate diluted by the
+    /// pause, and a throw that ran a finished scene again read "11 steps/s (0.11× real time)".
+    pub fn record_run(&mut self, now: f64, steps: u64, paused: bool, ticks_left: Option<u64>) {
+        if paused || ticks_left == Some(0) {
+            self.samples.clear();
+        }
+        self.record(now, steps);
     }
 
     /// Steps per real second since the newest sample at least a window old (or the oldest, once they span half a
@@ -522,18 +527,31 @@ mod tests {
         rate.record(16.7, 12);
         let restarted = rate.steps_per_second().expect("0.6 s window");
         assert!((restarted - 20.0).abs() < 1e-9, "{restarted}");
-        // Paused (cleared every frame), then resumed at 20 steps per second: no rate until half a window has
-        // passed, then the rate since the resume, not one diluted by the pause.
-        for k in 0..30 {
-            rate.clear();
-            rate.record(17.0 + 0.1 * f64::from(k), 30);
+        // Paused for 3 s, or at the run's end for 3 s, then running at 20 steps per second: no rate until half a
+        // window has passed, then the rate since, not one diluted by the idle time.
+        for (paused, ticks_left) in [(true, Some(50)), (false, Some(0)), (true, None)] {
+            for k in 0..30 {
+                rate.record_run(17.0 + 0.1 * f64::from(k), 30, paused, ticks_left);
+            }
+            for k in 1u32..=4 {
+                rate.record_run(
+                    19.9 + 0.1 * f64::from(k),
+                    30 + 2 * u64::from(k),
+                    false,
+                    Some(9),
+                );
+                assert_eq!(rate.steps_per_second(), None, "{k}");
+            }
+            rate.record_run(20.4, 40, false, Some(9));
+            let resumed = rate.steps_per_second().expect("half a window");
+            assert!(
+                (resumed - 20.0).abs() < 1e-9,
+                "{paused} {ticks_left:?}: {resumed}"
+            );
+            // Running on, the window is not cleared.
+            rate.record_run(20.6, 44, false, None);
+            assert!(rate.steps_per_second().is_some());
+            rate.record(16.0, 0);
         }
-        for k in 1u32..=4 {
-            rate.record(19.9 + 0.1 * f64::from(k), 30 + 2 * u64::from(k));
-            assert_eq!(rate.steps_per_second(), None, "{k}");
-        }
-        rate.record(20.4, 40);
-        let resumed = rate.steps_per_second().expect("half a window");
-        assert!((resumed - 20.0).abs() < 1e-9, "{resumed}");
     }
 }

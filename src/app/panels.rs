@@ -412,18 +412,20 @@ fn sandbox_ui(
 }
 
 /// The shown error, floating over the canvas until it is answered or dismissed, beside the panel control it
-/// answers: a refusal that follows within [`TOUCH_SECONDS`] a field or button of a side panel (the widget with
-/// keyboard focus, else where the pointer was last pressed) sits at that panel's edge of the canvas, level with
+/// answers: a refusal that follows within [`TOUCH_SECONDS`] a field or button of a side panel ([`last_touch`]: the
+/// field whose edit just ended, else the control last pressed) sits at that panel's edge of the canvas, level with
 /// it, with a pointer towards it; any other error sits at the canvas's bottom left. It used to sit in the left panel
 /// under the run controls, where its coming and going moved every control below it: the click into a field that
 /// withdrew a refusal landed on the field that had moved under the pointer, and the number typed next went to d̂
-/// instead of v0. Over the canvas it moves no control, and once placed it stays put until it goes.
+/// instead of v0. Over the canvas it moves no control, and it stays beside the same control until it goes.
 fn error_note(ctx: &egui::Context, canvas: egui::Rect, log: &mut SimLog) {
     let touch = last_touch(ctx);
+    let anchor_id = egui::Id::new("error note's anchor");
     let Some(error) = log.error.clone() else {
+        // The same text raised again later answers whatever was touched then.
+        ctx.data_mut(|d| d.remove::<(String, Option<Touched>)>(anchor_id));
         return;
     };
-    let anchor_id = egui::Id::new("error note's anchor");
     let anchored: Option<(String, Option<Touched>)> = ctx.data(|d| d.get_temp(anchor_id));
     let beside = match anchored {
         Some((shown, beside)) if shown == error => beside,
@@ -450,10 +452,8 @@ fn error_note(ctx: &egui::Context, canvas: egui::Rect, log: &mut SimLog) {
     let screen = ctx.content_rect();
     let column = egui::Rect::from_x_y_ranges(canvas.x_range(), screen.y_range());
     let side = beside.and_then(|at| {
-        let y = at
-            .center()
-            .y
-            .clamp(column.top() + 24.0, column.bottom() - 24.0);
+        let low = column.top() + 24.0;
+        let y = at.center().y.clamp(low, (column.bottom() - 24.0).max(low));
         if at.center().x < canvas.left() {
             Some((
                 egui::Align2::LEFT_CENTER,
@@ -478,7 +478,8 @@ fn error_note(ctx: &egui::Context, canvas: egui::Rect, log: &mut SimLog) {
             640.0,
         ),
     };
-    let shown = egui::Area::new(egui::Id::new("error note"))
+    let area_id = egui::Id::new("error note");
+    let shown = egui::Area::new(area_id)
         .order(egui::Order::Foreground)
         .pivot(pivot)
         .fixed_pos(at)
@@ -492,10 +493,15 @@ fn error_note(ctx: &egui::Context, canvas: egui::Rect, log: &mut SimLog) {
                 }
             });
         });
-    // A pointer from the note's edge towards the control, level with the control where the note reaches it.
-    if let Some((pivot, _)) = side {
+    // A pointer from the note's edge towards the control, level with the control where the note reaches it; not
+    // in the unseen pass that measures a new note.
+    let measured = ctx.memory(|m| m.areas().is_visible(&shown.response.layer_id));
+    if let Some((pivot, _)) = side.filter(|_| measured) {
         let note = shown.response.rect;
-        let y = at.y.clamp(note.top() + 8.0, note.bottom() - 8.0);
+        let y = at.y.clamp(
+            note.top() + 8.0,
+            (note.bottom() - 8.0).max(note.top() + 8.0),
+        );
         let (edge, tip) = if pivot == egui::Align2::LEFT_CENTER {
             (note.left(), note.left() - 9.0)
         } else {
@@ -520,17 +526,21 @@ const NOTE_RED: egui::Color32 = egui::Color32::from_rgb(255, 110, 90);
 /// How long after the user last touched a control an error is taken to answer it [s].
 const TOUCH_SECONDS: f64 = 2.0;
 
-/// A control the user touched: the widget, when it had keyboard focus, and where it was then (or the point pressed).
+/// A control the user touched: the widget, where known, and where it was then (or the point pressed).
 #[derive(Clone, Copy, Debug)]
 struct Touched {
     widget: Option<egui::Id>,
     rect: egui::Rect,
 }
 
-/// The control the user last touched and when (egui's input time): the widget with keyboard focus, kept while it
-/// has it, else the point where the pointer was last pressed. Updated by each call, once a frame.
+/// The control the user last touched and when (egui's input time), updated by each call, once a frame after the
+/// panels: the field whose edit ended this frame (it lost the keyboard focus, to Enter, Tab, Escape or a click
+/// elsewhere: a typed value is read, and refused, then), else, on a press, the field the press focused or the
+/// point pressed. A field that loses the focus to another wins over the press that moved it: the refusal is the
+/// first field's.
 fn last_touch(ctx: &egui::Context) -> Option<(Touched, f64)> {
     let id = egui::Id::new("last touched control");
+    let focus_id = egui::Id::new("focused last frame");
     let now = ctx.input(|i| i.time);
     let focused = ctx.memory(|m| m.focused()).and_then(|focused| {
         ctx.read_response(focused).map(|response| Touched {
@@ -538,15 +548,25 @@ fn last_touch(ctx: &egui::Context) -> Option<(Touched, f64)> {
             rect: response.rect,
         })
     });
+    let before: Option<Touched> = ctx.data(|d| d.get_temp(focus_id));
+    ctx.data_mut(|d| match focused {
+        Some(focused) => {
+            d.insert_temp(focus_id, focused);
+        }
+        None => d.remove::<Touched>(focus_id),
+    });
+    let ended = before.filter(|b| focused.is_none_or(|f| f.widget != b.widget));
     let pressed = ctx.input(|i| {
         i.pointer
             .any_pressed()
             .then(|| i.pointer.interact_pos())
             .flatten()
     });
-    let touched = focused.or(pressed.map(|p| Touched {
-        widget: None,
-        rect: egui::Rect::from_center_size(p, egui::Vec2::ZERO),
+    let touched = ended.or(pressed.map(|p| {
+        focused.unwrap_or(Touched {
+            widget: None,
+            rect: egui::Rect::from_center_size(p, egui::Vec2::ZERO),
+        })
     }));
     if let Some(at) = touched {
         ctx.data_mut(|d| d.insert_temp(id, (at, now)));
@@ -1019,14 +1039,12 @@ fn run_controls(
             view.fit_everything();
         }
     });
-    // Paused, or at the run's end, no step is due: a rate measured across it would read slow motion after Resume
-    // or after a throw that runs a finished scene again.
-    if control.paused || info.ticks_left == Some(0) {
-        ui_state.step_rate.clear();
-    }
-    ui_state
-        .step_rate
-        .record(clocks.real.elapsed_secs_f64(), control.steps_taken);
+    ui_state.step_rate.record_run(
+        clocks.real.elapsed_secs_f64(),
+        control.steps_taken,
+        control.paused,
+        info.ticks_left,
+    );
     if let Some(frames) = &clocks.frames {
         ui_state
             .frame_rate
@@ -3552,6 +3570,31 @@ mod tests {
             let moved = pass(&mut log, &mut texts, click(canvas.center())).expect("a note");
             assert_eq!(moved, note);
         }
+        // Tab from the left field to the right one ends the left field's edit, where a typed value is read and
+        // refused: the note is the left field's, though the right one has the focus now.
+        log.clear_error();
+        pass(&mut log, &mut texts, click(left_field.center()));
+        pass(
+            &mut log,
+            &mut texts,
+            vec![crate::app::test_events::key(egui::Key::Tab)],
+        );
+        pass(&mut log, &mut texts, vec![]);
+        let focused = ctx.memory(|m| m.focused());
+        assert!(
+            focused
+                .and_then(|id| ctx.read_response(id))
+                .is_some_and(|r| r.rect == right_field),
+            "Tab moved the focus to the right field"
+        );
+        log.error("refused as Tab ended the edit");
+        pass(&mut log, &mut texts, vec![]);
+        let note = pass(&mut log, &mut texts, vec![]).expect("a note");
+        assert!(
+            note.left() < canvas.left() + 40.0
+                && (note.center().y - left_field.center().y).abs() < 30.0,
+            "{note:?} beside {left_field:?}"
+        );
         // A lane above folds: the field moves up 200 points, and the note with it.
         log.clear_error();
         pass(&mut log, &mut texts, click(right_field.center()));
@@ -3570,8 +3613,10 @@ mod tests {
             "{before:?} → {after:?}"
         );
         fields.set([left_field, right_field, low_field]);
-        // The last touch was inside the canvas: a new error goes to the bottom left.
+        // The last touch was inside the canvas: a new error goes to the bottom left. (The first click there ends
+        // the right field's edit, which a refusal raised then would answer.)
         log.clear_error();
+        pass(&mut log, &mut texts, click(canvas.center()));
         pass(&mut log, &mut texts, click(canvas.center()));
         log.error("a lane faulted");
         pass(&mut log, &mut texts, vec![]);

@@ -337,8 +337,9 @@ impl Demo {
         Ok(text.len())
     }
 
-    /// [`Demo::save_new`] that never waits: a FIFO that no program reads is an error at once, not a wait for a
-    /// reader. The window saves this way; a wait there would freeze it with no way to stop.
+    /// [`Demo::save_new`] that does not wait on a FIFO: one that no program reads is an error at once, and one
+    /// whose reader takes nothing for [`STREAM_PATIENCE`] an error then. The window saves this way; a wait there
+    /// would freeze it with no way to stop.
     pub fn save_new_at_once(&self, path: &Path) -> anyhow::Result<usize> {
         let text = self.text_to_save(path)?;
         write_file(path, text.as_bytes(), false, false)?;
@@ -707,6 +708,82 @@ pub fn keep_permissions(old: &Path, new: &Path) {
     }
 }
 
+/// Is `path` a FIFO (links followed)? Opening one waits for the other end.
+pub fn is_fifo(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
+/// How long the window's save ([`Demo::save_new_at_once`]) waits for a FIFO's reader to take what it writes.
+const STREAM_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Writes `bytes` into `stream`, opened by [`open_stream`], giving up once its reader has taken nothing for
+/// `patience` (a pipe's buffer holds 64 KiB; a reader that stopped reading would block the write for good).
+fn write_all_within(
+    stream: &mut std::fs::File,
+    mut bytes: &[u8],
+    patience: std::time::Duration,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd;
+        let fd = stream.as_raw_fd();
+        // SAFETY: fcntl on a descriptor `stream` owns, with flags read from it.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let total = bytes.len();
+        let mut since = std::time::Instant::now();
+        while !bytes.is_empty() {
+            match stream.write(bytes) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    bytes = &bytes[n..];
+                    since = std::time::Instant::now();
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let left = patience.saturating_sub(since.elapsed());
+                    if left.is_zero() {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!(
+                                "its reader took nothing for {} s; {} of {total} bytes were written",
+                                patience.as_secs(),
+                                total - bytes.len()
+                            ),
+                        ));
+                    }
+                    let mut poll = libc::pollfd {
+                        fd,
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    };
+                    // SAFETY: one pollfd, on a descriptor `stream` owns.
+                    unsafe { libc::poll(&mut poll, 1, left.as_millis().clamp(1, 1000) as i32) };
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = patience;
+        stream.write_all(bytes)
+    }
+}
+
 /// Opens a character device or FIFO for writing. A FIFO's open waits for a reader: it is tried without blocking
 /// every 50 ms, saying once on stderr that it waits, and `between` runs before each retry (an error from it ends
 /// the wait), so a stop signal can end it. A device that is not there (ENXIO too) is an error at once.
@@ -718,9 +795,9 @@ pub fn open_stream(
     let failed = || format!("cannot open '{}' for writing", target.display());
     #[cfg(unix)]
     {
-        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        use std::os::unix::fs::OpenOptionsExt;
         use std::os::unix::io::AsRawFd;
-        let fifo = std::fs::metadata(target).is_ok_and(|m| m.file_type().is_fifo());
+        let fifo = is_fifo(target);
         let mut said = false;
         loop {
             match std::fs::OpenOptions::new()
@@ -769,7 +846,8 @@ pub fn open_stream(
 }
 
 /// Writes `bytes` at `path` (see [`write_atomic`]); `replace`: an existing file may be replaced; `wait`: a FIFO
-/// that no program reads is waited for (saying so), else refused at once.
+/// that no program reads is waited for (saying so), and its reader for as long as it takes; else such a FIFO is
+/// refused at once, and a reader that takes nothing for [`STREAM_PATIENCE`] ends the write with an error.
 fn write_file(path: &Path, bytes: &[u8], replace: bool, wait: bool) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
@@ -784,8 +862,12 @@ fn write_file(path: &Path, bytes: &[u8], replace: bool, wait: bool) -> anyhow::R
                 );
                 Ok(())
             })?;
-            return f
-                .write_all(bytes)
+            let written = if wait {
+                f.write_all(bytes)
+            } else {
+                write_all_within(&mut f, bytes, STREAM_PATIENCE)
+            };
+            return written
                 .and_then(|()| f.flush())
                 .with_context(|| format!("{}: write failed", path.display()));
         }

@@ -214,11 +214,15 @@ impl SceneCatalogue {
     }
 
     /// The name the scene at `path` gives itself (its `name` field), or the file's stem where the file does not
-    /// load. Reads and parses the file: for when an entry joins the catalogue, not for each frame.
+    /// load, or is a FIFO (read once already, and a second read would wait for a writer). Reads and parses the
+    /// file: for when an entry joins the catalogue, not for each frame.
     pub fn name_of(path: &std::path::Path) -> String {
-        match ActiveScene::load(path) {
-            Ok(active) => active.loaded.name,
-            Err(_) => path
+        let loaded = (!crate::demo::is_fifo(path))
+            .then(|| ActiveScene::load(path).ok())
+            .flatten();
+        match loaded {
+            Some(active) => active.loaded.name,
+            None => path
                 .file_stem()
                 .map(|stem| stem.to_string_lossy().into_owned())
                 .unwrap_or_else(|| path.display().to_string()),

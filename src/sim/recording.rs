@@ -490,20 +490,6 @@ impl Replay {
     }
 }
 
-/// Is `path` a FIFO (links followed)?
-fn is_fifo(path: &std::path::Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        false
-    }
-}
-
 /// Update: StartReplay / StopReplay, and seeks.
 #[allow(clippy::too_many_arguments)]
 pub fn replay_messages(
@@ -557,7 +543,7 @@ pub fn replay_messages(
         }
         recorder.armed = false;
         // Opening a FIFO waits for something to write into it, and this runs in the window's frame.
-        if is_fifo(&start.0) {
+        if crate::demo::is_fifo(&start.0) {
             log.error_about(
                 ErrorTopic::Replay,
                 format!(
