@@ -17,8 +17,8 @@ use bevy_egui::egui;
 use crate::cli::export::{ProgressStage, parse_progress_line};
 use crate::demo::unused_path;
 use crate::sim::{
-    ActiveScene, ErrorTopic, Recorder, Replay, SimControl, SimLog, StartRecording, StartReplay,
-    StopRecording, StopReplay,
+    ActiveScene, ErrorTopic, Recorder, Replay, SavedDemo, SimControl, SimLog, StartRecording,
+    StartReplay, StopRecording, StopReplay,
 };
 
 /// Where recordings are saved unless the user types another path.
@@ -996,8 +996,8 @@ fn recorder_controls(
              (./mine.demo.ron) saves there.",
         );
     });
-    if let Some(saved) = &recorder.last_saved {
-        ui.small(saved_note(saved, recorder.last_saved_asked.as_deref()));
+    if let Some(SavedDemo { path: saved, asked }) = &recorder.last_saved {
+        ui.small(saved_note(saved, Some(asked)));
         if demo_ui.replay_follows.as_ref() != Some(saved) {
             demo_ui.replay_path = saved.display().to_string();
             demo_ui.replay_follows = Some(saved.clone());

@@ -2,7 +2,8 @@
 //! of [`SimControl`] / the camera.
 //!
 //! - Left press–drag–release: throw a ball from the press point with velocity from the drag
-//!   ([`DragState::throw_velocity`]: 5 m/s for 100 px, 100 m/s for 600 px); a click without drag selects the body under the cursor, or drops a ball at rest.
+//!   ([`DragState::throw_velocity`]: 5 m/s for 100 px, 100 m/s for 600 px); a click without drag selects the
+//!   body under the cursor, or drops a ball at rest.
 //! - Right drag: pan. Right click (no drag) in a scene with rods: drop a rod. Wheel: zoom about the cursor.
 //! - P pause, O single step, R restart, `[` `]` previous/next scene, Tab hide the UI, F fit the view to the lanes
 //!   and the balls that flew on along their bands ([`CameraView::fit_everything`]). While a demo replays, P, O

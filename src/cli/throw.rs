@@ -659,9 +659,9 @@ pub fn format_table(args: &ThrowArgs, rows: &[ThrowRow]) -> String {
 /// speed towards the wall of a ball that never reached it, where the steps ran out on its way, else `null`); IPC
 /// rows also `gap_m` (the smallest gap, `null` unless stopped).
 ///
-/// SPEC §2 has two outcomes, "stopped" and "through". A ball that never reached the wall did not go through it, so
-/// it is "stopped" with `reached_wall: false`: its deepest penetration (`depth_m`) is 0 and its `gap_m` is how close
-/// it came. The table says "never reached" instead.
+/// SPEC §2 has two outcomes, "stopped" and "through" ("failed" is a lane whose state turned non-finite). A ball
+/// that never reached the wall did not go through it, so it is "stopped" with `reached_wall: false`: its deepest
+/// penetration (`depth_m`) is 0, and IPC's `gap_m` is how close it came. The table says "never reached" instead.
 fn outcome_json(outcome: &Outcome, penalty: bool) -> Value {
     let mut row = json!({"outcome": null, "depth_m": null, "min_gap_m": null, "max_newton": null,
                          "mean_newton": null, "iteration_caps": null, "through_step": null, "error": null,
@@ -843,7 +843,8 @@ mod tests {
     }
 
     #[test]
-    fn a_ball_that_never_reaches_the_wall_is_missed_not_stopped() {
+    fn a_ball_that_never_reaches_the_wall_is_never_reached_in_the_table_and_stopped_short_in_json()
+    {
         for extra in [
             &["--v0", "0"][..],
             &["--v0", "-5"],
@@ -882,6 +883,9 @@ mod tests {
                 assert_eq!(cell["outcome"], "stopped", "{extra:?}: {cell}");
                 assert_eq!(cell["reached_wall"], false, "{extra:?}: {cell}");
                 assert_eq!(cell["depth_m"], 0.0, "{extra:?}: {cell}");
+                if cell.get("gap_m").is_some() {
+                    assert_eq!(cell["gap_m"], cell["min_gap_m"], "IPC, {extra:?}: {cell}");
+                }
                 assert!(
                     cell["min_gap_m"].as_f64().is_some_and(|g| g > 0.0),
                     "{cell}"

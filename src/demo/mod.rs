@@ -332,17 +332,20 @@ impl Demo {
     /// Writes the demo atomically where nothing is yet: an existing file (or a link to one) is left as it is and
     /// the error is an [`AlreadyExists`]. A character device or a FIFO is written into, as by [`Demo::save`].
     pub fn save_new(&self, path: &Path) -> anyhow::Result<usize> {
-        let text = self.text_to_save(path)?;
-        write_new(path, text.as_bytes())?;
-        Ok(text.len())
+        self.save_new_waiting(path, true)
     }
 
     /// [`Demo::save_new`] that does not wait on a FIFO: one that no program reads is an error at once, and one
     /// whose reader takes nothing for [`STREAM_PATIENCE`] an error then. The window saves this way; a wait there
     /// would freeze it with no way to stop.
     pub fn save_new_at_once(&self, path: &Path) -> anyhow::Result<usize> {
+        self.save_new_waiting(path, false)
+    }
+
+    /// [`Demo::save_new`], waiting for a FIFO's reader or not (see [`write_file`]).
+    fn save_new_waiting(&self, path: &Path, wait: bool) -> anyhow::Result<usize> {
         let text = self.text_to_save(path)?;
-        write_file(path, text.as_bytes(), false, false)?;
+        write_file(path, text.as_bytes(), false, wait)?;
         Ok(text.len())
     }
 
@@ -758,8 +761,8 @@ fn write_all_within(
                         return Err(std::io::Error::new(
                             std::io::ErrorKind::TimedOut,
                             format!(
-                                "its reader took nothing for {} s; {} of {total} bytes were written",
-                                patience.as_secs(),
+                                "its reader took nothing for {:.1} s; {} of {total} bytes were written",
+                                patience.as_secs_f64(),
                                 total - bytes.len()
                             ),
                         ));
@@ -1286,5 +1289,44 @@ impl Player {
             each_tick(&self.session);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A FIFO whose reader opened it and takes nothing: the window's write gives up after its patience, saying how
+    /// much went in, where a plain write would block once the pipe's 64 KiB buffer is full.
+    #[cfg(unix)]
+    #[test]
+    fn a_write_into_a_fifo_whose_reader_takes_nothing_gives_up() {
+        let dir = std::env::temp_dir().join(format!("cs-stalled-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        let fifo = dir.join("stalled.fifo");
+        let _ = std::fs::remove_file(&fifo);
+        let Some(reader) = crate::testing::fifo_with_reader(&fifo) else {
+            eprintln!("mkfifo is not available here; skipped");
+            return;
+        };
+        let _reader = reader.expect("opens the FIFO for reading");
+        let mut stream = open_stream(&fifo, || Ok(())).expect("a reader is there");
+        let bytes = vec![b'x'; 1 << 20];
+        let started = std::time::Instant::now();
+        let err = write_all_within(&mut stream, &bytes, std::time::Duration::from_millis(300))
+            .expect_err("nothing reads");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        let message = err.to_string();
+        assert!(
+            message.starts_with("its reader took nothing for 0.3 s;")
+                && message.ends_with("of 1048576 bytes were written"),
+            "{message}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

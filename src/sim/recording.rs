@@ -42,6 +42,14 @@ pub struct StartReplay(pub PathBuf);
 pub struct StopReplay;
 
 /// The demo being recorded, if any.
+/// A demo the window saved: where, and the name its stop asked for (where that was taken, the save went to a
+/// numbered name beside it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedDemo {
+    pub path: PathBuf,
+    pub asked: PathBuf,
+}
+
 #[derive(Resource, Debug)]
 pub struct Recorder {
     /// The next rebuild of the lanes starts a recording.
@@ -49,11 +57,8 @@ pub struct Recorder {
     pub recording: Option<Recording>,
     /// Store a hash every this many ticks.
     pub hash_every: u64,
-    /// Where the last demo was saved.
-    pub last_saved: Option<PathBuf>,
-    /// The name the stop that made [`Recorder::last_saved`] asked for: where that was taken, the save went to a
-    /// numbered name beside it.
-    pub last_saved_asked: Option<PathBuf>,
+    /// The last demo saved.
+    pub last_saved: Option<SavedDemo>,
     /// The longest recording, in ticks ([`crate::demo::MAX_TICKS`]; smaller in tests): one kept running past it
     /// ends there, so that what is saved can be replayed.
     pub max_ticks: u64,
@@ -73,7 +78,6 @@ impl Default for Recorder {
             recording: None,
             hash_every: DEFAULT_HASH_EVERY,
             last_saved: None,
-            last_saved_asked: None,
             max_ticks: crate::demo::MAX_TICKS,
             max_actions: crate::demo::MAX_ACTIONS,
             max_hashes: crate::demo::MAX_HASHES,
@@ -335,8 +339,10 @@ pub fn recording_messages(
                     crate::text::counted(tick, "tick", "ticks"),
                     crate::text::counted(r.demo.actions.len() as u64, "action", "actions")
                 ));
-                recorder.last_saved = Some(saved);
-                recorder.last_saved_asked = Some(stop.0.clone());
+                recorder.last_saved = Some(SavedDemo {
+                    path: saved,
+                    asked: stop.0.clone(),
+                });
                 // An earlier save that failed is answered.
                 log.withdraw(&ErrorTopic::SaveAs);
             }

@@ -13,9 +13,9 @@ use contact_sandbox::demo::{
 use contact_sandbox::physics::DVec2;
 use contact_sandbox::scene::{BallSpec, Scene};
 use contact_sandbox::sim::{
-    ActiveScene, Lane, LaneSettings, Recorder, Replay, RestartScene, SimControl, SimLog, SimPlugin,
-    SpawnBall, SpawnRod, StartRecording, StartReplay, StepInFlight, Stepping, StopRecording,
-    ThrowBall,
+    ActiveScene, Lane, LaneSettings, Recorder, Replay, RestartScene, SavedDemo, SimControl, SimLog,
+    SimPlugin, SpawnBall, SpawnRod, StartRecording, StartReplay, StepInFlight, Stepping,
+    StopRecording, ThrowBall,
 };
 use contact_sandbox::testing::uniform;
 
@@ -471,42 +471,40 @@ fn the_window_s_save_into_a_fifo_without_a_reader_is_refused_at_once() {
         eprintln!("mkfifo is not available here; skipped");
         return;
     }
-    let started = std::time::Instant::now();
-    let err = save_without_replacing(&demo, &fifo).expect_err("nothing reads it");
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(5),
-        "it waited {:?}",
-        started.elapsed()
-    );
-    let message = format!("{err:#}");
+    // On a thread: a save that waited for a reader would hang the test, not fail it.
+    let (said, heard) = std::sync::mpsc::channel();
+    std::thread::spawn({
+        let (demo, fifo) = (demo.clone(), fifo.clone());
+        move || {
+            let _ = said.send(save_without_replacing(&demo, &fifo).map_err(|e| format!("{e:#}")));
+        }
+    });
+    let message = heard
+        .recv_timeout(Duration::from_secs(20))
+        .expect("refused without waiting for a reader")
+        .expect_err("nothing reads it");
     assert!(
         message.contains("a FIFO that no program reads") && message.contains("then save again"),
         "{message}"
     );
     // With a reader, the same save goes through, into the FIFO, under its own name.
-    let reader = std::thread::spawn({
-        let fifo = fifo.clone();
-        move || {
-            let mut got = String::new();
-            std::fs::File::open(&fifo)
-                .and_then(|mut f| f.read_to_string(&mut got))
-                .map(|_| got)
-        }
-    });
-    let mut saved = None;
-    for _ in 0..400 {
-        match save_without_replacing(&demo, &fifo) {
-            Ok(at) => {
-                saved = Some(at);
-                break;
-            }
-            // The reader's thread has not opened it yet.
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(25)),
-        }
-    }
-    assert_eq!(saved.as_deref(), Some(fifo.as_path()));
-    let got = reader.join().expect("the reader ends").expect("reads");
-    assert_eq!(got, demo.to_ron().expect("serialises"));
+    let _ = std::fs::remove_file(&fifo);
+    let mut reader = contact_sandbox::testing::fifo_with_reader(&fifo)
+        .expect("mkfifo is available")
+        .expect("opens the FIFO for reading");
+    let text = demo.to_ron().expect("serialises");
+    assert!(
+        text.len() < 64 * 1024,
+        "{} bytes would not fit in a pipe",
+        text.len()
+    );
+    let saved = save_without_replacing(&demo, &fifo).expect("a reader is there");
+    assert_eq!(saved, fifo);
+    let mut got = String::new();
+    reader
+        .read_to_string(&mut got)
+        .expect("reads what the save wrote");
+    assert_eq!(got, text);
     let _ = std::fs::remove_file(&fifo);
 }
 
@@ -538,6 +536,8 @@ fn a_failed_save_keeps_the_recording_as_it_was() {
         "{said:?}"
     );
     assert!(app.world().resource::<Recorder>().is_recording());
+    // The refused stop names no save: "last saved" is not paired with the name it asked for.
+    assert_eq!(app.world().resource::<Recorder>().last_saved, None);
     for _ in 0..50 {
         app.update();
     }
@@ -546,6 +546,13 @@ fn a_failed_save_keeps_the_recording_as_it_was() {
     app.world_mut().write_message(StopRecording(path.clone()));
     app.update();
     assert_eq!(app.world().resource::<SimLog>().error, None);
+    assert_eq!(
+        app.world().resource::<Recorder>().last_saved,
+        Some(SavedDemo {
+            path: path.clone(),
+            asked: path.clone()
+        })
+    );
     let demo = Demo::load(&path).expect("the later save reads");
     assert!(demo.ticks > 60, "{}", demo.ticks);
     let mut player = Player::new(demo, path.display().to_string());
@@ -769,7 +776,10 @@ fn a_window_recording_never_replaces_a_file() {
         app.update();
         assert_eq!(
             app.world().resource::<Recorder>().last_saved,
-            Some(scratch(numbered))
+            Some(SavedDemo {
+                path: scratch(numbered),
+                asked: path.clone()
+            })
         );
         Demo::load(&scratch(numbered)).expect("saved beside it");
     }
