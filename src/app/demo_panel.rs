@@ -571,7 +571,8 @@ fn toggle_recording(
         // The name asked for, not the free one found: if that is taken before the save, the save numbers from the
         // name asked for (`mine-3`), not from the free one (`mine-2-2`).
         stop.write(StopRecording(asked.clone()));
-        ui.replay_path = path.display().to_string();
+        // The replay field takes the saved path once the save lands (`replay_follows`); set here, a save that then
+        // failed (a FIFO that nothing reads) left the field naming a demo that was never written.
     } else {
         start.write(StartRecording);
     }
@@ -1541,7 +1542,8 @@ mod tests {
         // Export… then names the clip after the demo it exports, whichever the replay field shows, not after
         // this recording.
         let ui = app.world().resource::<DemoUi>();
-        assert_eq!(ui.replay_path, name);
+        // Nothing saved yet (the test takes the stop's message): the field names the demo it named before.
+        assert_eq!(ui.replay_path, DemoUi::default().replay_path);
         let shipped = Path::new("assets/demos/wall_throw.demo.ron");
         assert_eq!(
             clip_path(&ui.export_out, shipped),
@@ -1650,9 +1652,10 @@ mod tests {
             "{said:?}"
         );
         assert_eq!(stops, std::slice::from_ref(&taken));
+        // Nothing saved yet (the test takes the stop's message): the replay field is as it was.
         assert_eq!(
             app.world().resource::<DemoUi>().replay_path,
-            beside.display().to_string()
+            DemoUi::default().replay_path
         );
         assert_eq!(
             saved_note(&beside, Some(&taken)),

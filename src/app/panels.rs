@@ -534,10 +534,10 @@ struct Touched {
 }
 
 /// The control the user last touched and when (egui's input time), updated by each call, once a frame after the
-/// panels: the field whose edit ended this frame (it lost the keyboard focus, to Enter, Tab, Escape or a click
+/// panels: the field whose edit ended this frame (it lost the keyboard focus, to Enter, Escape or a click
 /// elsewhere: a typed value is read, and refused, then), else, on a press, the field the press focused or the
 /// point pressed. A field that loses the focus to another wins over the press that moved it: the refusal is the
-/// first field's.
+/// first field's. (The window keeps Tab for hiding the panels, so egui never moves the focus by Tab there.)
 fn last_touch(ctx: &egui::Context) -> Option<(Touched, f64)> {
     let id = egui::Id::new("last touched control");
     let focus_id = egui::Id::new("focused last frame");
@@ -3570,8 +3570,9 @@ mod tests {
             let moved = pass(&mut log, &mut texts, click(canvas.center())).expect("a note");
             assert_eq!(moved, note);
         }
-        // Tab from the left field to the right one ends the left field's edit, where a typed value is read and
-        // refused: the note is the left field's, though the right one has the focus now.
+        // The focus moving from the left field to the right one (here by egui's Tab; in the window, which keeps Tab
+        // for hiding the panels, by a click) ends the left field's edit, where a typed value is read and refused:
+        // the note is the left field's, though the right one has the focus now.
         log.clear_error();
         pass(&mut log, &mut texts, click(left_field.center()));
         pass(

@@ -350,7 +350,7 @@ pub fn recording_messages(
                 // Keep the recording so nothing is lost: the user can save it elsewhere.
                 log.error_about(
                     ErrorTopic::SaveAs,
-                    format!("{e:#}; the recording is kept, save it elsewhere"),
+                    format!("{e:#}; the recording is kept: save it again, or elsewhere"),
                 );
                 if end_hash {
                     r.demo.hashes.pop();
