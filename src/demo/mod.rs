@@ -336,7 +336,7 @@ impl Demo {
     }
 
     /// [`Demo::save_new`] that does not wait on a FIFO: one that no program reads is an error at once, and one
-    /// whose reader takes nothing for [`STREAM_PATIENCE`] an error then. The window saves this way; a wait there
+    /// whose reader takes nothing for 2 s an error then. The window saves this way; a wait there
     /// would freeze it with no way to stop.
     pub fn save_new_at_once(&self, path: &Path) -> anyhow::Result<usize> {
         self.save_new_waiting(path, false)
@@ -439,13 +439,6 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 /// socket) is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     write_file(path, bytes, true, true)
-}
-
-/// [`write_atomic`] for a path where nothing is yet: the finished file is linked into place, which fails when
-/// something appeared there meanwhile, so an existing file is never replaced (the error is an
-/// [`AlreadyExists`]). A character device or a FIFO is written into as by [`write_atomic`].
-pub fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    write_file(path, bytes, false, true)
 }
 
 /// An output that already exists and is not to be replaced.
@@ -848,7 +841,9 @@ pub fn open_stream(
     }
 }
 
-/// Writes `bytes` at `path` (see [`write_atomic`]); `replace`: an existing file may be replaced; `wait`: a FIFO
+/// Writes `bytes` at `path` (see [`write_atomic`]); `replace`: an existing file may be replaced, else the finished
+/// file is linked into place, which fails when something appeared there meanwhile (the error is an
+/// [`AlreadyExists`]); `wait`: a FIFO
 /// that no program reads is waited for (saying so), and its reader for as long as it takes; else such a FIFO is
 /// refused at once, and a reader that takes nothing for [`STREAM_PATIENCE`] ends the write with an error.
 fn write_file(path: &Path, bytes: &[u8], replace: bool, wait: bool) -> anyhow::Result<()> {

@@ -541,11 +541,10 @@ fn a_failed_save_keeps_the_recording_as_it_was() {
     for _ in 0..50 {
         app.update();
     }
-    let path = scratch("after-a-failed-save.demo.ron");
-    let _ = std::fs::remove_file(&path);
-    app.world_mut().write_message(StopRecording(path.clone()));
-    app.update();
+    let (demo, _) = save_and_replay(&mut app, "after-a-failed-save.demo.ron");
+    assert!(demo.ticks > 60, "{}", demo.ticks);
     assert_eq!(app.world().resource::<SimLog>().error, None);
+    let path = scratch("after-a-failed-save.demo.ron");
     assert_eq!(
         app.world().resource::<Recorder>().last_saved,
         Some(SavedDemo {
@@ -553,11 +552,6 @@ fn a_failed_save_keeps_the_recording_as_it_was() {
             asked: path.clone()
         })
     );
-    let demo = Demo::load(&path).expect("the later save reads");
-    assert!(demo.ticks > 60, "{}", demo.ticks);
-    let mut player = Player::new(demo, path.display().to_string());
-    let verdict = player.run_to_end(false).expect("replays").clone();
-    assert_eq!(verdict.mismatch, None, "{verdict}");
     // The window's replay of a FIFO is refused at once too: opening it would wait for a writer.
     app.world_mut().write_message(StartReplay(fifo.clone()));
     app.update();
@@ -1001,12 +995,7 @@ fn window_recording_replays(mut app: App, file: &str, frame: Duration, switch: b
         .map(|lane| (lane.index, lane.world.settings.friction))
         .collect();
     assert!(friction.contains(&(1, 0.6)), "{friction:?}");
-    let path = scratch(file);
-    // A save never replaces a file (it takes the name's next number): a file left by an earlier run with this
-    // process's number must not be what is read back.
-    let _ = std::fs::remove_file(&path);
-    app.world_mut().write_message(StopRecording(path.clone()));
-    app.update();
+    let path = stop_into_scratch(&mut app, file);
     let demo = Demo::load(&path).expect("the recording was saved and loads");
     assert!(
         demo.actions
@@ -1326,10 +1315,7 @@ fn a_throw_recorded_from_a_thrown_scene_replays_its_own_run_length() {
     for _ in 0..820 {
         app.update();
     }
-    let path = scratch("thrown_run_length.demo.ron");
-    let _ = std::fs::remove_file(&path);
-    app.world_mut().write_message(StopRecording(path.clone()));
-    app.update();
+    let path = stop_into_scratch(&mut app, "thrown_run_length.demo.ron");
     let demo = Demo::load(&path).expect("saved");
     assert!(
         demo.actions.iter().any(|a| matches!(
@@ -1395,10 +1381,7 @@ fn a_throw_after_the_scene_finished_runs_the_scene_again_and_replays() {
             ball.position
         );
     }
-    let path = scratch("after_the_limit.demo.ron");
-    let _ = std::fs::remove_file(&path);
-    app.world_mut().write_message(StopRecording(path.clone()));
-    app.update();
+    let path = stop_into_scratch(&mut app, "after_the_limit.demo.ron");
     let demo = Demo::load(&path).expect("saved");
     let mut player = Player::new(demo.clone(), path.display().to_string());
     let verdict = player.run_to_end(false).expect("replays").clone();
@@ -1572,13 +1555,21 @@ fn a_recording_kept_past_its_limit_ends_there_and_replays() {
     assert_eq!(spawns, 1);
 }
 
-/// Stops the recording into a fresh scratch file `name`, and replays what was saved: it must match its hashes
-/// throughout, and end on a hash at its last tick. Returns the demo and what the window said.
-fn save_and_replay(app: &mut App, name: &str) -> (Demo, String) {
+/// Stops the recording into the scratch file `name`, removed first: a save never replaces a file (it takes the
+/// name's next number), so a file left by an earlier run with this process's number must not be what is read back.
+/// Returns its path.
+fn stop_into_scratch(app: &mut App, name: &str) -> PathBuf {
     let path = scratch(name);
     let _ = std::fs::remove_file(&path);
     app.world_mut().write_message(StopRecording(path.clone()));
     app.update();
+    path
+}
+
+/// Stops the recording into a fresh scratch file `name`, and replays what was saved: it must match its hashes
+/// throughout, and end on a hash at its last tick. Returns the demo and what the window said.
+fn save_and_replay(app: &mut App, name: &str) -> (Demo, String) {
+    let path = stop_into_scratch(app, name);
     let said = app
         .world()
         .resource::<contact_sandbox::sim::SimLog>()
