@@ -41,7 +41,6 @@ pub struct StartReplay(pub PathBuf);
 #[derive(Message, Clone, Copy, Debug, Default, PartialEq)]
 pub struct StopReplay;
 
-/// The demo being recorded, if any.
 /// A demo the window saved: where, and the name its stop asked for (where that was taken, the save went to a
 /// numbered name beside it).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +49,7 @@ pub struct SavedDemo {
     pub asked: PathBuf,
 }
 
+/// The demo being recorded, if any.
 #[derive(Resource, Debug)]
 pub struct Recorder {
     /// The next rebuild of the lanes starts a recording.
