@@ -17,6 +17,113 @@ pub struct BroadPhase {
     large_pairs: Vec<(u32, u32)>,
     /// How many pairs the last query tested (a measure of its work, for tests).
     tested: usize,
+    /// Scratch for the counting sorts of the cells and of the pairs.
+    counts: Vec<u32>,
+    spare_keyed: Vec<(i64, i64, u32)>,
+    pair_sort: PairSort,
+}
+
+/// Reusable storage for [`sort_pairs`].
+#[derive(Default, Debug, Clone)]
+pub struct PairSort {
+    counts: Vec<usize>,
+    spare: Vec<(u32, u32)>,
+}
+
+/// Sorts `pairs` ascending, into exactly the sequence `sort_unstable` gives: a pass that counts the first
+/// elements, then an insertion sort of each first element's few second ones. A comparison sort's `log` factor
+/// was a few per cent of a settled pile's step, spent on lists of pairs sorted several times a step.
+pub fn sort_pairs(pairs: &mut Vec<(u32, u32)>, scratch: &mut PairSort) {
+    let len = pairs.len();
+    let Some(largest) = pairs.iter().map(|p| p.0 as usize).max() else {
+        return;
+    };
+    // Sparse first elements (or a short list) would make the counts cost more than they save.
+    if len < 64 || largest > 4 * len {
+        pairs.sort_unstable();
+        return;
+    }
+    let counts = &mut scratch.counts;
+    counts.clear();
+    counts.resize(largest + 2, 0);
+    for p in pairs.iter() {
+        counts[p.0 as usize + 1] += 1;
+    }
+    for k in 1..counts.len() {
+        counts[k] += counts[k - 1];
+    }
+    let spare = &mut scratch.spare;
+    spare.clear();
+    spare.resize(len, (0, 0));
+    for &p in pairs.iter() {
+        let at = &mut counts[p.0 as usize];
+        spare[*at] = p;
+        *at += 1;
+    }
+    // `counts[i]` is now the end of first element i's run, the start of i + 1's.
+    let mut start = 0;
+    for &end in &counts[..=largest] {
+        insertion_sort(&mut spare[start..end]);
+        start = end;
+    }
+    std::mem::swap(pairs, spare);
+}
+
+/// Sorts a short run in place.
+fn insertion_sort<T: Ord + Copy>(run: &mut [T]) {
+    for k in 1..run.len() {
+        let item = run[k];
+        let mut at = k;
+        while at > 0 && run[at - 1] > item {
+            run[at] = run[at - 1];
+            at -= 1;
+        }
+        run[at] = item;
+    }
+}
+
+/// Sorts `keyed` by `(row, col, ball)`, as `sort_unstable` would, counting the cells when they are few beside
+/// the balls (a pile: a few balls a cell). The entries must come in increasing ball order (the counting is
+/// stable, so each cell keeps that order).
+fn sort_by_cell(
+    keyed: &mut Vec<(i64, i64, u32)>,
+    counts: &mut Vec<u32>,
+    spare: &mut Vec<(i64, i64, u32)>,
+) {
+    let len = keyed.len();
+    if len < 64 {
+        keyed.sort_unstable();
+        return;
+    }
+    let (mut r0, mut r1, mut c0, mut c1) = (i64::MAX, i64::MIN, i64::MAX, i64::MIN);
+    for &(r, c, _) in keyed.iter() {
+        (r0, r1, c0, c1) = (r0.min(r), r1.max(r), c0.min(c), c1.max(c));
+    }
+    // Keys are clamped to ±2⁴⁰, so the spans fit an i64 and their product an f64's range.
+    let width = c1 - c0 + 1;
+    let cells = (r1 - r0 + 1) as f64 * width as f64;
+    if cells > (4 * len) as f64 {
+        keyed.sort_unstable();
+        return;
+    }
+    debug_assert!(keyed.windows(2).all(|w| w[0].2 < w[1].2));
+    let cell_of = |r: i64, c: i64| ((r - r0) * width + (c - c0)) as usize;
+    counts.clear();
+    counts.resize(cells as usize + 1, 0);
+    for &(r, c, _) in keyed.iter() {
+        counts[cell_of(r, c) + 1] += 1;
+    }
+    for k in 1..counts.len() {
+        counts[k] += counts[k - 1];
+    }
+    spare.clear();
+    spare.resize(len, (0, 0, 0));
+    for &entry in keyed.iter() {
+        let at = &mut counts[cell_of(entry.0, entry.1)];
+        spare[*at as usize] = entry;
+        *at += 1;
+    }
+    std::mem::swap(keyed, spare);
 }
 
 /// Balls whose bound exceeds this multiple of the median bound are queried against the grid instead of sizing its
@@ -134,7 +241,7 @@ impl BroadPhase {
                 return false;
             }
         }
-        out.sort_unstable();
+        sort_pairs(out, &mut self.pair_sort);
         true
     }
 
@@ -166,7 +273,7 @@ impl BroadPhase {
                 .filter(|&(i, _)| only_up_to.is_none_or(|l| bound[i] <= l))
                 .map(|(i, c)| (cell_key(c.y, cell), cell_key(c.x, cell), i as u32)),
         );
-        self.keyed.sort_unstable();
+        sort_by_cell(&mut self.keyed, &mut self.counts, &mut self.spare_keyed);
         let keyed = &self.keyed;
         // The entries are sorted by (row, col), so as the sweep advances, the first entry of the cell to the
         // right and of the row above's three cells only move forward: one cursor each, no searches.
@@ -461,6 +568,44 @@ mod tests {
         assert!(grid.near_pairs_at_most(&centre, &bound, 0.01, all.len(), &mut out));
         assert_eq!(out, all);
         assert!(!grid.near_pairs_at_most(&centre, &bound, 0.01, all.len() - 1, &mut out));
+    }
+
+    #[test]
+    fn the_counting_sorts_give_the_sequence_a_comparison_sort_gives() {
+        let mut next = uniform(11);
+        let mut scratch = PairSort::default();
+        let (mut counts, mut spare) = (Vec::new(), Vec::new());
+        // Short and long lists; first elements dense (counted) and sparse (left to the comparison sort);
+        // repeated pairs; cells in a few rows and spread over a huge range (also left to the comparison sort).
+        for (len, range, spread) in [
+            (10, 5, 3.0),
+            (300, 50, 10.0),
+            (3_000, 1_000, 40.0),
+            (3_000, 1 << 30, 1e12),
+            (5_000, 20, 2.0),
+        ] {
+            let mut pairs: Vec<(u32, u32)> = (0..len)
+                .map(|_| {
+                    let i = (next() * range as f64) as u32;
+                    (i, i + 1 + (next() * 9.0) as u32)
+                })
+                .collect();
+            let mut expected = pairs.clone();
+            expected.sort_unstable();
+            sort_pairs(&mut pairs, &mut scratch);
+            assert_eq!(pairs, expected, "{len} pairs over {range}");
+
+            let mut keyed: Vec<(i64, i64, u32)> = (0..len as u32)
+                .map(|i| {
+                    let key = |v: f64| (v * spread - spread * 0.5).floor() as i64;
+                    (key(next()), key(next()), i)
+                })
+                .collect();
+            let mut expected = keyed.clone();
+            expected.sort_unstable();
+            sort_by_cell(&mut keyed, &mut counts, &mut spare);
+            assert_eq!(keyed, expected, "{len} balls over {spread} cells a side");
+        }
     }
 
     fn grid_pairs_of(centre: &[DVec2], bound: &[f64]) -> Vec<(u32, u32)> {

@@ -67,6 +67,12 @@ pub struct LinearWorkspace {
     targets: Vec<usize>,
     /// `L`'s slot of each off-diagonal block of the Hessian being solved, in its order.
     slots: Vec<usize>,
+    /// The pairs `(i < j)` of `slots`, while the analysis that gave them stands: the next Hessian's pairs
+    /// found among them take their slots without a search (a pile's contacts change little between
+    /// iterations).
+    slot_pairs: Vec<(u32, u32)>,
+    last_slots: Vec<usize>,
+    spare_pairs: Vec<(u32, u32)>,
     /// Right-hand side and solution of the pattern's balls, in compact order.
     rhs: Vec<DVec2>,
     scratch: Vec<(u32, u32)>,
@@ -137,15 +143,40 @@ impl LinearWorkspace {
     /// `scratch`. Whether there were none.
     fn find_slots(&mut self, hessian: &BlockHessian) -> bool {
         self.scratch.clear();
+        std::mem::swap(&mut self.slots, &mut self.last_slots);
         self.slots.clear();
+        let previous = std::mem::take(&mut self.slot_pairs);
+        let mut pairs = std::mem::take(&mut self.spare_pairs);
+        pairs.clear();
+        // A walk along the last solve's pairs (both lists are usually sorted); a pair it does not meet is
+        // searched for in the block triangle.
+        let mut k = 0;
         for &(i, j, _) in &hessian.off_diagonal {
-            let (i, j) = (i.min(j), i.max(j));
-            match self.block_slot(i, j) {
-                Some(slot) => self.slots.push(self.targets[slot]),
-                None => self.scratch.push((i, j)),
+            let pair = (i.min(j), i.max(j));
+            while k < previous.len() && previous[k] < pair {
+                k += 1;
+            }
+            if k < previous.len() && previous[k] == pair {
+                self.slots.push(self.last_slots[k]);
+                pairs.push(pair);
+                continue;
+            }
+            match self.block_slot(pair.0, pair.1) {
+                Some(slot) => {
+                    self.slots.push(self.targets[slot]);
+                    pairs.push(pair);
+                }
+                None => self.scratch.push(pair),
             }
         }
-        self.scratch.is_empty()
+        let found = self.scratch.is_empty();
+        if !found {
+            // The pattern grows and is analysed again: no slot stands.
+            pairs.clear();
+        }
+        self.slot_pairs = pairs;
+        self.spare_pairs = previous;
+        found
     }
 
     /// Builds the compact numbering, the block lower triangle, the ordering and the factor's structure for
@@ -183,6 +214,7 @@ impl LinearWorkspace {
         }
         self.factor = None;
         self.targets.clear();
+        self.slot_pairs.clear();
         if m == 0 {
             // No coupled ball: nothing to order or factorise, and nothing counted (`bench` at 100 balls read 16
             // symbolic analyses a step and no numeric factorisation).
@@ -461,6 +493,51 @@ mod tests {
         h_more.diagonal.push(Sym2::scaled_identity(1.0));
         solve_newton_direction(&h_more, &g_more, &mut ws, &mut second).expect("solves");
         assert_eq!((ws.counters.symbolic, ws.counters.reused), (4, 1));
+    }
+
+    #[test]
+    fn slots_kept_from_the_last_direction_give_the_bits_a_fresh_search_gives() {
+        let (full, g, _) = grid_system(12, 8, &[(1, 0), (0, 1), (1, 1)]);
+        let seed: Vec<(u32, u32)> = full
+            .off_diagonal
+            .iter()
+            .map(|&(i, j, _)| (i.min(j), i.max(j)))
+            .collect();
+        let n = g.len();
+        let mut kept = LinearWorkspace::default();
+        kept.reset_pattern(n, &seed);
+        let mut next = crate::testing::uniform(7);
+        // Each direction's Hessian holds a random part of the pattern's pairs (the rest of its blocks stay on the
+        // diagonal, which keeps it positive definite), some listed as (j, i), in sorted, reversed or shuffled order.
+        for round in 0..12 {
+            let mut hessian = full.clone();
+            hessian.off_diagonal.retain(|_| next() < 0.85);
+            for entry in hessian.off_diagonal.iter_mut() {
+                if next() < 0.2 {
+                    *entry = (entry.1, entry.0, entry.2);
+                }
+            }
+            match round % 3 {
+                1 => hessian.off_diagonal.reverse(),
+                2 => {
+                    let len = hessian.off_diagonal.len();
+                    for k in 0..len {
+                        let other = k + ((next() * (len - k) as f64) as usize).min(len - k - 1);
+                        hessian.off_diagonal.swap(k, other);
+                    }
+                }
+                _ => {}
+            }
+            let mut with_kept_slots = Vec::new();
+            solve_newton_direction(&hessian, &g, &mut kept, &mut with_kept_slots).expect("solves");
+            let mut fresh = LinearWorkspace::default();
+            fresh.reset_pattern(n, &seed);
+            let mut searched = Vec::new();
+            solve_newton_direction(&hessian, &g, &mut fresh, &mut searched).expect("solves");
+            assert!(residual(&hessian, &searched, &g) < 1e-12, "round {round}");
+            assert!(same_bits(&with_kept_slots, &searched), "round {round}");
+        }
+        assert_eq!(kept.counters.symbolic, 1, "the pattern never grew");
     }
 
     /// A `w × h` grid of balls, each coupled to its neighbours at the offsets `(column, row)` in `links`, with

@@ -487,11 +487,14 @@ fn anticipate_couplings(
     let within = ANTICIPATION_REACHES * potential.model.reach();
     let r = potential.radius;
     let plan = &ws.full_direction;
-    anticipated.extend(ws.candidates.ball_ball.iter().filter_map(|&(i, j)| {
+    // A plain loop: as an iterator adapter the test was called out of line for every pair, every direction.
+    for &(i, j) in &ws.candidates.ball_ball {
         let (iu, ju) = (i as usize, j as usize);
         let allowance = within + ANTICIPATION_MOTIONS * (plan[iu] - plan[ju]).length();
-        ((x[iu] - x[ju]).length() - r[iu] - r[ju] < allowance).then_some((i.min(j), i.max(j)))
-    }));
+        if (x[iu] - x[ju]).length() - r[iu] - r[ju] < allowance {
+            anticipated.push((i.min(j), i.max(j)));
+        }
+    }
 }
 
 /// `E(x + α Δx)`, leaving the trial point in `ws.trial`.

@@ -902,6 +902,7 @@ fn solve_by_islands(
     let mut dirty: Vec<bool> = vec![true; n];
     for round in 0..8 {
         let groups = islands.groups();
+        let one_island = groups.len() == 1;
         for members in groups.iter().filter(|m| dirty[m[0]]) {
             workspace.pieces.clear();
             start_extent(workspace, members);
@@ -926,7 +927,11 @@ fn solve_by_islands(
                 Some(worst) => worse_of(worst, pass),
             });
         }
-        // Cross-island pairs whose actual motions came within reach: merge and re-solve.
+        // Cross-island pairs whose actual motions came within reach: merge and re-solve. One island has none
+        // (a settled pile is one island at most steps, and this query is a grid over every ball).
+        if one_island {
+            break;
+        }
         for i in 0..n {
             let motion = x[i] - problem.x_start[i];
             centre[i] = problem.x_start[i] + motion * 0.5;
