@@ -885,6 +885,28 @@ const ENERGY_PLOT_NOTE: &str = "energy [J]: each lane's kinetic, gravitational a
      (SPEC §1). Penalty can add energy: a ball pushed out through a wall's far face gains the spring's energy \
      (SPEC §1.1).";
 
+/// The energy plot's title: it says that its hover text explains the energy a lane loses or gains.
+const ENERGY_PLOT_TITLE: &str = "energy [J] · hover for why it changes";
+
+/// The plots' titles that a narrow plot shows in fewer words (the whole title on hover).
+const SHORT_PLOT_TITLES: [(&str, &str); 3] = [
+    (
+        "min gap, log scale (negative = penetration)",
+        "min gap, log (< 0: overlap)",
+    ),
+    ("Newton iterations per step", "Newton iterations"),
+    (ENERGY_PLOT_TITLE, "energy [J] (hover)"),
+];
+
+/// Whether `text` in the small style fits the width left in `ui` on one line.
+fn fits_one_small_line(ui: &egui::Ui, text: &str) -> bool {
+    let font = egui::TextStyle::Small.resolve(ui.style());
+    let galley = ui
+        .painter()
+        .layout_no_wrap(text.to_owned(), font, egui::Color32::WHITE);
+    galley.size().x <= ui.available_width()
+}
+
 /// A word under the scene's description once a throw has given its balls another speed than the file's, which the
 /// description still quotes ("the same 5 m/s throw …" over a throw at 1 m/s): "(as loaded; thrown since at 1 m/s)".
 fn thrown_since_loaded(
@@ -2668,7 +2690,7 @@ fn plots_panel(
         ("Newton iterations per step", &|s| {
             Some(s.newton_iterations as f64)
         }),
-        ("energy [J]", &|s| Some(s.energy)),
+        (ENERGY_PLOT_TITLE, &|s| Some(s.energy)),
     ];
     let span = shared_time_span(histories());
     let any_gap = histories().any(|h| h.iter().any(|s| s.min_gap.is_some()));
@@ -2685,6 +2707,16 @@ fn plots_panel(
                 } else {
                     title
                 };
+                // A narrow plot (a 1 024-pixel window) cut the long titles to "min gap, log scale (negativ…": a
+                // shorter wording where the whole one does not fit, the whole one on hover.
+                let short = SHORT_PLOT_TITLES
+                    .iter()
+                    .find(|(whole, _)| *whole == heading)
+                    .filter(|_| !fits_one_small_line(ui, heading));
+                let (heading, shortened) = match short {
+                    Some(&(whole, short)) => (short, Some(whole)),
+                    None => (heading, None),
+                };
                 // One line, cut with "…" (whole on hover): wrapped in a narrow plot (800 px), its second line ran
                 // into the top label of the plot's axis.
                 let heading_label =
@@ -2692,6 +2724,8 @@ fn plots_panel(
                 if title.starts_with("energy") {
                     // What a student takes for physics otherwise (the seed's point about implicit Euler).
                     heading_label.on_hover_text(ENERGY_PLOT_NOTE);
+                } else if let Some(whole) = shortened {
+                    heading_label.on_hover_text(whole);
                 }
                 let mut chart = Plot::new(title);
                 chart = match span {
@@ -4555,6 +4589,42 @@ mod tests {
                 ball.position
             );
         }
+    }
+
+    #[test]
+    fn a_plot_too_narrow_for_its_title_takes_the_short_one_and_a_wide_one_the_whole() {
+        let ctx = egui::Context::default();
+        let mut verdicts = Vec::new();
+        for width in [120.0f32, 700.0] {
+            let input = egui::RawInput {
+                screen_rect: Some(egui::Rect::from_min_size(
+                    egui::Pos2::ZERO,
+                    egui::vec2(1024.0, 700.0),
+                )),
+                ..Default::default()
+            };
+            let _ = ctx.run_ui(input, |ui| {
+                ui.vertical(|ui| {
+                    ui.set_max_width(width);
+                    verdicts.push(
+                        SHORT_PLOT_TITLES
+                            .iter()
+                            .map(|&(whole, short)| {
+                                (
+                                    fits_one_small_line(ui, whole),
+                                    fits_one_small_line(ui, short),
+                                )
+                            })
+                            .collect::<Vec<_>>(),
+                    );
+                });
+            });
+        }
+        // 120 points (a plot beside both panels at 1 024 × 700 is about 150): every short title fits, and the
+        // min gap's and the energy's whole ones do not; 700 points: every whole title fits.
+        assert!(verdicts[0].iter().all(|&(_, short)| short), "{verdicts:?}");
+        assert!(!verdicts[0][0].0 && !verdicts[0][2].0, "{verdicts:?}");
+        assert!(verdicts[1].iter().all(|&(whole, _)| whole), "{verdicts:?}");
     }
 
     /// The limited panels, laid out as `sandbox_ui` lays them (text and a separator in each side panel; in the plots
