@@ -148,11 +148,17 @@ impl LinearWorkspace {
         let previous = std::mem::take(&mut self.slot_pairs);
         let mut pairs = std::mem::take(&mut self.spare_pairs);
         pairs.clear();
-        // A walk along the last solve's pairs (both lists are usually sorted); a pair it does not meet is
-        // searched for in the block triangle.
+        // A walk along the last solve's pairs; a pair it does not meet is searched for in the block triangle. The
+        // Hessian lists its contacts' pairs, then its friction's, each sorted: where the list starts again from a
+        // smaller pair, so does the walk.
         let mut k = 0;
+        let mut last = (0, 0);
         for &(i, j, _) in &hessian.off_diagonal {
             let pair = (i.min(j), i.max(j));
+            if pair < last {
+                k = previous.partition_point(|p| *p < pair);
+            }
+            last = pair;
             while k < previous.len() && previous[k] < pair {
                 k += 1;
             }

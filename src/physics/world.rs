@@ -893,7 +893,8 @@ fn solve_by_islands(
         bound.push(problem.radius[i] + motion.length());
     }
     let mut pairs = Vec::new();
-    BroadPhase::default().near_pairs(&centre, &bound, reach, &mut pairs);
+    let mut grid = BroadPhase::default();
+    grid.near_pairs(&centre, &bound, reach, &mut pairs);
     for &(i, j) in &pairs {
         islands.union(i as usize, j as usize);
     }
@@ -937,7 +938,7 @@ fn solve_by_islands(
             centre[i] = problem.x_start[i] + motion * 0.5;
             bound[i] = problem.radius[i] + motion.length() * 0.5;
         }
-        BroadPhase::default().near_pairs(&centre, &bound, reach, &mut pairs);
+        grid.near_pairs(&centre, &bound, reach, &mut pairs);
         dirty.iter_mut().for_each(|d| *d = false);
         let mut merged = false;
         for &(i, j) in &pairs {
