@@ -456,11 +456,7 @@ mod tests {
     #[test]
     fn a_step_seeded_with_the_pattern_already_analysed_keeps_its_analysis_and_its_bits() {
         let (hessian, g, _) = grid_system(12, 8, &[(1, 0), (0, 1), (1, 1)]);
-        let seed: Vec<(u32, u32)> = hessian
-            .off_diagonal
-            .iter()
-            .map(|&(i, j, _)| (i.min(j), i.max(j)))
-            .collect();
+        let seed = pairs_of(&hessian);
         let n = g.len();
         let mut ws = LinearWorkspace::default();
         let mut first = Vec::new();
@@ -504,11 +500,7 @@ mod tests {
     #[test]
     fn slots_kept_from_the_last_direction_give_the_bits_a_fresh_search_gives() {
         let (full, g, _) = grid_system(12, 8, &[(1, 0), (0, 1), (1, 1)]);
-        let seed: Vec<(u32, u32)> = full
-            .off_diagonal
-            .iter()
-            .map(|&(i, j, _)| (i.min(j), i.max(j)))
-            .collect();
+        let seed = pairs_of(&full);
         let n = g.len();
         let mut kept = LinearWorkspace::default();
         kept.reset_pattern(n, &seed);
@@ -544,6 +536,15 @@ mod tests {
             assert!(same_bits(&with_kept_slots, &searched), "round {round}");
         }
         assert_eq!(kept.counters.symbolic, 1, "the pattern never grew");
+    }
+
+    /// The pairs `(i < j)` of a Hessian's off-diagonal blocks, in its order.
+    fn pairs_of(hessian: &BlockHessian) -> Vec<(u32, u32)> {
+        hessian
+            .off_diagonal
+            .iter()
+            .map(|&(i, j, _)| (i.min(j), i.max(j)))
+            .collect()
     }
 
     /// A `w × h` grid of balls, each coupled to its neighbours at the offsets `(column, row)` in `links`, with
