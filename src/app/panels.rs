@@ -3740,14 +3740,10 @@ mod tests {
                 if lane.index != 0 {
                     continue;
                 }
-                let input = egui::RawInput {
-                    events: events.take().unwrap_or_default(),
-                    screen_rect: Some(egui::Rect::from_min_size(
-                        egui::Pos2::ZERO,
-                        egui::vec2(420.0, 900.0),
-                    )),
-                    ..Default::default()
-                };
+                let input = crate::app::test_events::input(
+                    events.take().unwrap_or_default(),
+                    egui::vec2(420.0, 900.0),
+                );
                 let out = ctx.run_ui(input, |ui| {
                     lane_panel(
                         ui,
@@ -4596,13 +4592,7 @@ mod tests {
         let ctx = egui::Context::default();
         let mut verdicts = Vec::new();
         for width in [120.0f32, 700.0] {
-            let input = egui::RawInput {
-                screen_rect: Some(egui::Rect::from_min_size(
-                    egui::Pos2::ZERO,
-                    egui::vec2(1024.0, 700.0),
-                )),
-                ..Default::default()
-            };
+            let input = crate::app::test_events::input(Vec::new(), egui::vec2(1024.0, 700.0));
             let _ = ctx.run_ui(input, |ui| {
                 ui.vertical(|ui| {
                     ui.set_max_width(width);
@@ -4631,14 +4621,7 @@ mod tests {
     /// panel a legend line and three titled plots of [`plot_height`]), for one frame of a window of `size` with
     /// `events`. Returns the left panel's width, the right panel's width and the plots panel's height.
     fn panel_sizes(ctx: &egui::Context, (w, h): (f32, f32), events: Vec<egui::Event>) -> [f32; 3] {
-        let input = egui::RawInput {
-            events,
-            screen_rect: Some(egui::Rect::from_min_size(
-                egui::Pos2::ZERO,
-                egui::vec2(w, h),
-            )),
-            ..Default::default()
-        };
+        let input = crate::app::test_events::input(events, egui::vec2(w, h));
         let mut sizes = [0.0; 3];
         let _ = ctx.run_ui(input, |ui| {
             let limits = PanelLimits::for_window(ui.ctx().viewport_rect().size());
@@ -5472,13 +5455,7 @@ mod tests {
         let show = |width: f32| {
             let mut shown = (0.0, 0.0);
             for _ in 0..3 {
-                let input = egui::RawInput {
-                    screen_rect: Some(egui::Rect::from_min_size(
-                        egui::Pos2::ZERO,
-                        egui::vec2(1600.0, 900.0),
-                    )),
-                    ..Default::default()
-                };
+                let input = crate::app::test_events::input(Vec::new(), egui::vec2(1600.0, 900.0));
                 let output = ctx.run_ui(input, |ui| {
                     let mut edit = world.settings.clone();
                     let rect =
