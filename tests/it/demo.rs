@@ -29,10 +29,74 @@ fn scene(path: &str) -> Scene {
     Scene::load(Path::new(path)).expect("built-in scene loads")
 }
 
+/// The start of every run's scratch directory's name; the process id follows.
+const SCRATCH_PREFIX: &str = "contact-sandbox-demo-";
+
+/// `name` in this run's scratch directory, which the demo tests share (each with its own file names).
+///
+/// The test harness has no hook at the end of a run to remove the directory, so the first call of a run removes
+/// the ones that finished runs left behind instead: every `cargo test` used to leave one in the temp directory.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("contact-sandbox-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let temp = std::env::temp_dir();
+        remove_finished_runs_scratch(&temp);
+        let dir = temp.join(format!("{SCRATCH_PREFIX}{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    })
+    .join(name)
+}
+
+/// Removes the scratch directories in `temp` of runs whose process is gone. Without `/proc` nothing tells a
+/// finished run from a live one, and nothing is removed.
+fn remove_finished_runs_scratch(temp: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+#[test]
+fn a_finished_run_s_scratch_is_removed_and_a_live_one_s_kept() {
+    let temp = std::env::temp_dir().join(format!("cs-scratch-sweep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&temp);
+    // No process has an id this large (Linux's limit is 2²²), and process 1 is always there.
+    let dead = temp.join(format!("{SCRATCH_PREFIX}4000000000"));
+    let live = temp.join(format!("{SCRATCH_PREFIX}1"));
+    let own = temp.join(format!("{SCRATCH_PREFIX}{}", std::process::id()));
+    let other = temp.join(format!("{SCRATCH_PREFIX}notes"));
+    for dir in [&dead, &live, &own, &other] {
+        std::fs::create_dir_all(dir).expect("temp dir");
+        std::fs::write(dir.join("a.demo.ron"), "()").expect("a file in it");
+    }
+    remove_finished_runs_scratch(&temp);
+    if Path::new("/proc/self").exists() {
+        assert!(!dead.exists(), "a finished run's directory is removed");
+    }
+    for kept in [&live, &own, &other] {
+        assert!(
+            kept.join("a.demo.ron").exists(),
+            "{} is kept",
+            kept.display()
+        );
+    }
+    std::fs::remove_dir_all(&temp).expect("removed");
 }
 
 fn wall_throw_demo() -> Demo {
