@@ -14,7 +14,7 @@ pub fn barrier(d: f64, dhat: f64) -> f64 {
     if d >= dhat {
         return 0.0;
     }
-    -(d - dhat) * (d - dhat) * (d / dhat).ln()
+    barrier_with_log(d, dhat, barrier_log(d, dhat))
 }
 
 /// `b'(d, d̂)`; 0 for `d ≥ d̂`.
@@ -22,8 +22,7 @@ pub fn barrier_first_derivative(d: f64, dhat: f64) -> f64 {
     if d >= dhat {
         return 0.0;
     }
-    let l = (d / dhat).ln();
-    -2.0 * (d - dhat) * l - (d - dhat) * (d - dhat) / d
+    first_derivative_with_log(d, dhat, barrier_log(d, dhat))
 }
 
 /// `b''(d, d̂)`; 0 for `d ≥ d̂`.
@@ -31,7 +30,32 @@ pub fn barrier_second_derivative(d: f64, dhat: f64) -> f64 {
     if d >= dhat {
         return 0.0;
     }
-    let l = (d / dhat).ln();
+    second_derivative_with_log(d, dhat, barrier_log(d, dhat))
+}
+
+/// `ln(d/d̂)`, the one transcendental function the barrier and its derivatives share. A caller that has it for
+/// some `0 < d < d̂` already can pass it to the `…_with_log` forms below, which give the same bits as
+/// [`barrier`], [`barrier_first_derivative`] and [`barrier_second_derivative`] there.
+#[inline]
+pub fn barrier_log(d: f64, dhat: f64) -> f64 {
+    (d / dhat).ln()
+}
+
+/// `b(d, d̂)` for `0 < d < d̂`, given `l = ln(d/d̂)`.
+#[inline]
+pub fn barrier_with_log(d: f64, dhat: f64, l: f64) -> f64 {
+    -(d - dhat) * (d - dhat) * l
+}
+
+/// `b'(d, d̂)` for `0 < d < d̂`, given `l = ln(d/d̂)`.
+#[inline]
+pub fn first_derivative_with_log(d: f64, dhat: f64, l: f64) -> f64 {
+    -2.0 * (d - dhat) * l - (d - dhat) * (d - dhat) / d
+}
+
+/// `b''(d, d̂)` for `0 < d < d̂`, given `l = ln(d/d̂)`.
+#[inline]
+pub fn second_derivative_with_log(d: f64, dhat: f64, l: f64) -> f64 {
     -2.0 * l - 4.0 * (d - dhat) / d + (d - dhat) * (d - dhat) / (d * d)
 }
 

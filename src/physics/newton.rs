@@ -22,7 +22,8 @@ use glam::DVec2;
 use super::ccd::{time_of_impact_ball_ball_within, time_of_impact_ball_wall_within};
 use super::linear::{LinearSolveError, LinearWorkspace, solve_newton_direction};
 use super::potential::{
-    BlockHessian, ContactModel, ContactSet, IncrementalPotential, VerletList, Workspace,
+    BlockHessian, CandidateGaps, ContactModel, ContactSet, IncrementalPotential, VerletList,
+    Workspace,
 };
 use super::stiffness::AdaptiveKappa;
 use super::union_find::UnionFind;
@@ -135,6 +136,14 @@ pub struct NewtonWorkspace {
     trial: Vec<DVec2>,
     pub linear: LinearWorkspace,
     candidates: ContactSet,
+    /// The candidates' distances and barrier logarithms at the current iterate, which the line search recorded
+    /// at the point it took (valid when `gaps_valid`: from the first step of a solve until the candidates change).
+    gaps: CandidateGaps,
+    gaps_valid: bool,
+    /// The same at the line search's latest trial point.
+    trial_gaps: CandidateGaps,
+    /// Each contact's barrier logarithm, when the contacts came from `gaps`.
+    contact_logs: Vec<f64>,
     verlet: VerletList,
     skin: Vec<f64>,
     uncovered: Vec<u32>,
@@ -217,11 +226,23 @@ fn newton_loop(
     let mut previous_size = f64::INFINITY;
     // E(x) when known (the last accepted trial's energy, under the same κ).
     let mut last_energy: Option<f64> = None;
+    ws.gaps_valid = false;
     for iteration in 1..=settings.max_iterations {
         let clock = Instant::now();
+        // Whether `contact_logs` holds each contact's barrier logarithm.
+        let mut have_logs = false;
         if iteration == 1 {
             // x is the list's reference, so every pair within reach is in it.
             potential.contacts_among(x, &ws.verlet.pairs, &mut ws.contacts);
+        } else if ws.gaps_valid {
+            // x is the line search's last trial point, whose candidates' distances it kept.
+            potential.contacts_from_gaps(
+                &ws.candidates,
+                &ws.gaps,
+                &mut ws.contacts,
+                &mut ws.contact_logs,
+            );
+            have_logs = true;
         } else {
             // x lies on the previous segment, so every pair within reach is one of its candidates.
             potential.contacts_among(x, &ws.candidates, &mut ws.contacts);
@@ -242,6 +263,7 @@ fn newton_loop(
             potential.gradient_and_hessian_projected(
                 x,
                 &ws.contacts,
+                have_logs.then_some(ws.contact_logs.as_slice()),
                 &mut ws.gradient,
                 &mut ws.hessian,
                 false,
@@ -262,6 +284,7 @@ fn newton_loop(
             potential.gradient_and_hessian_mass_floored(
                 x,
                 &ws.contacts,
+                have_logs.then_some(ws.contact_logs.as_slice()),
                 &mut ws.gradient,
                 &mut ws.hessian,
                 MASS_FLOOR_SHARE,
@@ -384,6 +407,9 @@ fn newton_loop(
             report.stalled_line_searches += 1;
         }
         std::mem::swap(x, &mut ws.trial);
+        // The last trial is the point taken.
+        std::mem::swap(&mut ws.gaps, &mut ws.trial_gaps);
+        ws.gaps_valid = true;
         if use_ccd && ws.path_extent.len() == x.len() {
             for (extent, p) in ws.path_extent.iter_mut().zip(x.iter()) {
                 *extent = (extent.0.min(*p), extent.1.max(*p));
@@ -487,11 +513,19 @@ fn anticipate_couplings(
     let within = ANTICIPATION_REACHES * potential.model.reach();
     let r = potential.radius;
     let plan = &ws.full_direction;
+    // The distances at x, where the line search kept them.
+    let kept = ws
+        .gaps_valid
+        .then(|| &ws.gaps.distance[ws.candidates.ball_wall.len()..]);
     // A plain loop: as an iterator adapter the test was called out of line for every pair, every direction.
-    for &(i, j) in &ws.candidates.ball_ball {
+    for (q, &(i, j)) in ws.candidates.ball_ball.iter().enumerate() {
         let (iu, ju) = (i as usize, j as usize);
         let allowance = within + ANTICIPATION_MOTIONS * (plan[iu] - plan[ju]).length();
-        if (x[iu] - x[ju]).length() - r[iu] - r[ju] < allowance {
+        let d = match kept {
+            Some(kept) => kept[q],
+            None => (x[iu] - x[ju]).length() - r[iu] - r[ju],
+        };
+        if d < allowance {
             anticipated.push((i.min(j), i.max(j)));
         }
     }
@@ -508,7 +542,7 @@ fn trial_energy(
     ws.trial
         .extend(x.iter().zip(&ws.direction).map(|(x, d)| *x + *d * alpha));
     // Every pair within reach anywhere on the segment is a candidate; the others contribute exactly 0.
-    potential.energy_over(&ws.trial, &ws.candidates)
+    potential.energy_over_recording(&ws.trial, &ws.candidates, &mut ws.trial_gaps)
 }
 
 /// What a rebuilt Verlet list's skins cover.

@@ -11,7 +11,10 @@
 
 use glam::DVec2;
 
-use super::barrier::{barrier, barrier_first_derivative, barrier_second_derivative};
+use super::barrier::{
+    barrier, barrier_first_derivative, barrier_log, barrier_second_derivative, barrier_with_log,
+    first_derivative_with_log, second_derivative_with_log,
+};
 use super::broad_phase::BroadPhase;
 use super::friction::{FrictionContact, FrictionTerm, tangent_of};
 use super::geometry::{Sym2, Wall, ball_ball_distance, ball_wall_distance};
@@ -56,6 +59,58 @@ impl ContactModel {
             ContactModel::Penalty { stiffness } => penalty_energy(d, stiffness),
             ContactModel::Barrier { dhat, kappa } => kappa * barrier(d, dhat),
         }
+    }
+
+    /// [`Self::value`], and `ln(d/d̂)` where the barrier takes it (`0 < d < d̂`; NaN elsewhere and for penalty).
+    #[inline(always)]
+    fn value_and_log(&self, d: f64) -> (f64, f64) {
+        match *self {
+            ContactModel::Barrier { dhat, kappa } if d > 0.0 && d < dhat => {
+                let l = barrier_log(d, dhat);
+                (kappa * barrier_with_log(d, dhat, l), l)
+            }
+            _ => (self.value(d), f64::NAN),
+        }
+    }
+
+    /// `(φ', φ'')` at distance `d`, as [`Self::scalar`] gives them, bit for bit; a barrier takes `ln(d/d̂)` from
+    /// `log` where that is a number (what [`Self::value_and_log`] gave for the same `d`).
+    #[inline(always)]
+    fn derivatives(&self, d: f64, log: f64) -> (f64, f64) {
+        match *self {
+            ContactModel::Barrier { dhat, kappa } if !log.is_nan() && d > 0.0 && d < dhat => (
+                kappa * first_derivative_with_log(d, dhat, log),
+                kappa * second_derivative_with_log(d, dhat, log),
+            ),
+            _ => {
+                let (_, d1, d2) = self.scalar(d);
+                (d1, d2)
+            }
+        }
+    }
+}
+
+/// Each candidate pair's distance at the point whose energy was last summed over the candidates, and
+/// `ln(d/d̂)` where the barrier took it (NaN elsewhere): ball–wall candidates first, then ball–ball, in the
+/// candidates' order. When the line search accepts that point as the next Newton iterate, its contacts, its
+/// anticipated couplings and its Hessian need these numbers again, and take them from here instead of
+/// computing them a second time (the same expressions, so the same bits).
+#[derive(Clone, Debug, Default)]
+pub struct CandidateGaps {
+    pub distance: Vec<f64>,
+    pub log: Vec<f64>,
+}
+
+impl CandidateGaps {
+    fn clear(&mut self) {
+        self.distance.clear();
+        self.log.clear();
+    }
+
+    #[inline(always)]
+    fn push(&mut self, d: f64, log: f64) {
+        self.distance.push(d);
+        self.log.push(log);
     }
 }
 
@@ -472,11 +527,32 @@ impl<'a> IncrementalPotential<'a> {
 
     /// `E(x)` summed over the given candidate pairs (pairs beyond reach contribute exactly 0).
     pub fn energy_over(&self, x: &[DVec2], candidates: &ContactSet) -> f64 {
+        self.energy_over_with(x, candidates, None)
+    }
+
+    /// [`Self::energy_over`] (the same sum, bit for bit), keeping each candidate's distance and barrier logarithm
+    /// in `gaps`.
+    pub fn energy_over_recording(
+        &self,
+        x: &[DVec2],
+        candidates: &ContactSet,
+        gaps: &mut CandidateGaps,
+    ) -> f64 {
+        gaps.clear();
+        self.energy_over_with(x, candidates, Some(gaps))
+    }
+
+    fn energy_over_with(
+        &self,
+        x: &[DVec2],
+        candidates: &ContactSet,
+        gaps: Option<&mut CandidateGaps>,
+    ) -> f64 {
         let inertia = self.inertia_energy(x);
         let mut total = if candidates.ball_wall.is_empty() && candidates.ball_ball.is_empty() {
             inertia
         } else {
-            inertia + self.h * self.h * self.contact_energy(x, candidates)
+            inertia + self.h * self.h * self.contact_energy_with(x, candidates, gaps)
         };
         if let Some((friction, x_start)) = self.friction
             && !friction.contacts.is_empty()
@@ -505,6 +581,40 @@ impl<'a> IncrementalPotential<'a> {
         }
     }
 
+    /// [`Self::contacts_among`] at the point where `gaps` were recorded over `candidates`
+    /// ([`Self::energy_over_recording`]), from the recorded distances; `logs` gets each contact's barrier
+    /// logarithm, ball–wall contacts first, for [`Self::gradient_and_hessian_projected`].
+    pub fn contacts_from_gaps(
+        &self,
+        candidates: &ContactSet,
+        gaps: &CandidateGaps,
+        out: &mut ContactSet,
+        logs: &mut Vec<f64>,
+    ) {
+        out.ball_wall.clear();
+        out.ball_ball.clear();
+        logs.clear();
+        let reach = self.model.reach();
+        let walls = candidates.ball_wall.len();
+        assert_eq!(
+            gaps.distance.len(),
+            walls + candidates.ball_ball.len(),
+            "gaps recorded over other candidates"
+        );
+        for (q, &pair) in candidates.ball_wall.iter().enumerate() {
+            if gaps.distance[q] < reach {
+                out.ball_wall.push(pair);
+                logs.push(gaps.log[q]);
+            }
+        }
+        for (q, &pair) in candidates.ball_ball.iter().enumerate() {
+            if gaps.distance[walls + q] < reach {
+                out.ball_ball.push(pair);
+                logs.push(gaps.log[walls + q]);
+            }
+        }
+    }
+
     /// `½ (x − x̃)ᵀ M (x − x̃)`.
     pub fn inertia_energy(&self, x: &[DVec2]) -> f64 {
         x.iter()
@@ -516,16 +626,34 @@ impl<'a> IncrementalPotential<'a> {
 
     /// `B(x)` over the given contacts (not scaled by `h²`); `+∞` if any barrier pair has `d ≤ 0`.
     pub fn contact_energy(&self, x: &[DVec2], contacts: &ContactSet) -> f64 {
+        self.contact_energy_with(x, contacts, None)
+    }
+
+    /// [`Self::contact_energy`], appending each pair's distance and barrier logarithm to `gaps` when given.
+    fn contact_energy_with(
+        &self,
+        x: &[DVec2],
+        contacts: &ContactSet,
+        mut gaps: Option<&mut CandidateGaps>,
+    ) -> f64 {
+        let mut term = |d: f64| match gaps.as_deref_mut() {
+            None => self.model.value(d),
+            Some(gaps) => {
+                let (value, log) = self.model.value_and_log(d);
+                gaps.push(d, log);
+                value
+            }
+        };
         let mut total = 0.0;
         for &(i, k) in &contacts.ball_wall {
             let i = i as usize;
             let d = ball_wall_distance(x[i], self.radius[i], &self.walls[k as usize]).value;
-            total += self.model.value(d);
+            total += term(d);
         }
         for &(i, j) in &contacts.ball_ball {
             let (i, j) = (i as usize, j as usize);
             let d = (x[i] - x[j]).length() - self.radius[i] - self.radius[j];
-            total += self.model.value(d);
+            total += term(d);
         }
         total
     }
@@ -556,15 +684,17 @@ impl<'a> IncrementalPotential<'a> {
         gradient: &mut Vec<DVec2>,
         hessian: &mut BlockHessian,
     ) {
-        self.gradient_and_hessian_projected(x, contacts, gradient, hessian, true);
+        self.gradient_and_hessian_projected(x, contacts, None, gradient, hessian, true);
     }
 
     /// As [`Self::gradient_and_hessian`]; `project = false` keeps the exact (possibly indefinite) Hessian,
-    /// which is what finite differences check.
+    /// which is what finite differences check. `logs`, when given, holds each contact's barrier logarithm at `x`
+    /// ([`Self::contacts_from_gaps`]), which then need not be computed again.
     pub fn gradient_and_hessian_projected(
         &self,
         x: &[DVec2],
         contacts: &ContactSet,
+        logs: Option<&[f64]>,
         gradient: &mut Vec<DVec2>,
         hessian: &mut BlockHessian,
         project: bool,
@@ -574,7 +704,7 @@ impl<'a> IncrementalPotential<'a> {
         } else {
             Projection::Exact
         };
-        self.assemble(x, contacts, gradient, hessian, projection);
+        self.assemble(x, contacts, logs, gradient, hessian, projection);
     }
 
     /// As [`Self::gradient_and_hessian`], but each ball–ball contact block `S` keeps negative curvature down
@@ -588,17 +718,20 @@ impl<'a> IncrementalPotential<'a> {
         &self,
         x: &[DVec2],
         contacts: &ContactSet,
+        logs: Option<&[f64]>,
         gradient: &mut Vec<DVec2>,
         hessian: &mut BlockHessian,
         beta: f64,
     ) {
-        self.assemble(x, contacts, gradient, hessian, Projection::MassShare(beta));
+        let projection = Projection::MassShare(beta);
+        self.assemble(x, contacts, logs, gradient, hessian, projection);
     }
 
     fn assemble(
         &self,
         x: &[DVec2],
         contacts: &ContactSet,
+        logs: Option<&[f64]>,
         gradient: &mut Vec<DVec2>,
         hessian: &mut BlockHessian,
         projection: Projection,
@@ -637,18 +770,27 @@ impl<'a> IncrementalPotential<'a> {
             .diagonal
             .extend(self.mass.iter().map(|m| Sym2::scaled_identity(*m)));
         hessian.off_diagonal.clear();
-        for &(i, k) in &contacts.ball_wall {
+        let walls = contacts.ball_wall.len();
+        if let Some(logs) = logs {
+            assert_eq!(
+                logs.len(),
+                walls + contacts.ball_ball.len(),
+                "a log per contact"
+            );
+        }
+        let log = |q: usize| logs.map_or(f64::NAN, |logs| logs[q]);
+        for (q, &(i, k)) in contacts.ball_wall.iter().enumerate() {
             let i = i as usize;
             let dist = ball_wall_distance(x[i], self.radius[i], &self.walls[k as usize]);
-            let (_, d1, d2) = self.model.scalar(dist.value);
+            let (d1, d2) = self.model.derivatives(dist.value, log(q));
             gradient[i] += (dist.gradient * d1) * h2;
             let projected = psd(pair_block(d1, d2, dist.gradient, dist.hessian)).scale(h2);
             add_block(&mut hessian.diagonal[i], projected);
         }
-        for &(i, j) in &contacts.ball_ball {
+        for (q, &(i, j)) in contacts.ball_ball.iter().enumerate() {
             let (i_, j_) = (i as usize, j as usize);
             let dist = ball_ball_distance(x[i_], self.radius[i_], x[j_], self.radius[j_]);
-            let (_, d1, d2) = self.model.scalar(dist.value);
+            let (d1, d2) = self.model.derivatives(dist.value, log(walls + q));
             let force = dist.gradient * d1 * h2;
             gradient[i_] += force;
             gradient[j_] -= force;
@@ -888,7 +1030,7 @@ mod tests {
             );
         }
         let mut hess = BlockHessian::default();
-        p.gradient_and_hessian_projected(&x, &contacts, &mut g, &mut hess, false);
+        p.gradient_and_hessian_projected(&x, &contacts, None, &mut g, &mut hess, false);
         let eps = 1e-9;
         for i in 0..x.len() {
             for axis in 0..2 {
@@ -992,6 +1134,107 @@ mod tests {
             .collect();
         let mass = (0..n).map(|_| 0.1 + 2.0 * next()).collect();
         (x, x_tilde, mass, radius, walls)
+    }
+
+    /// The distances and logarithms the line search records at its trial point give, at that point, the same
+    /// energy, the same contacts and the same gradient and Hessian (exact, projected and mass-floored) as
+    /// computing them afresh, to the bit: random layouts, both models, every pair a candidate.
+    #[test]
+    fn gaps_recorded_by_the_energy_give_the_contacts_and_derivatives_computed_afresh() {
+        let mut next = crate::testing::uniform(0x6A_7051);
+        let bits = |h: &BlockHessian| -> Vec<u64> {
+            let block = |b: &Sym2| [b.xx.to_bits(), b.xy.to_bits(), b.yy.to_bits()];
+            let mut out: Vec<u64> = h.diagonal.iter().flat_map(block).collect();
+            for (i, j, b) in &h.off_diagonal {
+                out.extend([u64::from(*i), u64::from(*j)]);
+                out.extend(block(b));
+            }
+            out
+        };
+        let gradient_bits = |g: &[DVec2]| -> Vec<u64> {
+            g.iter()
+                .flat_map(|v| [v.x.to_bits(), v.y.to_bits()])
+                .collect()
+        };
+        let (mut logged, mut penalty_contacts) = (0, 0);
+        for case in 0..60 {
+            let barrier = case % 3 != 0;
+            // Penalty layouts overlap by up to 5 mm, so that it has contacts.
+            let min_gap = if barrier { 1e-4 } else { -5e-3 };
+            let (x, x_tilde, mass, radius, walls) = random_layout(&mut next, 4 + case % 6, min_gap);
+            let h = 10f64.powf(-3.0 + 1.5 * next());
+            let model = if barrier {
+                ContactModel::Barrier {
+                    dhat: 10f64.powf(-2.5 + 1.5 * next()),
+                    kappa: 10f64.powf(2.0 + 3.0 * next()),
+                }
+            } else {
+                ContactModel::Penalty {
+                    stiffness: 10f64.powf(2.0 + 4.0 * next()),
+                }
+            };
+            let index = WallIndex::new(&walls);
+            let p = IncrementalPotential::new(&x_tilde, &mass, &radius, &walls, &index, h, model);
+            let n = x.len() as u32;
+            let candidates = ContactSet {
+                ball_wall: (0..n)
+                    .flat_map(|i| (0..walls.len() as u32).map(move |k| (i, k)))
+                    .collect(),
+                ball_ball: (0..n)
+                    .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+                    .collect(),
+            };
+            let mut gaps = CandidateGaps::default();
+            let recorded = p.energy_over_recording(&x, &candidates, &mut gaps);
+            assert_eq!(
+                recorded.to_bits(),
+                p.energy_over(&x, &candidates).to_bits(),
+                "case {case}"
+            );
+            let (mut afresh, mut from_gaps, mut logs) =
+                (ContactSet::default(), ContactSet::default(), Vec::new());
+            p.contacts_among(&x, &candidates, &mut afresh);
+            p.contacts_from_gaps(&candidates, &gaps, &mut from_gaps, &mut logs);
+            assert_eq!(afresh.ball_wall, from_gaps.ball_wall, "case {case}");
+            assert_eq!(afresh.ball_ball, from_gaps.ball_ball, "case {case}");
+            if barrier {
+                logged += logs.iter().filter(|l| !l.is_nan()).count();
+            } else {
+                assert!(
+                    logs.iter().all(|l| l.is_nan()),
+                    "penalty takes no logarithm"
+                );
+                penalty_contacts += logs.len();
+            }
+            for variant in 0..3 {
+                let (mut g0, mut h0) = (Vec::new(), BlockHessian::default());
+                let (mut g1, mut h1) = (Vec::new(), BlockHessian::default());
+                for (with, g, hess) in [
+                    (None, &mut g0, &mut h0),
+                    (Some(&logs[..]), &mut g1, &mut h1),
+                ] {
+                    match variant {
+                        0 => p.gradient_and_hessian_projected(&x, &afresh, with, g, hess, false),
+                        1 => p.gradient_and_hessian_projected(&x, &afresh, with, g, hess, true),
+                        _ => p.gradient_and_hessian_mass_floored(&x, &afresh, with, g, hess, 0.5),
+                    }
+                }
+                assert_eq!(
+                    gradient_bits(&g0),
+                    gradient_bits(&g1),
+                    "case {case} {variant}"
+                );
+                assert_eq!(bits(&h0), bits(&h1), "case {case} {variant}");
+            }
+        }
+        assert!(
+            logged > 100,
+            "only {logged} barrier contacts took a recorded logarithm"
+        );
+        assert!(
+            penalty_contacts > 10,
+            "only {penalty_contacts} penalty contacts"
+        );
     }
 
     /// On random layouts with random `h`, `κ`, `d̂` and `k` (none the spec's), `E(x)` equals a brute-force sum
@@ -1103,7 +1346,7 @@ mod tests {
             }
             checked += 1;
             let (mut g, mut hess) = (Vec::new(), BlockHessian::default());
-            p.gradient_and_hessian_projected(&x, &contacts, &mut g, &mut hess, false);
+            p.gradient_and_hessian_projected(&x, &contacts, None, &mut g, &mut hess, false);
             let eps = 1e-7;
             let roundoff = |value: f64| 16.0 * f64::EPSILON * value.abs() / eps;
             let mut c = ContactSet::default();
@@ -1134,7 +1377,7 @@ mod tests {
                 let mut cy = ContactSet::default();
                 p.contacts(&y, &mut Workspace::default(), &mut cy);
                 let (mut gy, mut hy) = (Vec::new(), BlockHessian::default());
-                p.gradient_and_hessian_projected(&y, &cy, &mut gy, &mut hy, false);
+                p.gradient_and_hessian_projected(&y, &cy, None, &mut gy, &mut hy, false);
                 gy
             };
             let (gp, gm) = (shifted(1.0), shifted(-1.0));
@@ -1281,8 +1524,8 @@ mod tests {
         let beta = 0.9;
         let (mut g, mut floored, mut exact) =
             (Vec::new(), BlockHessian::default(), BlockHessian::default());
-        p.gradient_and_hessian_mass_floored(&x, &contacts, &mut g, &mut floored, beta);
-        p.gradient_and_hessian_projected(&x, &contacts, &mut g, &mut exact, false);
+        p.gradient_and_hessian_mass_floored(&x, &contacts, None, &mut g, &mut floored, beta);
+        p.gradient_and_hessian_projected(&x, &contacts, None, &mut g, &mut exact, false);
         let quadratic = |h: &BlockHessian, v: &[DVec2]| -> f64 {
             let mut q: f64 = h
                 .diagonal
