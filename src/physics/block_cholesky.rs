@@ -139,23 +139,7 @@ impl BlockCholesky {
                 next[k] += 1;
             }
         }
-        let split = parallel_split(&parent, &l_col_ptr, &row_ptr, &row_updates).map(|mut split| {
-            // Each path row's blocks by ascending column, for the forward substitution of the path's rows.
-            for j in (0..m).filter(|&j| split.on_path[j]) {
-                split.path.push(j as u32);
-                let start = split.path_entries.len();
-                let range = row_ptr[j]..row_ptr[j + 1];
-                split.path_entries.extend(
-                    row_cols[range.clone()]
-                        .iter()
-                        .zip(&row_updates[range])
-                        .map(|(&k, &(slot, _))| (k, slot)),
-                );
-                split.path_entries[start..].sort_unstable();
-                split.path_ptr.push(split.path_entries.len());
-            }
-            split
-        });
+        let split = parallel_split(&parent, &l_col_ptr, &row_ptr, &row_updates);
         BlockCholesky {
             order,
             split,
@@ -248,36 +232,6 @@ impl BlockCholesky {
         blocks: &[(u32, u32, Sym2)],
         slots: &[usize],
     ) -> Result<(), NotPositiveDefinite> {
-        self.factorize_with(blocks, slots, false)
-    }
-
-    /// [`Self::factorize`], then solves `A x = b` as [`Self::solve_in_place`] would, with the same bits:
-    /// `rhs[ball]` is `b` on entry and `x` on return (unchanged when the factorisation fails). The forward
-    /// substitution runs inside the factorisation: each column's part right after the column is computed,
-    /// while its blocks are still in the cache, on the thread that computed it. The rows of a split's path,
-    /// which both threads' columns reach, are substituted after the path is factorised, each row's terms by
-    /// ascending column, which is the order the column sweep subtracts them in.
-    pub fn factorize_and_solve(
-        &mut self,
-        blocks: &[(u32, u32, Sym2)],
-        slots: &[usize],
-        rhs: &mut [DVec2],
-    ) -> Result<(), NotPositiveDefinite> {
-        for (k, &b) in self.order.iter().enumerate() {
-            self.work[k] = rhs[b as usize];
-        }
-        self.factorize_with(blocks, slots, true)?;
-        self.backward(rhs);
-        Ok(())
-    }
-
-    /// [`Self::factorize`]; with `solve`, `work` holds `b` on entry and `y` (of `L y = b`) on return.
-    fn factorize_with(
-        &mut self,
-        blocks: &[(u32, u32, Sym2)],
-        slots: &[usize],
-        solve: bool,
-    ) -> Result<(), NotPositiveDefinite> {
         let m = self.len();
         let BlockCholesky {
             order,
@@ -291,7 +245,6 @@ impl BlockCholesky {
             diag,
             slot_of_row,
             slot_of_row_b,
-            work,
             portable,
             ..
         } = self;
@@ -306,15 +259,7 @@ impl BlockCholesky {
         };
         let Some(split) = split.as_ref() else {
             scatter(blocks, slots, 0..off.len(), off);
-            let mut forward = Forward {
-                low: &mut [],
-                low_base: 0,
-                high: work,
-                high_base: 0,
-                skip: None,
-            };
-            let forward = solve.then_some(&mut forward);
-            return columns.factor(0..m, Share::whole(off, diag, slot_of_row), forward);
+            return columns.factor(0..m, Share::whole(off, diag, slot_of_row));
         };
         slot_of_row_b.resize(m, 0);
         let sub = split.subtree.clone();
@@ -324,27 +269,8 @@ impl BlockCholesky {
         let (diag_before, rest) = diag.split_at_mut(sub.start);
         let (diag_sub, diag_after) = rest.split_at_mut(sub.len());
         let light = |k: &usize| !split.on_path[*k];
-        // The worker's columns write the rows outside the subtree, the subtree's its own (both skip the path).
-        let (work_before, rest) = work.split_at_mut(sub.start);
-        let (work_sub, work_after) = rest.split_at_mut(sub.len());
-        let skip = Some(split.on_path.as_slice());
-        let mut forward_there = Forward {
-            low: work_before,
-            low_base: 0,
-            high: work_after,
-            high_base: sub.end,
-            skip,
-        };
-        let mut forward_here = Forward {
-            low: work_sub,
-            low_base: sub.start,
-            high: &mut [],
-            high_base: sub.end,
-            skip,
-        };
         let (here, there) = std::thread::scope(|scope| {
             let worker = scope.spawn(|| {
-                let mut forward = solve.then_some(&mut forward_there);
                 scatter(blocks, slots, 0..sub_start, off_before);
                 let after = sub_end..sub_end + off_after.len();
                 scatter(blocks, slots, after, off_after);
@@ -352,7 +278,6 @@ impl BlockCholesky {
                     .factor(
                         (0..sub.start).filter(light),
                         Share::whole(off_before, diag_before, slot_of_row_b),
-                        forward.as_deref_mut(),
                     )
                     .and_then(|()| {
                         let share = Share {
@@ -362,7 +287,7 @@ impl BlockCholesky {
                             diag: diag_after,
                             slot_of_row: slot_of_row_b,
                         };
-                        columns.factor((sub.end..m).filter(light), share, forward)
+                        columns.factor((sub.end..m).filter(light), share)
                     })
             });
             scatter(blocks, slots, sub_start..sub_end, off_sub);
@@ -373,7 +298,7 @@ impl BlockCholesky {
                 diag: diag_sub,
                 slot_of_row,
             };
-            let here = columns.factor(sub.clone(), share, solve.then_some(&mut forward_here));
+            let here = columns.factor(sub.clone(), share);
             (here, worker.join())
         });
         // A panic on the second thread comes first: it must not be lost behind a failed pivot here.
@@ -381,23 +306,7 @@ impl BlockCholesky {
         here?;
         there?;
         let path = (sub.end..m).filter(|&k| split.on_path[k]);
-        columns.factor(path, Share::whole(off, diag, slot_of_row), None)?;
-        if solve {
-            for (p, &j) in split.path.iter().enumerate() {
-                let j = j as usize;
-                let mut v = work[j];
-                for &(k, slot) in &split.path_entries[split.path_ptr[p]..split.path_ptr[p + 1]] {
-                    let [a, b, c, d] = off[slot as usize].0;
-                    let y = work[k as usize];
-                    v.x -= a * y.x + b * y.y;
-                    v.y -= c * y.x + d * y.y;
-                }
-                let [l00, l10, l11] = diag[j];
-                let y0 = v.x / l00;
-                work[j] = DVec2::new(y0, (v.y - l10 * y0) / l11);
-            }
-        }
-        Ok(())
+        columns.factor(path, Share::whole(off, diag, slot_of_row))
     }
 
     /// Solves `A x = b` with the last factorisation. `rhs[ball]` is `b` on entry and `x` on return.
@@ -420,12 +329,7 @@ impl BlockCholesky {
                 w.y -= c * y.x + d * y.y;
             }
         }
-        self.backward(rhs);
-    }
-
-    /// `Lᵀ x = y` with `y` in `work`, and `x` into `rhs` by ball.
-    fn backward(&mut self, rhs: &mut [DVec2]) {
-        let m = self.len();
+        // Lᵀ x = y, backwards.
         for j in (0..m).rev() {
             let mut v = self.work[j];
             for q in self.col_ptr[j]..self.col_ptr[j + 1] {
@@ -559,46 +463,6 @@ impl<'s> Share<'s> {
     }
 }
 
-/// The forward substitution's vector `y` (in elimination order) where one share's columns write it: rows from
-/// `low_base` on in `low`, rows from `high_base` on in `high` (the other thread's rows lie between). Rows in
-/// `skip` (a split's path, which both threads' columns reach) are left for the path's own substitution.
-struct Forward<'w> {
-    low: &'w mut [DVec2],
-    low_base: usize,
-    high: &'w mut [DVec2],
-    high_base: usize,
-    skip: Option<&'w [bool]>,
-}
-
-impl Forward<'_> {
-    #[inline(always)]
-    fn at(&mut self, row: usize) -> &mut DVec2 {
-        if row >= self.high_base {
-            &mut self.high[row - self.high_base]
-        } else {
-            &mut self.low[row - self.low_base]
-        }
-    }
-
-    /// Column `j`'s part of `L y = b`, once its blocks `column` (in rows `rows`) and diagonal are final: the
-    /// same operations in the same order as [`BlockCholesky::solve_in_place`]'s column sweep.
-    #[inline(always)]
-    fn column(&mut self, j: usize, [l00, l10, l11]: [f64; 3], column: &[Block], rows: &[u32]) {
-        let v = *self.at(j);
-        let y0 = v.x / l00;
-        let y = DVec2::new(y0, (v.y - l10 * y0) / l11);
-        *self.at(j) = y;
-        for (Block([a, b, c, d]), &row) in column.iter().zip(rows) {
-            if self.skip.is_some_and(|skip| skip[row as usize]) {
-                continue;
-            }
-            let w = self.at(row as usize);
-            w.x -= a * y.x + b * y.y;
-            w.y -= c * y.x + d * y.y;
-        }
-    }
-}
-
 /// The read-only part of a factorisation, shared by the threads.
 struct Columns<'a> {
     order: &'a [u32],
@@ -613,20 +477,18 @@ struct Columns<'a> {
 }
 
 impl Columns<'_> {
-    /// Computes the columns `range` (ascending) of `L` into `share`, and with `forward` each column's part of
-    /// the forward substitution right after it.
+    /// Computes the columns `range` (ascending) of `L` into `share`.
     fn factor(
         &self,
         range: impl Iterator<Item = usize>,
         share: Share<'_>,
-        forward: Option<&mut Forward<'_>>,
     ) -> Result<(), NotPositiveDefinite> {
         #[cfg(target_arch = "x86_64")]
         if self.avx2 {
             // SAFETY: `avx2` is set only where the CPU has it.
-            return unsafe { self.factor_avx2(range, share, forward) };
+            return unsafe { self.factor_avx2(range, share) };
         }
-        self.factor_with(range, share, forward, update_portable)
+        self.factor_with(range, share, update_portable)
     }
 
     /// [`Self::factor`] compiled for AVX2, with [`update_avx2`] inlined. The caller guarantees AVX2.
@@ -636,17 +498,11 @@ impl Columns<'_> {
         &self,
         range: impl Iterator<Item = usize>,
         share: Share<'_>,
-        forward: Option<&mut Forward<'_>>,
     ) -> Result<(), NotPositiveDefinite> {
         // SAFETY: this function runs only where the CPU has AVX2.
-        self.factor_with(
-            range,
-            share,
-            forward,
-            |xs, rows, slot_of_row, column, abcd| unsafe {
-                update_avx2(xs, rows, slot_of_row, column, abcd)
-            },
-        )
+        self.factor_with(range, share, |xs, rows, slot_of_row, column, abcd| unsafe {
+            update_avx2(xs, rows, slot_of_row, column, abcd)
+        })
     }
 
     /// [`Self::factor`] with the block update `update` ([`update_portable`] or [`update_avx2`]).
@@ -655,7 +511,6 @@ impl Columns<'_> {
         &self,
         range: impl Iterator<Item = usize>,
         share: Share<'_>,
-        mut forward: Option<&mut Forward<'_>>,
         update: impl Fn(&[Block], &[u32], &[usize], &mut [Block], [f64; 4]),
     ) -> Result<(), NotPositiveDefinite> {
         let Share {
@@ -713,10 +568,6 @@ impl Columns<'_> {
                 let y2 = b[2] / l00;
                 *b = [y0, (b[1] - l10 * y0) / l11, y2, (b[3] - l10 * y2) / l11];
             }
-            if let Some(forward) = forward.as_deref_mut() {
-                let rows = &self.rows[start + base..end + base];
-                forward.column(j, [l00, l10, l11], column, rows);
-            }
         }
         Ok(())
     }
@@ -731,11 +582,6 @@ struct Split {
     subtree: Range<usize>,
     /// `on_path[k]`: column `k` is an ancestor of `x`.
     on_path: Vec<bool>,
-    /// The path's columns, ascending; row `path[p]` of `L` holds the blocks
-    /// `path_entries[path_ptr[p]..path_ptr[p + 1]]` as `(column, slot)`, by ascending column.
-    path: Vec<u32>,
-    path_ptr: Vec<usize>,
-    path_entries: Vec<(u32, u32)>,
 }
 
 /// The split that minimises the estimated time (the larger share plus the path), or `None` when it would save
@@ -802,9 +648,6 @@ fn parallel_split(
     Some(Split {
         subtree: x + 1 - size[x]..x + 1,
         on_path,
-        path: Vec::new(),
-        path_ptr: vec![0],
-        path_entries: Vec::new(),
     })
 }
 
@@ -1009,22 +852,7 @@ mod tests {
                     .expect("pattern holds the pair")
             })
             .collect();
-        // The forward substitution inside the factorisation: refused with the right-hand side untouched, or
-        // the same bits as the sweep after it.
-        let mut fused = b.to_vec();
-        let outcome = chol.factorize_and_solve(off, &slots, &mut fused);
-        if outcome.is_err() {
-            assert_eq!(
-                fused, b,
-                "a refused factorisation leaves the right-hand side as it was"
-            );
-        }
         chol.factorize(off, &slots)?;
-        assert_eq!(
-            outcome,
-            Ok(()),
-            "refused with the forward substitution only"
-        );
         let bits = chol
             .off
             .iter()
@@ -1034,12 +862,6 @@ mod tests {
             .collect();
         let mut x = b.to_vec();
         chol.solve_in_place(&mut x);
-        let same =
-            |p: &DVec2, q: &DVec2| p.x.to_bits() == q.x.to_bits() && p.y.to_bits() == q.y.to_bits();
-        assert!(
-            x.iter().zip(&fused).all(|(p, q)| same(p, q)),
-            "the forward substitution inside the factorisation changed the solution"
-        );
         Ok((x, bits))
     }
 

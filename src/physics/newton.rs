@@ -137,7 +137,7 @@ pub struct NewtonWorkspace {
     pub linear: LinearWorkspace,
     candidates: ContactSet,
     /// The candidates' distances and barrier logarithms at the current iterate, which the line search recorded
-    /// at the point it took (valid when `gaps_valid`: from the first step of a solve until the candidates change).
+    /// at the point it took (valid when `gaps_valid`: from the line search's end until the candidates change).
     gaps: CandidateGaps,
     gaps_valid: bool,
     /// The same at the line search's latest trial point.
@@ -243,8 +243,19 @@ fn newton_loop(
                 &mut ws.contact_logs,
             );
             have_logs = true;
+            debug_assert!(
+                {
+                    let mut fresh = ContactSet::default();
+                    potential.contacts_among(x, &ws.candidates, &mut fresh);
+                    fresh.ball_wall == ws.contacts.ball_wall
+                        && fresh.ball_ball == ws.contacts.ball_ball
+                },
+                "the kept distances are not the iterate's"
+            );
         } else {
-            // x lies on the previous segment, so every pair within reach is one of its candidates.
+            // Not reached while every iteration that goes on ends on the line search (which keeps the gaps);
+            // kept so that one which did not would still be right. x lies on the previous segment, so every
+            // pair within reach is one of its candidates.
             potential.contacts_among(x, &ws.candidates, &mut ws.contacts);
         }
         ws.times.contacts += clock.elapsed().as_secs_f64();
@@ -349,6 +360,8 @@ fn newton_loop(
             &mut ws.potential,
             &mut ws.candidates,
         );
+        // The kept gaps were the old candidates'; the line search below records the new ones'.
+        ws.gaps_valid = false;
         let listed = ws.verlet.pairs.ball_ball.len();
         if listed >= TIGHTEN_MIN_PAIRS
             && listed > TIGHTEN_RATIO * ws.candidates.ball_ball.len()

@@ -74,7 +74,8 @@ impl ContactModel {
     }
 
     /// `(φ', φ'')` at distance `d`, as [`Self::scalar`] gives them, bit for bit; a barrier takes `ln(d/d̂)` from
-    /// `log` where that is a number (what [`Self::value_and_log`] gave for the same `d`).
+    /// `log` where that is a number (what [`Self::value_and_log`] gave for the same `d`). The range test repeats
+    /// `value_and_log`'s, so a logarithm passed for some other `d` outside the barrier's range is ignored.
     #[inline(always)]
     fn derivatives(&self, d: f64, log: f64) -> (f64, f64) {
         match *self {

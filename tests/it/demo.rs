@@ -49,7 +49,8 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// Removes the scratch directories in `temp` of runs whose process is gone. Without `/proc` nothing tells a
-/// finished run from a live one, and nothing is removed.
+/// finished run from a live one, and nothing is removed. (`/proc` shows this PID namespace only: a run in
+/// another container sharing the temp directory would look finished.)
 fn remove_finished_runs_scratch(temp: &Path) {
     if !Path::new("/proc/self").exists() {
         return;
@@ -76,7 +77,7 @@ fn remove_finished_runs_scratch(temp: &Path) {
 fn a_finished_run_s_scratch_is_removed_and_a_live_one_s_kept() {
     let temp = std::env::temp_dir().join(format!("cs-scratch-sweep-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&temp);
-    // No process has an id this large (Linux's limit is 2²²), and process 1 is always there.
+    // No process has an id this large (Linux's limit is 2²²), and this PID namespace always has process 1.
     let dead = temp.join(format!("{SCRATCH_PREFIX}4000000000"));
     let live = temp.join(format!("{SCRATCH_PREFIX}1"));
     let own = temp.join(format!("{SCRATCH_PREFIX}{}", std::process::id()));
