@@ -332,7 +332,11 @@ fn sandbox_ui(
                     }
                 }
                 ui.separator();
-                selected_body_panel(ui, &ui_state, &bodies, &lanes);
+                let section = ui
+                    .scope(|ui| selected_body_panel(ui, &ui_state, &bodies, &lanes))
+                    .response
+                    .rect;
+                show_a_new_selection(ui, section, ui_state.selected);
             });
         });
 
@@ -1748,6 +1752,18 @@ fn gap_text(gap: f64) -> String {
     } else {
         crate::sim::length_text(gap)
     }
+}
+
+/// Scrolls the left panel to the selected-body section once, when a body is newly selected: in a short window
+/// (1 366 × 768, or 1 920 × 1 080 at 150 %) the section lies below the panel's bottom, and a click on a ball
+/// seemed to select nothing. While the selection stays, the panel stays where the user scrolls it.
+fn show_a_new_selection(ui: &egui::Ui, section: egui::Rect, selected: Option<Entity>) {
+    let id = egui::Id::new("contact-sandbox: the selection scrolled to");
+    let last = ui.data(|d| d.get_temp::<Option<Entity>>(id)).flatten();
+    if selected.is_some() && selected != last {
+        ui.scroll_to_rect_animation(section, None, egui::style::ScrollAnimation::none());
+    }
+    ui.data_mut(|d| d.insert_temp(id, selected));
 }
 
 fn selected_body_panel(
@@ -3684,6 +3700,59 @@ mod tests {
     }
 
     /// Every text the pass drew, with where it was drawn.
+    /// A body selected on the canvas scrolls the left panel to its section, once: scrolled away, the panel stays
+    /// until another body is selected.
+    #[test]
+    fn a_newly_selected_body_scrolls_its_section_into_view() {
+        let ctx = egui::Context::default();
+        let mut world = World::new();
+        let (a, b) = (world.spawn_empty().id(), world.spawn_empty().id());
+        // One frame of a 400-point-tall panel whose section lies 1 000 points down, scrolled to `top` if given (as
+        // the user's wheel would); where the section was drawn.
+        let pass_scrolled = |selected: Option<Entity>, top: Option<f32>| {
+            let input = crate::app::test_events::input(vec![], egui::vec2(300.0, 400.0));
+            let mut shown = egui::Rect::NOTHING;
+            let _ = ctx.run_ui(input, |ui| {
+                let mut area = egui::ScrollArea::vertical();
+                if let Some(top) = top {
+                    area = area.vertical_scroll_offset(top);
+                }
+                area.show(ui, |ui| {
+                    ui.add_space(1000.0);
+                    let section = ui.scope(|ui| ui.label("Selected body")).response.rect;
+                    show_a_new_selection(ui, section, selected);
+                    shown = section;
+                });
+            });
+            shown
+        };
+        let pass = |selected: Option<Entity>| pass_scrolled(selected, None);
+        let visible = |section: egui::Rect| section.min.y >= 0.0 && section.max.y <= 400.0;
+        assert!(!visible(pass(None)), "below the panel's bottom");
+        // The scroll area takes the new offset in the frame after the request, and draws with it in the next.
+        pass(Some(a));
+        pass(Some(a));
+        let section = pass(Some(a));
+        assert!(visible(section), "scrolled to: {section:?}");
+        // Scrolled back to the top by the user, with `a` still selected: the panel stays there.
+        pass_scrolled(Some(a), Some(0.0));
+        for _ in 0..3 {
+            pass(Some(a));
+        }
+        let section = pass(Some(a));
+        assert!(
+            !visible(section),
+            "left where the user scrolled: {section:?}"
+        );
+        pass(Some(b));
+        pass(Some(b));
+        let section = pass(Some(b));
+        assert!(
+            visible(section),
+            "another body: scrolled to again: {section:?}"
+        );
+    }
+
     fn drawn_texts(shapes: &[egui::epaint::ClippedShape]) -> Vec<(String, egui::Rect)> {
         fn walk(shape: &egui::Shape, out: &mut Vec<(String, egui::Rect)>) {
             match shape {

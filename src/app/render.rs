@@ -26,8 +26,13 @@ const MIN_WALL_WIDTH_PX: f32 = 2.0;
 pub const IMPULSE_PX_PER_NS: f32 = 150.0;
 pub const IMPULSE_MAX_PX: f32 = 120.0;
 
-/// Width of a rod on screen [px]: a thin rod lying on the floor would vanish into the floor's edge as a hairline.
+/// Width of a rod on screen [logical px]: a thin rod lying on the floor would vanish into the floor's edge as a
+/// hairline.
 const ROD_WIDTH_PX: f32 = 6.0;
+
+/// Width of every other gizmo line (arrows, rings, markers, the floor line, the line between lanes) [logical px]:
+/// Bevy's default.
+const GIZMO_WIDTH_PX: f32 = 2.0;
 
 /// A rod's body on the canvas.
 pub const ROD_COLOR: Color = Color::srgb(0.35, 0.6, 1.0);
@@ -84,6 +89,7 @@ impl Plugin for RenderPlugin {
                 },
             )
             .add_systems(Startup, (spawn_camera, create_shapes))
+            .add_systems(PreUpdate, gizmo_widths_follow_the_scale_factor)
             .add_systems(
                 Update,
                 (
@@ -103,6 +109,32 @@ impl Plugin for RenderPlugin {
             )
             .add_systems(Update, antialiasing_for_the_adapter)
             .add_systems(PostUpdate, draw_band_edges.after(LabelSystems));
+    }
+}
+
+/// The gizmo lines' widths, in physical pixels, for a window of `scale_factor` physical pixels per logical one:
+/// `(every other gizmo, rods)`.
+fn gizmo_widths(scale_factor: f32) -> (f32, f32) {
+    (GIZMO_WIDTH_PX * scale_factor, ROD_WIDTH_PX * scale_factor)
+}
+
+/// Bevy draws a gizmo line `width` *physical* pixels wide, so on a screen of scale factor 2 the rods, arrows and
+/// rings came out half as thick as the 1 600 × 900 window shows them: the widths follow the primary window's
+/// scale factor. Without a window (an export renders offscreen at scale 1) they stay as set.
+fn gizmo_widths_follow_the_scale_factor(
+    windows: Query<&Window, With<bevy::window::PrimaryWindow>>,
+    mut store: ResMut<GizmoConfigStore>,
+) {
+    let Ok(window) = windows.single() else {
+        return;
+    };
+    let (lines, rods) = gizmo_widths(window.scale_factor());
+    // Written only when they change, so the store is not marked changed every frame.
+    if store.config::<DefaultGizmoConfigGroup>().0.line.width != lines {
+        store.config_mut::<DefaultGizmoConfigGroup>().0.line.width = lines;
+    }
+    if store.config::<RodGizmos>().0.line.width != rods {
+        store.config_mut::<RodGizmos>().0.line.width = rods;
     }
 }
 
@@ -650,6 +682,64 @@ mod tests {
 
     use super::*;
     use crate::sim::{ActiveScene, SimControl, SimPlugin};
+
+    /// Gizmo widths are physical pixels: on a screen of scale factor 2 they are doubled, so a rod is as thick
+    /// beside the balls as in a 1 600 × 900 window; with no window (an export) they stay as set.
+    #[test]
+    fn gizmo_lines_keep_their_logical_width_at_every_scale_factor() {
+        use bevy::window::{PrimaryWindow, WindowResolution};
+        let mut app = App::new();
+        let mut store = GizmoConfigStore::default();
+        store.insert(GizmoConfig::default(), DefaultGizmoConfigGroup);
+        let rods = GizmoLineConfig {
+            width: ROD_WIDTH_PX,
+            ..default()
+        };
+        store.insert(
+            GizmoConfig {
+                line: rods,
+                ..default()
+            },
+            RodGizmos,
+        );
+        app.insert_resource(store);
+        app.add_systems(Update, gizmo_widths_follow_the_scale_factor);
+        let widths = |app: &App| {
+            let store = app.world().resource::<GizmoConfigStore>();
+            (
+                store.config::<DefaultGizmoConfigGroup>().0.line.width,
+                store.config::<RodGizmos>().0.line.width,
+            )
+        };
+        app.update();
+        assert_eq!(widths(&app), (2.0, 6.0), "no window: as set");
+        let window = app
+            .world_mut()
+            .spawn((
+                Window {
+                    resolution: WindowResolution::new(1600, 900).with_scale_factor_override(2.0),
+                    ..default()
+                },
+                PrimaryWindow,
+            ))
+            .id();
+        app.update();
+        assert_eq!(widths(&app), (4.0, 12.0));
+        app.world_mut()
+            .get_mut::<Window>(window)
+            .expect("the window")
+            .resolution
+            .set_scale_factor_override(Some(1.5));
+        app.update();
+        assert_eq!(widths(&app), (3.0, 9.0));
+        app.world_mut()
+            .get_mut::<Window>(window)
+            .expect("the window")
+            .resolution
+            .set_scale_factor_override(Some(1.0));
+        app.update();
+        assert_eq!(widths(&app), (GIZMO_WIDTH_PX, ROD_WIDTH_PX));
+    }
 
     /// A point ball's box has no width; it still counts as a ball within reach (`Rect::is_empty` would call it
     /// empty), alone in a lane as in the wall throw's lanes.
