@@ -3699,7 +3699,6 @@ mod tests {
         assert!(note.left() < canvas.left() + 30.0, "{note:?}");
     }
 
-    /// Every text the pass drew, with where it was drawn.
     /// A body selected on the canvas scrolls the left panel to its section, once: scrolled away, the panel stays
     /// until another body is selected.
     #[test]
@@ -3753,6 +3752,7 @@ mod tests {
         );
     }
 
+    /// Every text the pass drew, with where it was drawn.
     fn drawn_texts(shapes: &[egui::epaint::ClippedShape]) -> Vec<(String, egui::Rect)> {
         fn walk(shape: &egui::Shape, out: &mut Vec<(String, egui::Rect)>) {
             match shape {
