@@ -30,10 +30,6 @@ pub const IMPULSE_MAX_PX: f32 = 120.0;
 /// hairline.
 const ROD_WIDTH_PX: f32 = 6.0;
 
-/// Width of every other gizmo line (arrows, rings, markers, the floor line, the line between lanes) [logical px]:
-/// Bevy's default.
-const GIZMO_WIDTH_PX: f32 = 2.0;
-
 /// A rod's body on the canvas.
 pub const ROD_COLOR: Color = Color::srgb(0.35, 0.6, 1.0);
 
@@ -112,30 +108,27 @@ impl Plugin for RenderPlugin {
     }
 }
 
-/// The gizmo lines' widths, in physical pixels, for a window of `scale_factor` physical pixels per logical one:
-/// `(every other gizmo, rods)`.
-fn gizmo_widths(scale_factor: f32) -> (f32, f32) {
-    (GIZMO_WIDTH_PX * scale_factor, ROD_WIDTH_PX * scale_factor)
-}
-
 /// Bevy draws a gizmo line `width` *physical* pixels wide, so on a screen of scale factor 2 the rods, arrows and
-/// rings came out half as thick as the 1 600 × 900 window shows them: the widths follow the primary window's
-/// scale factor. Without a window (an export renders offscreen at scale 1) they stay as set.
+/// rings came out half as thick as the 1 600 × 900 window shows them: the widths (set in logical pixels, as at
+/// scale 1) follow the primary window's scale factor, scaled by its change whenever it changes, so a width
+/// edited in the inspector stays as edited. Without a window (an export renders offscreen at scale 1) they stay
+/// as set.
 fn gizmo_widths_follow_the_scale_factor(
     windows: Query<&Window, With<bevy::window::PrimaryWindow>>,
     mut store: ResMut<GizmoConfigStore>,
+    mut applied: Local<Option<f32>>,
 ) {
     let Ok(window) = windows.single() else {
         return;
     };
-    let (lines, rods) = gizmo_widths(window.scale_factor());
-    // Written only when they change, so the store is not marked changed every frame.
-    if store.config::<DefaultGizmoConfigGroup>().0.line.width != lines {
-        store.config_mut::<DefaultGizmoConfigGroup>().0.line.width = lines;
+    let (old, new) = (applied.unwrap_or(1.0), window.scale_factor());
+    if new == old {
+        return;
     }
-    if store.config::<RodGizmos>().0.line.width != rods {
-        store.config_mut::<RodGizmos>().0.line.width = rods;
-    }
+    let rescale = |width: &mut f32| *width = *width / old * new;
+    rescale(&mut store.config_mut::<DefaultGizmoConfigGroup>().0.line.width);
+    rescale(&mut store.config_mut::<RodGizmos>().0.line.width);
+    *applied = Some(new);
 }
 
 /// Whether the camera keeps fitting the lanes (until the user zooms or pans), and whether that fit also frames
@@ -712,7 +705,8 @@ mod tests {
             )
         };
         app.update();
-        assert_eq!(widths(&app), (2.0, 6.0), "no window: as set");
+        // Bevy's default width for every gizmo but the rods.
+        assert_eq!(widths(&app), (2.0, ROD_WIDTH_PX), "no window: as set");
         let window = app
             .world_mut()
             .spawn((
@@ -738,7 +732,23 @@ mod tests {
             .resolution
             .set_scale_factor_override(Some(1.0));
         app.update();
-        assert_eq!(widths(&app), (GIZMO_WIDTH_PX, ROD_WIDTH_PX));
+        assert_eq!(widths(&app), (2.0, ROD_WIDTH_PX));
+        // A width edited in the inspector stays as edited, and follows the next change of scale.
+        app.world_mut()
+            .resource_mut::<GizmoConfigStore>()
+            .config_mut::<DefaultGizmoConfigGroup>()
+            .0
+            .line
+            .width = 5.0;
+        app.update();
+        assert_eq!(widths(&app), (5.0, ROD_WIDTH_PX));
+        app.world_mut()
+            .get_mut::<Window>(window)
+            .expect("the window")
+            .resolution
+            .set_scale_factor_override(Some(2.0));
+        app.update();
+        assert_eq!(widths(&app), (10.0, 2.0 * ROD_WIDTH_PX));
     }
 
     /// A point ball's box has no width; it still counts as a ball within reach (`Rect::is_empty` would call it
