@@ -717,21 +717,20 @@ mod tests {
                 PrimaryWindow,
             ))
             .id();
-        app.update();
+        // One frame at scale factor `scale`.
+        let at_scale = |app: &mut App, scale: f32| {
+            app.world_mut()
+                .get_mut::<Window>(window)
+                .expect("the window")
+                .resolution
+                .set_scale_factor_override(Some(scale));
+            app.update();
+        };
+        at_scale(&mut app, 2.0);
         assert_eq!(widths(&app), (4.0, 12.0));
-        app.world_mut()
-            .get_mut::<Window>(window)
-            .expect("the window")
-            .resolution
-            .set_scale_factor_override(Some(1.5));
-        app.update();
+        at_scale(&mut app, 1.5);
         assert_eq!(widths(&app), (3.0, 9.0));
-        app.world_mut()
-            .get_mut::<Window>(window)
-            .expect("the window")
-            .resolution
-            .set_scale_factor_override(Some(1.0));
-        app.update();
+        at_scale(&mut app, 1.0);
         assert_eq!(widths(&app), (2.0, ROD_WIDTH_PX));
         // A width edited in the inspector stays as edited, and follows the next change of scale.
         app.world_mut()
@@ -742,12 +741,7 @@ mod tests {
             .width = 5.0;
         app.update();
         assert_eq!(widths(&app), (5.0, ROD_WIDTH_PX));
-        app.world_mut()
-            .get_mut::<Window>(window)
-            .expect("the window")
-            .resolution
-            .set_scale_factor_override(Some(2.0));
-        app.update();
+        at_scale(&mut app, 2.0);
         assert_eq!(widths(&app), (10.0, 2.0 * ROD_WIDTH_PX));
     }
 
