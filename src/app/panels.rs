@@ -2559,11 +2559,24 @@ fn checked_slider<'a>(
     let kept = crate::text::number(format!("{:.5e}", *value).parse().unwrap_or(*value));
     egui::Slider::new(value, range)
         .text(setting)
+        .custom_formatter(|value, _| slider_text(value))
         .clamping(egui::SliderClamping::Never)
         // Read on each key, typing 0.5 into the time scale would refuse its "0" on the way, and typing 500 Hz
         // would run the clock at 5 Hz and 50 Hz first.
         .update_while_editing(false)
         .custom_parser(refusing_parser(setting, typed, false, kept, refused))
+}
+
+/// A slider's number: three significant digits at least, five at most, on every screen. egui picks a slider's
+/// decimals from one physical pixel of pointer travel, so on a screen at 150 % or 200 % the time scale read "1.0"
+/// and the mass "1.0" where they read "1.00" at 100 %.
+fn slider_text(value: f64) -> String {
+    let fewest = if value == 0.0 || !value.is_finite() {
+        0
+    } else {
+        (2 - value.abs().log10().floor() as i64).clamp(0, 14) as usize
+    };
+    egui::emath::format_with_decimals_in_range(value, fewest..=fewest + 2)
 }
 
 /// The text parser of a number field: a number [`parse_setting`] takes, or `None` with the refusal put in
@@ -4361,6 +4374,72 @@ mod tests {
             typed,
         );
         (entered, refused.take())
+    }
+
+    /// A slider's number reads the same on a screen at 100 %, 125 %, 150 % and 200 %, over each slider's range: egui
+    /// picks a slider's decimals from one physical pixel, and at 150 % and 200 % the time scale read "1.0" where it
+    /// reads "1.00" at 100 %.
+    #[test]
+    fn a_slider_shows_the_same_number_on_every_screen() {
+        // The window's sliders' kinds of range: time scale, fixed rate, log10 k, radius, v0.
+        let sliders = [
+            (0.01_f64, 4.0_f64, true),
+            (1.0, 1000.0, true),
+            (2.0, 9.0, false),
+            (0.0, 100.0, false),
+            (0.5, 60.0, true),
+        ];
+        let numbers_at = |pixels_per_point: f32| {
+            let ctx = egui::Context::default();
+            let mut numbers = Vec::new();
+            for (lo, hi, logarithmic) in sliders {
+                for i in 0..=40 {
+                    let t = f64::from(i) / 40.0;
+                    let mut value = if logarithmic {
+                        lo * (hi / lo).powf(t)
+                    } else {
+                        lo + (hi - lo) * t
+                    };
+                    let refused = Refusals::default();
+                    let mut drawn = Vec::new();
+                    // The first pass takes the scale factor; the second draws at it.
+                    for _ in 0..2 {
+                        let mut input =
+                            crate::app::test_events::input(vec![], egui::vec2(1600.0, 900.0));
+                        input
+                            .viewports
+                            .entry(egui::ViewportId::ROOT)
+                            .or_default()
+                            .native_pixels_per_point = Some(pixels_per_point);
+                        let output = ctx.run_ui(input, |ui| {
+                            let slider =
+                                checked_slider(&mut value, "setting", lo..=hi, lo..=hi, &refused);
+                            ui.add(slider.logarithmic(logarithmic));
+                        });
+                        assert_eq!(output.pixels_per_point, pixels_per_point);
+                        drawn = drawn_texts(&output.shapes);
+                    }
+                    let number = drawn
+                        .into_iter()
+                        .map(|(text, _)| text)
+                        .find(|text| text.parse::<f64>().is_ok())
+                        .expect("the slider draws its number");
+                    numbers.push(number);
+                }
+            }
+            numbers
+        };
+        let at_100 = numbers_at(1.0);
+        assert!(at_100.contains(&"1.00".to_string()), "{at_100:?}");
+        assert!(at_100.contains(&"0.0100".to_string()), "{at_100:?}");
+        assert!(at_100.contains(&"100".to_string()), "{at_100:?}");
+        for pixels_per_point in [1.25, 1.5, 2.0] {
+            assert_eq!(
+                numbers_at(pixels_per_point),
+                at_100,
+                "at {pixels_per_point}"
+            );
+        }
     }
 
     /// The wall throw's and the spawner's sliders: egui turned a typed v0 of −5 m/s into 0.5 and 10⁹ into 60
