@@ -377,15 +377,19 @@ fn sandbox_ui(
                     }
                 }
                 if ui_state.show_landscape {
-                    if shown.is_some_and(landscape_applies) {
-                        landscape_panel(ui, &mut ui_state, &lanes, &sorted, &mut log);
-                    } else {
-                        ui.strong("Energy landscape E(x) of one step");
-                        ui.small(
-                            "The seed's figure of one ball thrown at a wall: it is drawn for scenes whose first \
-                             ball starts in front of its lane's first wall (Wall throw, Thin-wall gauntlet).",
-                        );
-                    }
+                    let section = ui.scope(|ui| {
+                        if shown.is_some_and(landscape_applies) {
+                            landscape_panel(ui, &mut ui_state, &lanes, &sorted, &mut log);
+                        } else {
+                            ui.strong("Energy landscape E(x) of one step");
+                            ui.small(
+                                "The seed's figure of one ball thrown at a wall: it is drawn for scenes whose \
+                                 first ball starts in front of its lane's first wall (Wall throw, Thin-wall \
+                                 gauntlet).",
+                            );
+                        }
+                    });
+                    show_the_landscape_when_asked(ui, section.response.rect);
                 }
             });
         });
@@ -1119,7 +1123,13 @@ fn run_controls(
     report_run_controls(refused.take(), applied, log);
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut ui_state.show_inspector, "inspector");
-        ui.checkbox(&mut ui_state.show_landscape, "landscape");
+        if ui
+            .checkbox(&mut ui_state.show_landscape, "landscape")
+            .changed()
+            && ui_state.show_landscape
+        {
+            ask_to_show_the_landscape(ui.ctx());
+        }
         ui.checkbox(&mut ui_state.show_plots, "plots");
         if let Some(stepping) = clocks.stepping.as_deref_mut() {
             let mut background = *stepping == Stepping::Background;
@@ -1764,6 +1774,23 @@ fn show_a_new_selection(ui: &egui::Ui, section: egui::Rect, selected: Option<Ent
         ui.scroll_to_rect_animation(section, None, egui::style::ScrollAnimation::none());
     }
     ui.data_mut(|d| d.insert_temp(id, selected));
+}
+
+/// Where [`ask_to_show_the_landscape`] leaves its request, in egui's temporary data.
+const LANDSCAPE_ASKED_FOR: &str = "contact-sandbox: the landscape switched on";
+
+/// Asks the lanes' panel to scroll the landscape into view: its box ticked in a short window (1 366 × 768, or
+/// 1 920 × 1 080 at 150 %) put the landscape below two lanes' settings, and nothing on screen changed.
+fn ask_to_show_the_landscape(ctx: &egui::Context) {
+    ctx.data_mut(|d| d.insert_temp(egui::Id::new(LANDSCAPE_ASKED_FOR), true));
+}
+
+/// Scrolls the lanes' panel to the landscape's `section` once, if [`ask_to_show_the_landscape`] asked for it.
+fn show_the_landscape_when_asked(ui: &egui::Ui, section: egui::Rect) {
+    let id = egui::Id::new(LANDSCAPE_ASKED_FOR);
+    if ui.data_mut(|d| d.remove_temp::<bool>(id)).unwrap_or(false) {
+        ui.scroll_to_rect_animation(section, None, egui::style::ScrollAnimation::none());
+    }
 }
 
 fn selected_body_panel(
@@ -3710,6 +3737,51 @@ mod tests {
         pass(&mut log, &mut texts, vec![]);
         let note = pass(&mut log, &mut texts, vec![]).expect("a note");
         assert!(note.left() < canvas.left() + 30.0, "{note:?}");
+    }
+
+    /// The landscape, switched on, is scrolled into view once: scrolled away, the panel stays where the user puts
+    /// it; a pass without the request leaves it below the panel's bottom.
+    #[test]
+    fn the_landscape_switched_on_is_scrolled_into_view_once() {
+        let ctx = egui::Context::default();
+        // One frame of a 400-point-tall panel whose landscape lies 1 000 points down, switched on in this frame if
+        // `asked`, scrolled to `top` if given; where the landscape was drawn.
+        let pass = |asked: bool, top: Option<f32>| {
+            let input = crate::app::test_events::input(vec![], egui::vec2(300.0, 400.0));
+            let mut shown = egui::Rect::NOTHING;
+            let _ = ctx.run_ui(input, |ui| {
+                if asked {
+                    ask_to_show_the_landscape(ui.ctx());
+                }
+                let mut area = egui::ScrollArea::vertical();
+                if let Some(top) = top {
+                    area = area.vertical_scroll_offset(top);
+                }
+                area.show(ui, |ui| {
+                    ui.add_space(1000.0);
+                    let section = ui.scope(|ui| ui.label("Energy landscape")).response.rect;
+                    show_the_landscape_when_asked(ui, section);
+                    shown = section;
+                });
+            });
+            shown
+        };
+        let visible = |section: egui::Rect| section.min.y >= 0.0 && section.max.y <= 400.0;
+        for _ in 0..3 {
+            assert!(!visible(pass(false, None)), "not asked: below the bottom");
+        }
+        // The scroll area takes the new offset in the frame after the request, and draws with it in the next.
+        pass(true, None);
+        pass(false, None);
+        assert!(visible(pass(false, None)), "asked: scrolled to");
+        pass(false, Some(0.0));
+        for _ in 0..3 {
+            let section = pass(false, None);
+            assert!(
+                !visible(section),
+                "left where the user scrolled: {section:?}"
+            );
+        }
     }
 
     /// A body selected on the canvas scrolls the left panel to its section, once: scrolled away, the panel stays
