@@ -709,6 +709,36 @@ fn least_visible_span(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     Some((mid - half, mid + half))
 }
 
+/// The min-gap plot's y axis over `gaps` (on the [`signed_log_gap`] axis of `scale`): lines at round gaps, each
+/// labelled as the gap it stands for, over at least a decade ([`least_gap_span`]); no axis over no gaps, whose
+/// ±1 µm, ±10 µm, … labels crowded one another round an empty zero line.
+fn gap_axis<'a>(chart: Plot<'a>, gaps: impl Iterator<Item = f64>, scale: f64) -> Plot<'a> {
+    let chart = chart
+        .y_grid_spacer(move |input| gap_grid_marks(input, scale))
+        .y_axis_formatter(move |mark, _| gap_axis_text(mark.value, scale));
+    match least_gap_span(gaps) {
+        Some((lo, hi)) => chart.include_y(lo).include_y(hi),
+        None => chart.show_axes([true, false]).show_grid([true, false]),
+    }
+}
+
+/// A y range the min-gap plot shows at least, on its [`signed_log_gap`] axis: a decade around its values. A
+/// settled pile's gap held still (388.8 nm for minutes in the 2 000-ball pit), and egui_plot made a range of no
+/// height as tall as the time axis is wide: 35 s of history became 35 decades, whose sparse labels egui_plot faded
+/// out, and the curve had no label to be read by. `None` without finite values.
+fn least_gap_span(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (lo, hi) =
+        values
+            .filter(|v| v.is_finite())
+            .fold(None, |range: Option<(f64, f64)>, v| {
+                let (lo, hi) = range.unwrap_or((v, v));
+                Some((lo.min(v), hi.max(v)))
+            })?;
+    let mid = 0.5 * (lo + hi);
+    let half = (0.5 * (hi - lo)).max(0.5);
+    Some((mid - half, mid + half))
+}
+
 /// The height of a plot under its title: `below_legend`, the panel's height left under the legend, less what the
 /// title took (`title_top`, the column's cursor before the title; `ui`, the column after it). The plots fill the
 /// panel exactly, so the panel keeps the size it was given: content taller than the panel grows it each
@@ -2794,14 +2824,8 @@ fn plots_panel(
                         .include_y(1.0),
                 };
                 if title.starts_with("min gap") {
-                    chart = chart
-                        .y_grid_spacer(move |input| gap_grid_marks(input, scale))
-                        .y_axis_formatter(move |mark, _| gap_axis_text(mark.value, scale));
-                    if !any_gap {
-                        // No gap axis over no gaps: its ±1 µm, ±10 µm, … labels crowded one another round an
-                        // empty zero line.
-                        chart = chart.show_axes([true, false]).show_grid([true, false]);
-                    }
+                    let gaps = histories().flat_map(|h| h.iter().filter_map(extract));
+                    chart = gap_axis(chart, gaps, scale);
                 }
                 if !title.starts_with("min gap") {
                     // Newton counts are whole and never below zero: the axis read 4.2, 4.4, … and, for lanes
@@ -5277,6 +5301,71 @@ mod tests {
         assert_eq!(marks(0.9e-6, 6e-6), ["1 µm", "2 µm", "5 µm"]);
         // A tall range keeps its decades alone.
         assert_eq!(marks(0.5e-6, 2e-3), ["1 mm", "1 µm", "10 µm", "100 µm"]);
+    }
+
+    /// A gap that holds still (a settled pile's 388.8 nm), or all but still, is shown on a decade of the axis with
+    /// labels round it; a range taller than a decade is kept.
+    #[test]
+    fn a_gap_that_holds_still_is_shown_with_labels_round_it() {
+        let scale = gap_scale([388.8e-9].into_iter());
+        let texts = |gaps: &[f64]| {
+            let values = gaps.iter().map(|&g| signed_log_gap(g, scale));
+            let bounds = least_gap_span(values).expect("a span");
+            let marks = gap_grid_marks(
+                egui_plot::GridInput {
+                    bounds,
+                    base_step_size: 0.01,
+                },
+                scale,
+            );
+            let mut texts: Vec<String> = marks
+                .into_iter()
+                .map(|m| gap_axis_text(m.value, scale))
+                .collect();
+            texts.sort();
+            (bounds, texts)
+        };
+        let (bounds, still) = texts(&[388.8e-9; 3]);
+        assert!((bounds.1 - bounds.0 - 1.0).abs() < 1e-12, "{bounds:?}");
+        assert_eq!(still, ["1 µm", "100 nm"]);
+        let (_, all_but) = texts(&[388.8e-9, 388.9e-9, 391e-9]);
+        assert_eq!(all_but, still);
+        let tall = [0.5e-6, 2e-3].map(|g| signed_log_gap(g, scale));
+        let kept = least_gap_span(tall.into_iter()).expect("a span");
+        assert!((kept.0 - tall[0]).abs() < 1e-12 && (kept.1 - tall[1]).abs() < 1e-12);
+        assert_eq!(least_gap_span([f64::NAN].into_iter()), None);
+    }
+
+    /// The min-gap plot of a settled pile, drawn: a gap that held still for 35 s (2 000 steps at 60 Hz) is labelled
+    /// on the axis. egui_plot made the range of no height 35 decades tall, and faded out its sparse labels.
+    #[test]
+    fn a_settled_pile_s_gap_plot_is_drawn_with_labels() {
+        let ctx = egui::Context::default();
+        let gap = 388.8e-9;
+        let scale = gap_scale([gap].into_iter());
+        let mut labels = Vec::new();
+        for _ in 0..3 {
+            let input = crate::app::test_events::input(vec![], egui::vec2(400.0, 200.0));
+            let output = ctx.run_ui(input, |ui| {
+                let points: Vec<[f64; 2]> = (0..2000)
+                    .map(|i| [f64::from(i) / 60.0, signed_log_gap(gap, scale)])
+                    .collect();
+                let values = points.iter().map(|p| p[1]);
+                gap_axis(Plot::new("gaps"), values, scale)
+                    .height(150.0)
+                    .set_margin_fraction(egui::Vec2::new(0.05, 0.12))
+                    .show(ui, |plot| {
+                        plot.line(Line::new("gap", PlotPoints::new(points)))
+                    });
+            });
+            labels = drawn_texts(&output.shapes)
+                .into_iter()
+                .map(|(text, _)| text)
+                .filter(|text| text.ends_with(" nm") || text.ends_with(" µm"))
+                .collect();
+        }
+        labels.sort();
+        assert_eq!(labels, ["1 µm", "100 nm"]);
     }
 
     #[test]

@@ -130,7 +130,9 @@ pub struct DiagnosticSample {
 #[derive(Component, Clone, Debug, Default)]
 pub struct LaneDiagnostics {
     pub history: VecDeque<DiagnosticSample>,
-    /// Steps in the history whose Newton count exceeded twice the running median (SPEC §4 "spikes").
+    /// Steps since the lane was built whose Newton count exceeded twice the median of the history before them (SPEC
+    /// §4 "spikes"). Counted over the whole run, as the max and mean printed beside it are, not over the history:
+    /// a step that leaves the history stays counted.
     pub newton_spikes: u32,
 }
 
