@@ -14,6 +14,9 @@
 //! - `CONTACT_SANDBOX_REPLAY=demo.ron`: open this demo in the replay viewer at start.
 //! - `CONTACT_SANDBOX_FPS_LOG=SECONDS`: print the frame rate to stderr every SECONDS; `CONTACT_SANDBOX_HIDE_UI=1`:
 //!   start with the UI hidden ([`frame_log`], used by `tools/window-fps`).
+//!
+//! Outside those two modes, which count frames, a window in which nothing moves ([`idle`]: paused, or at the
+//! run's end) draws five frames a second, and wakes at once for input.
 
 pub mod badge;
 pub mod ball_mesh;
@@ -23,6 +26,7 @@ pub mod demo_panel;
 pub mod export;
 pub mod fonts;
 pub mod frame_log;
+pub mod idle;
 pub mod input;
 pub mod inspector;
 pub mod labels;
@@ -318,6 +322,9 @@ pub fn run_gui() -> anyhow::Result<()> {
                 replay.write(crate::sim::StartReplay(demo.clone()));
             },
         );
+    }
+    if frames.log_every.is_none() && screenshot.is_none() {
+        app.add_plugins(idle::IdlePlugin);
     }
     if let Some(plan) = screenshot {
         app.add_plugins(screenshot::ScreenshotPlugin { plan });

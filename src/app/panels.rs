@@ -194,6 +194,7 @@ struct Clocks<'w> {
     real: Res<'w, Time<Real>>,
     frames: Option<Res<'w, bevy::diagnostic::FrameCount>>,
     stepping: Option<ResMut<'w, Stepping>>,
+    idle: Option<Res<'w, super::idle::Idle>>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1007,10 +1008,20 @@ fn status_line(
 /// control below it up and down several times a second in a narrow panel), with the frame rate at its right end
 /// and the run's text cut before it with "…" when the row is too narrow for both (at 960 px the end of the line,
 /// the frame rate, was what was cut).
+/// The status row's frame rate: "· 60 fps", or "· idle, 5 fps" while the window idles ([`super::idle`]), so that
+/// a low rate reads as chosen rather than as a slow machine.
+fn frame_rate_text(frames_per_second: f64, idle: bool) -> String {
+    if idle {
+        format!("· idle, {frames_per_second:.0} fps")
+    } else {
+        format!("· {frames_per_second:.0} fps")
+    }
+}
+
 fn status_row(
     ui: &mut egui::Ui,
     status: String,
-    frames_per_second: Option<f64>,
+    frame_rate: Option<String>,
     explanation: &str,
 ) -> egui::Response {
     let row = egui::vec2(ui.available_width(), ui.spacing().interact_size.y);
@@ -1019,9 +1030,8 @@ fn status_row(
         egui::Layout::right_to_left(egui::Align::Center),
         |ui| {
             // Over each label too: a label under the pointer takes the hover from the row it sits in.
-            if let Some(fps) = frames_per_second {
-                ui.label(format!("· {fps:.0} fps"))
-                    .on_hover_text(explanation);
+            if let Some(frame_rate) = frame_rate {
+                ui.label(frame_rate).on_hover_text(explanation);
             }
             ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
                 ui.add(egui::Label::new(status).truncate())
@@ -1111,13 +1121,19 @@ fn run_controls(
             .record(clocks.real.elapsed_secs_f64(), u64::from(frames.0));
     }
     let status = status_line(control, ui_state.step_rate.steps_per_second(), info);
+    let idle = clocks.idle.as_deref().is_some_and(|idle| idle.0);
     status_row(
         ui,
         status,
-        ui_state.frame_rate.steps_per_second(),
+        ui_state
+            .frame_rate
+            .steps_per_second()
+            .map(|fps| frame_rate_text(fps, idle)),
         "Steps taken per second and how fast that runs against real time (1.00× is real time), and frames drawn \
          per second. The physics steps on its own thread: when the steps cost more than the frame budget (a large \
-         pile landing), the simulation runs in slow motion while the window keeps its frame rate.",
+         pile landing), the simulation runs in slow motion while the window keeps its frame rate. While nothing \
+         moves (paused, or at the run's end) the window idles at a few frames a second, and a key, the pointer or \
+         a step wakes it at once.",
     );
     let refused = Refusals::default();
     let mut applied = false;
@@ -5097,7 +5113,13 @@ mod tests {
                     let rect =
                         egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(width, 900.0));
                     ui.scope_builder(egui::UiBuilder::new().max_rect(rect), |ui| {
-                        row = status_row(ui, status.clone(), Some(59.6), "explained").rect;
+                        row = status_row(
+                            ui,
+                            status.clone(),
+                            Some(frame_rate_text(59.6, false)),
+                            "explained",
+                        )
+                        .rect;
                     });
                 }));
             }
@@ -5161,7 +5183,12 @@ mod tests {
                     let rect =
                         egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(250.0, 900.0));
                     ui.scope_builder(egui::UiBuilder::new().max_rect(rect), |ui| {
-                        status_row(ui, "step 80 / 80".into(), Some(59.6), "explained");
+                        status_row(
+                            ui,
+                            "step 80 / 80".into(),
+                            Some(frame_rate_text(4.8, true)),
+                            "explained",
+                        );
                     });
                 });
                 explained |= drawn_texts(&output.shapes)
@@ -5366,6 +5393,13 @@ mod tests {
         }
         labels.sort();
         assert_eq!(labels, ["1 µm", "100 nm"]);
+    }
+
+    /// The status row says when the window idles, so that its few frames a second read as chosen.
+    #[test]
+    fn an_idle_window_s_frame_rate_says_it_idles() {
+        assert_eq!(frame_rate_text(59.6, false), "· 60 fps");
+        assert_eq!(frame_rate_text(4.8, true), "· idle, 5 fps");
     }
 
     #[test]
