@@ -1004,20 +1004,20 @@ fn status_line(
     format!("step {}{stop}{rate}", control.steps_taken)
 }
 
-/// The status line on one row, whatever its digits (wrapping by turns at "100 steps/s" and "97 steps/s" moved every
-/// control below it up and down several times a second in a narrow panel), with the frame rate at its right end
-/// and the run's text cut before it with "…" when the row is too narrow for both (at 960 px the end of the line,
-/// the frame rate, was what was cut).
-/// The status row's frame rate: "· 60 fps", or "· idle, 5 fps" while the window idles ([`super::idle`]), so that
-/// a low rate reads as chosen rather than as a slow machine.
+/// The status row's frame rate: "· 60 fps", or "· idle" while the window idles ([`super::idle`]): its few frames
+/// a second would read as a slow machine, and the rate it measured, as the pointer wakes it, as a busy one.
 fn frame_rate_text(frames_per_second: f64, idle: bool) -> String {
     if idle {
-        format!("· idle, {frames_per_second:.0} fps")
+        "· idle".into()
     } else {
         format!("· {frames_per_second:.0} fps")
     }
 }
 
+/// The status line on one row, whatever its digits (wrapping by turns at "100 steps/s" and "97 steps/s" moved every
+/// control below it up and down several times a second in a narrow panel), with the frame rate at its right end
+/// and the run's text cut before it with "…" when the row is too narrow for both (at 960 px the end of the line,
+/// the frame rate, was what was cut).
 fn status_row(
     ui: &mut egui::Ui,
     status: String,
@@ -2640,16 +2640,18 @@ fn checked_slider<'a>(
         .custom_parser(refusing_parser(setting, typed, false, kept, refused))
 }
 
-/// A slider's number: three significant digits at least, five at most, on every screen. egui picks a slider's
-/// decimals from one physical pixel of pointer travel, so on a screen at 150 % or 200 % the time scale read "1.0"
-/// and the mass "1.0" where they read "1.00" at 100 %.
+/// A slider's number: three significant digits at least and five at most (whole numbers of more digits whole), on
+/// every screen. egui picks a slider's decimals from one physical pixel of pointer travel, so on a screen at 150 %
+/// or 200 % the time scale read "1.0" and the mass "1.0" where they read "1.00" at 100 %.
 fn slider_text(value: f64) -> String {
-    let fewest = if value == 0.0 || !value.is_finite() {
-        0
+    let (fewest, most) = if value == 0.0 || !value.is_finite() {
+        (0, 2)
     } else {
-        (2 - value.abs().log10().floor() as i64).clamp(0, 14) as usize
+        let exponent = value.abs().log10().floor() as i64;
+        let most = (4 - exponent).clamp(0, 16);
+        ((2 - exponent).clamp(0, most) as usize, most as usize)
     };
-    egui::emath::format_with_decimals_in_range(value, fewest..=fewest + 2)
+    egui::emath::format_with_decimals_in_range(value, fewest..=most)
 }
 
 /// The text parser of a number field: a number [`parse_setting`] takes, or `None` with the refusal put in
@@ -4545,6 +4547,13 @@ mod tests {
         assert!(at_100.contains(&"1.00".to_string()), "{at_100:?}");
         assert!(at_100.contains(&"0.0100".to_string()), "{at_100:?}");
         assert!(at_100.contains(&"100".to_string()), "{at_100:?}");
+        for (value, text) in [
+            (1234.5678, "1234.6"),
+            (123456.7, "123457"),
+            (0.012345678, "0.012346"),
+        ] {
+            assert_eq!(slider_text(value), text);
+        }
         for pixels_per_point in [1.25, 1.5, 2.0] {
             assert_eq!(
                 numbers_at(pixels_per_point),
@@ -5399,7 +5408,7 @@ mod tests {
     #[test]
     fn an_idle_window_s_frame_rate_says_it_idles() {
         assert_eq!(frame_rate_text(59.6, false), "· 60 fps");
-        assert_eq!(frame_rate_text(4.8, true), "· idle, 5 fps");
+        assert_eq!(frame_rate_text(4.8, true), "· idle");
     }
 
     #[test]

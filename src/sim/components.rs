@@ -130,9 +130,9 @@ pub struct DiagnosticSample {
 #[derive(Component, Clone, Debug, Default)]
 pub struct LaneDiagnostics {
     pub history: VecDeque<DiagnosticSample>,
-    /// Steps since the lane was built whose Newton count exceeded twice the median of the history before them (SPEC
-    /// §4 "spikes"). Counted over the whole run, as the max and mean printed beside it are, not over the history:
-    /// a step that leaves the history stays counted.
+    /// Steps whose Newton count exceeded twice the median of the history before them (SPEC §4 "spikes"), from the
+    /// sixth step on. Counted since the lane was built, not over the history (a step that leaves the history stays
+    /// counted), except that a replay's seek counts them again over the history it keeps.
     pub newton_spikes: u32,
 }
 
