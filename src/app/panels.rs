@@ -698,6 +698,15 @@ fn show_chosen_size(ctx: &egui::Context, id: egui::Id, default_size: f32, vertic
 /// a microjoule). A conserved energy differs from step to step only by rounding (12.5 J ± 10⁻¹⁵); fitted to that,
 /// the axis would read "12.5000000000000" and the rounding would look like a trend. `None` without finite values.
 fn least_visible_span(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    span_at_least(values, |mid| (5e-4 * mid.abs()).max(5e-7))
+}
+
+/// The range of the finite `values`, widened about its middle to at least `least_half(middle)` either side.
+/// `None` without finite values.
+fn span_at_least(
+    values: impl Iterator<Item = f64>,
+    least_half: impl Fn(f64) -> f64,
+) -> Option<(f64, f64)> {
     let (lo, hi) =
         values
             .filter(|v| v.is_finite())
@@ -706,7 +715,7 @@ fn least_visible_span(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
                 Some((lo.min(v), hi.max(v)))
             })?;
     let mid = 0.5 * (lo + hi);
-    let half = (0.5 * (hi - lo)).max(5e-4 * mid.abs()).max(5e-7);
+    let half = (0.5 * (hi - lo)).max(least_half(mid));
     Some((mid - half, mid + half))
 }
 
@@ -728,16 +737,7 @@ fn gap_axis<'a>(chart: Plot<'a>, gaps: impl Iterator<Item = f64>, scale: f64) ->
 /// height as tall as the time axis is wide: 35 s of history became 35 decades, whose sparse labels egui_plot faded
 /// out, and the curve had no label to be read by. `None` without finite values.
 fn least_gap_span(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
-    let (lo, hi) =
-        values
-            .filter(|v| v.is_finite())
-            .fold(None, |range: Option<(f64, f64)>, v| {
-                let (lo, hi) = range.unwrap_or((v, v));
-                Some((lo.min(v), hi.max(v)))
-            })?;
-    let mid = 0.5 * (lo + hi);
-    let half = (0.5 * (hi - lo)).max(0.5);
-    Some((mid - half, mid + half))
+    span_at_least(values, |_| 0.5)
 }
 
 /// The height of a plot under its title: `below_legend`, the panel's height left under the legend, less what the
@@ -3781,32 +3781,42 @@ mod tests {
         assert!(note.left() < canvas.left() + 30.0, "{note:?}");
     }
 
+    /// One frame of a 400-point-tall panel whose section, `label`, lies 1 000 points down, scrolled to `top` if given
+    /// (as the user's wheel would), with `scroll` given the section's place: where the section was drawn.
+    fn section_pass(
+        ctx: &egui::Context,
+        top: Option<f32>,
+        label: &str,
+        scroll: impl Fn(&egui::Ui, egui::Rect),
+    ) -> egui::Rect {
+        let input = crate::app::test_events::input(vec![], egui::vec2(300.0, 400.0));
+        let mut shown = egui::Rect::NOTHING;
+        let _ = ctx.run_ui(input, |ui| {
+            let mut area = egui::ScrollArea::vertical();
+            if let Some(top) = top {
+                area = area.vertical_scroll_offset(top);
+            }
+            area.show(ui, |ui| {
+                ui.add_space(1000.0);
+                let section = ui.scope(|ui| ui.label(label)).response.rect;
+                scroll(ui, section);
+                shown = section;
+            });
+        });
+        shown
+    }
+
     /// The landscape, switched on, is scrolled into view once: scrolled away, the panel stays where the user puts
     /// it; a pass without the request leaves it below the panel's bottom.
     #[test]
     fn the_landscape_switched_on_is_scrolled_into_view_once() {
         let ctx = egui::Context::default();
-        // One frame of a 400-point-tall panel whose landscape lies 1 000 points down, switched on in this frame if
-        // `asked`, scrolled to `top` if given; where the landscape was drawn.
+        // A frame of `section_pass`, the landscape switched on just before it if `asked`.
         let pass = |asked: bool, top: Option<f32>| {
-            let input = crate::app::test_events::input(vec![], egui::vec2(300.0, 400.0));
-            let mut shown = egui::Rect::NOTHING;
-            let _ = ctx.run_ui(input, |ui| {
-                if asked {
-                    ask_to_show_the_landscape(ui.ctx());
-                }
-                let mut area = egui::ScrollArea::vertical();
-                if let Some(top) = top {
-                    area = area.vertical_scroll_offset(top);
-                }
-                area.show(ui, |ui| {
-                    ui.add_space(1000.0);
-                    let section = ui.scope(|ui| ui.label("Energy landscape")).response.rect;
-                    show_the_landscape_when_asked(ui, section);
-                    shown = section;
-                });
-            });
-            shown
+            if asked {
+                ask_to_show_the_landscape(&ctx);
+            }
+            section_pass(&ctx, top, "Energy landscape", show_the_landscape_when_asked)
         };
         let visible = |section: egui::Rect| section.min.y >= 0.0 && section.max.y <= 400.0;
         for _ in 0..3 {
@@ -3833,24 +3843,11 @@ mod tests {
         let ctx = egui::Context::default();
         let mut world = World::new();
         let (a, b) = (world.spawn_empty().id(), world.spawn_empty().id());
-        // One frame of a 400-point-tall panel whose section lies 1 000 points down, scrolled to `top` if given (as
-        // the user's wheel would); where the section was drawn.
+        // A frame of `section_pass` with `selected` the selection.
         let pass_scrolled = |selected: Option<Entity>, top: Option<f32>| {
-            let input = crate::app::test_events::input(vec![], egui::vec2(300.0, 400.0));
-            let mut shown = egui::Rect::NOTHING;
-            let _ = ctx.run_ui(input, |ui| {
-                let mut area = egui::ScrollArea::vertical();
-                if let Some(top) = top {
-                    area = area.vertical_scroll_offset(top);
-                }
-                area.show(ui, |ui| {
-                    ui.add_space(1000.0);
-                    let section = ui.scope(|ui| ui.label("Selected body")).response.rect;
-                    show_a_new_selection(ui, section, selected);
-                    shown = section;
-                });
-            });
-            shown
+            section_pass(&ctx, top, "Selected body", |ui, section| {
+                show_a_new_selection(ui, section, selected)
+            })
         };
         let pass = |selected: Option<Entity>| pass_scrolled(selected, None);
         let visible = |section: egui::Rect| section.min.y >= 0.0 && section.max.y <= 400.0;
