@@ -2630,6 +2630,10 @@ fn checked_slider<'a>(
 ) -> egui::Slider<'a> {
     // Six significant digits: a rate read back from the fixed clock's nanoseconds is 333.3333333333333 Hz.
     let kept = crate::text::number(format!("{:.5e}", *value).parse().unwrap_or(*value));
+    // The text the slider shows stands for the value it holds: entered untouched, "333.33" set a clock of
+    // 333.3333 Hz to 333.33, and an x̃ dragged to its range's end, 0.4950000000000001, was refused as "0.495".
+    let (current, shown) = (*value, slider_text(*value));
+    let parse = refusing_parser(setting, typed, false, kept, refused);
     egui::Slider::new(value, range)
         .text(setting)
         .custom_formatter(|value, _| slider_text(value))
@@ -2637,7 +2641,13 @@ fn checked_slider<'a>(
         // Read on each key, typing 0.5 into the time scale would refuse its "0" on the way, and typing 500 Hz
         // would run the clock at 5 Hz and 50 Hz first.
         .update_while_editing(false)
-        .custom_parser(refusing_parser(setting, typed, false, kept, refused))
+        .custom_parser(move |text| {
+            if text.trim() == shown {
+                Some(current)
+            } else {
+                parse(text)
+            }
+        })
 }
 
 /// A slider's number: three significant digits at least and five at most (whole numbers of more digits whole), on
@@ -4485,6 +4495,41 @@ mod tests {
             typed,
         );
         (entered, refused.take())
+    }
+
+    /// A slider's own text, entered untouched, keeps the value it stands for: "333.33" set a clock of 333.3333 Hz
+    /// to 333.33 Hz, and an x̃ at its range's end, 0.4950000000000001, was refused as "0.495". Other text is read as
+    /// typed.
+    #[test]
+    fn a_slider_s_own_text_entered_keeps_its_value() {
+        let third = 1000.0 / 3.0;
+        assert_eq!(
+            typed_into_slider("fixed rate [Hz]", 1.0..=1000.0, third, "333.33"),
+            (third, None)
+        );
+        assert_eq!(
+            typed_into_slider("fixed rate [Hz]", 1.0..=1000.0, third, "333.3"),
+            (333.3, None)
+        );
+        let low = 0.4950000000000001;
+        let typed_x = |typed: &str| {
+            let refused = Refusals::default();
+            let (_, entered) = crate::app::test_events::type_into_widget(
+                low,
+                |ui, v| {
+                    let slider = checked_slider(v, "x~ [m]", low..=0.661, low..=0.661, &refused);
+                    let rect = ui.add(slider).rect;
+                    crate::app::test_events::slider_value_point(ui, rect)
+                },
+                typed,
+            );
+            (entered, refused.take().map(|r| r.text()))
+        };
+        assert_eq!(typed_x("0.495"), (low, None));
+        assert_eq!(typed_x("0.5"), (0.5, None));
+        let (kept, refusal) = typed_x("0.4949");
+        assert_eq!(kept, low);
+        assert!(refusal.is_some_and(|r| r.contains("outside")));
     }
 
     /// A slider's number reads the same on a screen at 100 %, 125 %, 150 % and 200 %, over each slider's range: egui
