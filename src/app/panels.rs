@@ -2534,19 +2534,46 @@ fn setting_field<'a, Num: egui::emath::Numeric>(
     refused: &Refusals,
 ) -> egui::DragValue<'a> {
     let kept = crate::text::number(value.to_f64());
+    let (format, parse) = keeping_shown_text(
+        |v, decimals| field_text(v, decimals, Num::INTEGRAL),
+        refusing_parser(setting, allowed.clone(), Num::INTEGRAL, kept, refused),
+    );
     egui::DragValue::new(value)
-        .custom_formatter(|v, decimals| field_text(v, decimals, Num::INTEGRAL))
+        .custom_formatter(format)
         .update_while_editing(false)
-        .range(allowed.clone())
+        .range(allowed)
         // A value from a scene file outside the drag range is shown as it is, not changed by drawing it.
         .clamp_existing_to_range(false)
-        .custom_parser(refusing_parser(
-            setting,
-            allowed,
-            Num::INTEGRAL,
-            kept,
-            refused,
-        ))
+        .custom_parser(parse)
+}
+
+/// The decimals egui offers a number's formatter.
+type Decimals = std::ops::RangeInclusive<usize>;
+
+/// A number field's formatter and parser, joined so that the text the field shows, entered untouched, keeps the
+/// value it stands for rather than the rounded number it reads as: a slider's "333.33" set a clock of 333.3333 Hz
+/// to 333.33 Hz, an x̃ dragged to its range's end (0.4950000000000001) was refused as "0.495", and a lane's h of
+/// 1/60 s, shown "0.01667", became 0.01667 s. egui formats the held value before it parses an edit in the same
+/// pass, so the parser knows the text shown. Any other text goes to `parse`.
+fn keeping_shown_text<'a>(
+    format: impl Fn(f64, Decimals) -> String + 'a,
+    parse: impl Fn(&str) -> Option<f64> + 'a,
+) -> (
+    impl Fn(f64, Decimals) -> String + 'a,
+    impl Fn(&str) -> Option<f64> + 'a,
+) {
+    let shown = std::rc::Rc::new(std::cell::RefCell::new(None::<(f64, String)>));
+    let recorded = shown.clone();
+    let format = move |value: f64, decimals| {
+        let text = format(value, decimals);
+        *recorded.borrow_mut() = Some((value, text.clone()));
+        text
+    };
+    let parse = move |text: &str| match &*shown.borrow() {
+        Some((value, shown)) if text.trim() == shown => Some(*value),
+        _ => parse(text),
+    };
+    (format, parse)
 }
 
 /// A setting field's text: egui's, with `decimals`, from 10⁻³ to below 10⁶ where that reads back as the value or
@@ -2630,24 +2657,18 @@ fn checked_slider<'a>(
 ) -> egui::Slider<'a> {
     // Six significant digits: a rate read back from the fixed clock's nanoseconds is 333.3333333333333 Hz.
     let kept = crate::text::number(format!("{:.5e}", *value).parse().unwrap_or(*value));
-    // The text the slider shows stands for the value it holds: entered untouched, "333.33" set a clock of
-    // 333.3333 Hz to 333.33, and an x̃ dragged to its range's end, 0.4950000000000001, was refused as "0.495".
-    let (current, shown) = (*value, slider_text(*value));
-    let parse = refusing_parser(setting, typed, false, kept, refused);
+    let (format, parse) = keeping_shown_text(
+        |value, _| slider_text(value),
+        refusing_parser(setting, typed, false, kept, refused),
+    );
     egui::Slider::new(value, range)
         .text(setting)
-        .custom_formatter(|value, _| slider_text(value))
+        .custom_formatter(format)
         .clamping(egui::SliderClamping::Never)
         // Read on each key, typing 0.5 into the time scale would refuse its "0" on the way, and typing 500 Hz
         // would run the clock at 5 Hz and 50 Hz first.
         .update_while_editing(false)
-        .custom_parser(move |text| {
-            if text.trim() == shown {
-                Some(current)
-            } else {
-                parse(text)
-            }
-        })
+        .custom_parser(parse)
 }
 
 /// A slider's number: three significant digits at least and five at most (whole numbers of more digits whole), on
@@ -4530,6 +4551,40 @@ mod tests {
         let (kept, refusal) = typed_x("0.4949");
         assert_eq!(kept, low);
         assert!(refusal.is_some_and(|r| r.contains("outside")));
+        // A lane setting's field too: h = 1/60 s shows "0.01667".
+        let sixtieth = 1.0 / 60.0;
+        let typed_h = |typed: &str| {
+            let refused = Refusals::default();
+            let (_, entered) = crate::app::test_events::type_into_widget(
+                sixtieth,
+                |ui, v| {
+                    ui.add(setting_field(v, "h [s]", 1e-6..=10.0, &refused))
+                        .rect
+                        .center()
+                },
+                typed,
+            );
+            entered
+        };
+        let ctx = egui::Context::default();
+        let input = crate::app::test_events::input(vec![], egui::vec2(400.0, 100.0));
+        let output = ctx.run_ui(input, |ui| {
+            let refused = Refusals::default();
+            ui.add(setting_field(
+                &mut sixtieth.clone(),
+                "h [s]",
+                1e-6..=10.0,
+                &refused,
+            ));
+        });
+        let shown = drawn_texts(&output.shapes)
+            .into_iter()
+            .map(|(text, _)| text)
+            .find(|text| text.parse::<f64>().is_ok())
+            .expect("the field draws its number");
+        assert_ne!(shown.parse::<f64>(), Ok(sixtieth), "{shown} is rounded");
+        assert_eq!(typed_h(&shown), sixtieth, "{shown}");
+        assert_eq!(typed_h("0.0167"), 0.0167);
     }
 
     /// A slider's number reads the same on a screen at 100 %, 125 %, 150 % and 200 %, over each slider's range: egui
